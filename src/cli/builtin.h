@@ -1,0 +1,7 @@
+/* builtin.h - subcommands of `vramtrace`, one per builtin-*.c. */
+#ifndef VT_BUILTIN_H
+#define VT_BUILTIN_H
+
+int cmd_dump(int argc, char **argv);
+
+#endif
