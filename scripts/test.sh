@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The test command: install what is missing, build into build/, run the
+# whole suite with ctest; then the same suite built with ASan+UBSan
+# (build-asan/) and the threaded tests with TSan (build-tsan/).
+#   scripts/test.sh            everything
+#   scripts/test.sh --quick    only the normal build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+scripts/install-deps.sh
+jobs=$(nproc)
+status=0
+
+run_suite() { # name builddir ctest-args cmake-args...
+    local name=$1 dir=$2 targs=$3; shift 3
+    echo "=== $name: configure and build ($dir)"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    mkdir -p "$dir"
+    if ! cmake --build "$dir" -j"$jobs" >"$dir/build.log" 2>&1; then
+        tail -60 "$dir/build.log"; echo "=== $name: BUILD FAILED"; status=1; return
+    fi
+    echo "=== $name: ctest"
+    # shellcheck disable=SC2086
+    if ! ctest --test-dir "$dir" --output-on-failure -j"$jobs" $targs; then status=1; fi
+}
+
+run_suite "release" build ""
+if [ $quick -eq 0 ]; then
+    # Tests labelled nosan load code into foreign interpreters (Python) or
+    # measure crash behaviour that sanitizers intercept.
+    run_suite "asan+ubsan" build-asan "-LE nosan" -DVT_SANITIZE=address,undefined -DVT_BUILD_INJECT=OFF
+    run_suite "tsan" build-tsan "-L threads" -DVT_SANITIZE=thread -DVT_BUILD_INJECT=OFF
+fi
+if [ $status -eq 0 ]; then echo "=== scripts/test.sh: all suites passed"; else echo "=== scripts/test.sh: FAILURES"; fi
+exit $status
