@@ -1,0 +1,288 @@
+/* test_unwind.c - the native unwinder and the module map (src/inject/vt_unwind.c).
+ * Built twice (tests.cmake): the call chain in unwind_chain.c with and
+ * without frame pointers.  The reference is glibc backtrace(). */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unwind_chain.h"
+#include "vt_error.h"
+#include "vt_unwind.h"
+
+#ifndef DLMOD_PATH
+#error DLMOD_PATH must name the test shared object
+#endif
+
+/* The function containing ip (by dladdr), "" if unknown. */
+static const char *fn_of(uint64_t ip)
+{
+    Dl_info di;
+    if (dladdr((void *)(uintptr_t)(ip - 1), &di) && di.dli_sname)
+        return di.dli_sname;
+    return "";
+}
+
+static void check_chain_against_backtrace(vt_unwinder *u)
+{
+    chain_result r;
+    memset(&r, 0, sizeof(r));
+    r.max = 64;
+    chain_a(u, &r, 5);
+    assert_true(r.n >= 5);
+    assert_true(r.nbt >= 5);
+    /* [0] differs (two call sites in chain_c); from [1] on both walk the same frames */
+    assert_string_equal(fn_of(r.ips[0]), "chain_c");
+    assert_string_equal(fn_of(r.ips[1]), "chain_b");
+    assert_string_equal(fn_of(r.ips[2]), "chain_a");
+    int common = r.n < r.nbt ? r.n : r.nbt;
+    for (int i = 1; i < common; i++) {
+        if (r.ips[i] != (uint64_t)(uintptr_t)r.bt[i])
+            fail_msg("frame %d: unwinder %#lx (%s) backtrace %p (%s)", i, (unsigned long)r.ips[i], fn_of(r.ips[i]),
+                     r.bt[i], fn_of((uint64_t)(uintptr_t)r.bt[i]));
+    }
+    /* the walk reaches as far as backtrace() (within one frame: _start) */
+    assert_true(r.n >= r.nbt - 1);
+}
+
+static vt_unwinder *g_u;
+static int g_cb_count;
+static char g_cb_last[512];
+
+static void module_cb(void *arg, const vt_module *m)
+{
+    (void)arg;
+    g_cb_count++;
+    snprintf(g_cb_last, sizeof(g_cb_last), "%s", m->path);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    g_cb_count = 0;
+    return vt_unwinder_create(&g_u, 0, module_cb, NULL);
+}
+static int teardown(void **state)
+{
+    (void)state;
+    vt_unwinder_free(g_u);
+    g_u = NULL;
+    return 0;
+}
+
+static void test_matches_backtrace(void **state)
+{
+    (void)state;
+    check_chain_against_backtrace(g_u);
+    /* second time from the cache: identical */
+    vt_unwind_stats s1, s2;
+    vt_unwinder_get_stats(g_u, &s1);
+    check_chain_against_backtrace(g_u);
+    vt_unwinder_get_stats(g_u, &s2);
+    assert_true(s2.cache_hits > s1.cache_hits);
+    assert_int_equal(s2.stops_unknown, s1.stops_unknown);
+}
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    check_chain_against_backtrace(g_u);
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, thread_main, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+}
+
+static void test_depth_cap_and_recursion(void **state)
+{
+    (void)state;
+    chain_result r;
+    memset(&r, 0, sizeof(r));
+    r.max = 4;
+    chain_rec(g_u, &r, 50);
+    assert_int_equal(r.n, 4);
+    assert_string_equal(fn_of(r.ips[0]), "chain_c");
+    assert_string_equal(fn_of(r.ips[3]), "chain_rec");
+    r.max = 256;
+    chain_rec(g_u, &r, 100);
+    /* chain_c, chain_b, chain_a, 101 x chain_rec, then the test's own frames */
+    assert_true(r.n > 104);
+    for (int i = 3; i < 104; i++)
+        assert_string_equal(fn_of(r.ips[i]), "chain_rec");
+}
+
+static void test_rules(void **state)
+{
+    (void)state;
+    chain_result r;
+    memset(&r, 0, sizeof(r));
+    r.max = 8;
+    chain_a(g_u, &r, 5);
+    int isbp, ra, bp, outer;
+    int64_t off;
+    /* the return address into chain_a (a 6000-byte frame) */
+    assert_int_equal(vt_unwind_rule_describe(g_u, r.ips[2], &isbp, &off, &ra, &bp, &outer), 0);
+    assert_int_equal(outer, 0);
+    assert_int_equal(ra, 1);
+    if (!isbp)
+        assert_true(off > 6000);
+    /* chain_b uses alloca: its CFA is rbp-based with or without frame pointers */
+    assert_int_equal(vt_unwind_rule_describe(g_u, r.ips[1], &isbp, &off, &ra, &bp, &outer), 0);
+    assert_int_equal(isbp, 1);
+    assert_int_equal(off, 16);
+    assert_int_equal(bp, 2);
+    /* an address in no module */
+    assert_int_equal(vt_unwind_rule_describe(g_u, 16, &isbp, &off, &ra, &bp, &outer), VT_ERR_NOT_FOUND);
+}
+
+/* Build-id of our own executable, read from the file. */
+static int file_build_id(const char *path, uint8_t *out, size_t max)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *d = malloc((size_t)sz);
+    int got = -1;
+    if (d && fread(d, 1, (size_t)sz, f) == (size_t)sz) {
+        const Elf64_Ehdr *eh = (const Elf64_Ehdr *)d;
+        for (int i = 0; i < eh->e_shnum; i++) {
+            const Elf64_Shdr *sh = (const Elf64_Shdr *)(d + eh->e_shoff + (size_t)i * eh->e_shentsize);
+            if (sh->sh_type != SHT_NOTE)
+                continue;
+            const uint8_t *p = d + sh->sh_offset, *end = p + sh->sh_size;
+            while (p + sizeof(Elf64_Nhdr) <= end) {
+                const Elf64_Nhdr *nh = (const Elf64_Nhdr *)p;
+                const uint8_t *name = p + sizeof(*nh);
+                const uint8_t *desc = name + ((nh->n_namesz + 3) & ~3u);
+                if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+                    nh->n_descsz <= max) {
+                    memcpy(out, desc, nh->n_descsz);
+                    got = (int)nh->n_descsz;
+                }
+                p = desc + ((nh->n_descsz + 3) & ~3u);
+            }
+        }
+    }
+    free(d);
+    fclose(f);
+    return got;
+}
+
+static void test_modmap(void **state)
+{
+    (void)state;
+    const vt_modmap *m = vt_unwinder_modmap(g_u);
+    assert_non_null(m);
+    assert_true(vt_modmap_count(m) >= 3);
+    assert_true(g_cb_count >= 3); /* every module of the first scan was reported */
+    /* sorted, non-overlapping */
+    for (size_t i = 1; i < vt_modmap_count(m); i++)
+        assert_true(vt_modmap_get(m, i - 1)->end <= vt_modmap_get(m, i)->start);
+    /* our own executable */
+    const vt_module *self = vt_modmap_find(m, (uint64_t)(uintptr_t)&test_modmap);
+    assert_non_null(self);
+    char exe[4096];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    assert_true(k > 0);
+    exe[k] = 0;
+    assert_string_equal(self->path, exe);
+    assert_true(self->eh_frame_hdr >= self->start && self->eh_frame_hdr < self->end);
+    uint8_t bid[32];
+    int n = file_build_id(exe, bid, sizeof(bid));
+    assert_int_equal(n, 20); /* linked with --build-id=sha1 */
+    assert_int_equal(self->build_id_len, 20);
+    assert_memory_equal(self->build_id, bid, 20);
+    /* libc holds printf */
+    const vt_module *libc = vt_modmap_find(m, (uint64_t)(uintptr_t)&printf);
+    assert_non_null(libc);
+    assert_non_null(strstr(libc->path, "libc"));
+    Dl_info di;
+    assert_true(dladdr((void *)&printf, &di));
+    assert_int_equal(libc->load_bias, (uint64_t)(uintptr_t)di.dli_fbase);
+    assert_null(vt_modmap_find(m, 8));
+}
+
+static void test_library_loaded_later(void **state)
+{
+    (void)state;
+    void *h = dlopen(DLMOD_PATH, RTLD_NOW);
+    assert_non_null(h);
+    void *(*fn)(void) = (void *(*)(void))dlsym(h, "vt_test_dlmod_fn");
+    assert_non_null(fn);
+    uint64_t ip = (uint64_t)(uintptr_t)fn() + 1;
+    assert_null(vt_modmap_find(vt_unwinder_modmap(g_u), ip));
+    struct timespec ts = {0, 150 * 1000000};
+    nanosleep(&ts, NULL); /* rescans are rate-limited to one per 100 ms */
+    int before = g_cb_count;
+    uint64_t ips[4];
+    uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+    vt_unwind_from(g_u, ip, sp, 0, ips, 1);
+    assert_int_equal(g_cb_count, before + 1);
+    assert_non_null(strstr(g_cb_last, "vt_test_dlmod"));
+    const vt_module *mod = vt_modmap_find(vt_unwinder_modmap(g_u), ip);
+    assert_non_null(mod);
+    assert_true(mod->build_id_len > 0);
+    /* a leaf function's own ip: the rule is "CFA = rsp + 8" */
+    int isbp, ra, bp, outer;
+    int64_t off;
+    assert_int_equal(vt_unwind_rule_describe(g_u, (uint64_t)(uintptr_t)fn + 1, &isbp, &off, &ra, &bp, &outer), 0);
+    assert_int_equal(isbp, 0);
+    assert_int_equal(off, 8);
+    assert_int_equal(ra, 1);
+}
+
+static void test_skip(void **state)
+{
+    (void)state;
+    vt_unwinder *u;
+    assert_int_equal(vt_unwinder_create(&u, 10, NULL, NULL), 0);
+    /* skipping the module holding this test drops every frame of it */
+    vt_unwinder_skip_addr(u, (const void *)&test_skip);
+    chain_result r;
+    memset(&r, 0, sizeof(r));
+    r.max = 64;
+    chain_a(u, &r, 5);
+    const vt_module *self = vt_modmap_find(vt_unwinder_modmap(u), (uint64_t)(uintptr_t)&test_skip);
+    assert_true(r.n >= 1);
+    /* only the top is skipped: the walk continues through libc (and may
+     * come back to this executable at _start) */
+    assert_true(vt_modmap_find(vt_unwinder_modmap(u), r.ips[0]) != self);
+    assert_non_null(strstr(vt_modmap_find(vt_unwinder_modmap(u), r.ips[0])->path, "libc"));
+    vt_unwinder_free(u);
+    vt_unwinder_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_matches_backtrace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_depth_cap_and_recursion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rules, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_modmap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_library_loaded_later, setup, teardown),
+        cmocka_unit_test(test_skip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,27 @@
+# tests/inject/tests.cmake - CPU tests of the injection library's pure parts.
+add_executable(test_inject_config ${CMAKE_CURRENT_LIST_DIR}/test_config.c)
+target_link_libraries(test_inject_config PRIVATE vt_inject_common vt_cmocka)
+add_test(NAME inject_config COMMAND test_inject_config)
+
+add_library(vt_test_dlmod SHARED ${CMAKE_CURRENT_LIST_DIR}/dlmod.c)
+target_link_options(vt_test_dlmod PRIVATE -Wl,--build-id=sha1)
+
+# The unwinder against glibc backtrace(), with the call chain compiled with
+# and without frame pointers.
+foreach(variant fp nofp)
+  if(variant STREQUAL "fp")
+    set(_flags -O2 -fno-omit-frame-pointer)
+  else()
+    set(_flags -O2 -fomit-frame-pointer)
+  endif()
+  add_library(vt_test_chain_${variant} STATIC ${CMAKE_CURRENT_LIST_DIR}/unwind_chain.c)
+  target_include_directories(vt_test_chain_${variant} PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+  target_link_libraries(vt_test_chain_${variant} PUBLIC vt_inject_common)
+  target_compile_options(vt_test_chain_${variant} PRIVATE ${_flags} -fno-optimize-sibling-calls)
+  add_executable(test_inject_unwind_${variant} ${CMAKE_CURRENT_LIST_DIR}/test_unwind.c)
+  target_link_libraries(test_inject_unwind_${variant} PRIVATE vt_test_chain_${variant} vt_inject_common vt_cmocka ${CMAKE_DL_LIBS} Threads::Threads)
+  target_link_options(test_inject_unwind_${variant} PRIVATE -rdynamic -Wl,--build-id=sha1)
+  target_compile_definitions(test_inject_unwind_${variant} PRIVATE DLMOD_PATH="$<TARGET_FILE:vt_test_dlmod>")
+  add_dependencies(test_inject_unwind_${variant} vt_test_dlmod)
+  add_test(NAME inject_unwind_${variant} COMMAND test_inject_unwind_${variant})
+endforeach()

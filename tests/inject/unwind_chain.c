@@ -1,0 +1,47 @@
+/* unwind_chain.c - a known call chain for the unwinder tests, compiled twice:
+ * with and without frame pointers (see tests.cmake).  Each level does work
+ * after its call so that no call becomes a tail call. */
+#include <alloca.h>
+#include <execinfo.h>
+#include <string.h>
+
+#include "unwind_chain.h"
+
+volatile int chain_sink;
+
+__attribute__((noinline)) int chain_c(vt_unwinder *u, chain_result *r, int x)
+{
+    r->n = vt_unwind_capture(u, r->ips, r->max);
+    r->nbt = backtrace(r->bt, 64);
+    chain_sink += x;
+    return r->n + x;
+}
+
+/* alloca makes the compiler keep rbp as the CFA register even without
+ * frame pointers: exercises rbp-based rules. */
+__attribute__((noinline)) int chain_b(vt_unwinder *u, chain_result *r, int x)
+{
+    char *buf = alloca((size_t)x + 16);
+    memset(buf, x, (size_t)x + 16);
+    int v = chain_c(u, r, buf[x / 2]);
+    chain_sink += buf[3];
+    return v + 1;
+}
+
+/* a large frame: CFA offset above 4 KiB */
+__attribute__((noinline)) int chain_a(vt_unwinder *u, chain_result *r, int x)
+{
+    volatile char big[6000];
+    big[x] = (char)x;
+    int v = chain_b(u, r, x + 3);
+    return v + big[x];
+}
+
+__attribute__((noinline)) int chain_rec(vt_unwinder *u, chain_result *r, int depth)
+{
+    if (depth == 0)
+        return chain_a(u, r, 5);
+    int v = chain_rec(u, r, depth - 1);
+    chain_sink += depth;
+    return v + 1;
+}

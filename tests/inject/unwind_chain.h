@@ -1,0 +1,16 @@
+/* unwind_chain.h - the call chain used by test_unwind.c and bench_unwind.c. */
+#ifndef UNWIND_CHAIN_H
+#define UNWIND_CHAIN_H
+#include <stdint.h>
+#include "vt_unwind.h"
+typedef struct {
+    uint64_t ips[256];
+    int n, max;
+    void *bt[64];
+    int nbt;
+} chain_result;
+int chain_c(vt_unwinder *u, chain_result *r, int x);
+int chain_b(vt_unwinder *u, chain_result *r, int x);
+int chain_a(vt_unwinder *u, chain_result *r, int x);
+int chain_rec(vt_unwinder *u, chain_result *r, int depth);
+#endif
