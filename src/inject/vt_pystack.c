@@ -1,0 +1,788 @@
+/* vt_pystack.c - read the calling thread's CPython frame chain without the
+ * GIL (3.10-3.13) and merge it with a native stack.  See vt_pystack.h.
+ *
+ * Runs inside the traced process: plain loads only at capture time, no
+ * Python calls except the GIL-free PyGILState_GetThisThreadState() and
+ * Py_IsInitialized(), no allocation (TLS caches aside), no locks, no output.
+ * Init validates the layout with fault-tolerant reads (process_vm_readv on
+ * ourselves, or a pipe) so a wrong table disables us instead of crashing.
+ * Layouts were learnt from each version's headers; tests/python checks the
+ * table against them (vt_pyoffsets_check).  No Python header is used here.
+ * Touches nothing but its own state.
+ */
+#define _GNU_SOURCE
+#include "vt_pystack.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "vt_error.h"
+
+#define VT_AI __attribute__((always_inline)) static inline
+
+/* Byte offsets of what we read, per minor version (-1: not in this version). */
+typedef struct {
+    int minor;
+    long ts_interp;     /* PyThreadState.interp */
+    long ts_frame;      /* 3.10 .frame (PyFrameObject*), 3.13 .current_frame */
+    long ts_cframe;     /* 3.11/3.12 .cframe */
+    long cf_current;    /* _PyCFrame.current_frame */
+    long f_previous;    /* f_back / previous */
+    long f_code;        /* f_code / f_executable */
+    long f_instr;       /* 3.10 int f_lasti; prev_instr (3.11/12); instr_ptr (3.13) */
+    long f_owner;       /* char owner */
+    long f_is_entry;    /* 3.11 bool is_entry */
+    long co_filename, co_name, co_qualname, co_linetable, co_firstlineno;
+    long co_firsttraceable, co_adaptive;
+    long ob_type, ob_size, bytes_sval;
+    long u_length, u_state, u_ascii_size, u_compact_size;
+} vt_pylayout;
+
+static const vt_pylayout k_layouts[] = {
+    {10, 16, 24, -1, -1, 24, 32, 96, -1, -1, 104, 112, -1, 120, 40, -1, -1, 8, 16, 32, 16, 32, 48, 72},
+    {11, 16, -1, 56, 8, 48, 32, 56, 69, 68, 112, 120, 128, 136, 72, 168, 184, 8, 16, 32, 16, 32, 48, 72},
+    {12, 16, -1, 56, 0, 8, 0, 56, 70, -1, 112, 120, 128, 136, 68, 176, 192, 8, 16, 32, 16, 32, 40, 56},
+    {13, 16, 72, -1, -1, 8, 0, 56, 70, -1, 112, 120, 128, 136, 68, 184, 200, 8, 16, 32, 16, 32, 40, 56},
+};
+
+/* PyASCIIObject.state bits (same in 3.10-3.13). */
+#define U_KIND_MASK 0x1Cu
+#define U_KIND_SHIFT 2
+#define U_COMPACT 0x20u
+#define U_ASCII 0x40u
+
+#define OWNED_BY_GENERATOR 1
+#define OWNED_BY_CSTACK 3
+
+/* 3.13 _Py_DebugOffsets (at the start of _PyRuntime): byte offsets of the
+ * uint64 fields we cross-check. */
+#define DBG_COOKIE 0
+#define DBG_VERSION 8
+#define DBG_FREE_THREADED 16
+#define DBG_TS_INTERP 176
+#define DBG_TS_CURRENT_FRAME 184
+#define DBG_IF_PREVIOUS 232
+#define DBG_IF_EXECUTABLE 240
+#define DBG_IF_INSTR_PTR 248
+#define DBG_IF_OWNER 264
+#define DBG_CO_FILENAME 280
+#define DBG_CO_NAME 288
+#define DBG_CO_QUALNAME 296
+#define DBG_CO_LINETABLE 304
+#define DBG_CO_FIRSTLINENO 312
+#define DBG_CO_ADAPTIVE 344
+#define DBG_OB_TYPE 360
+#define DBG_BYTES_OB_SIZE 520
+#define DBG_BYTES_SVAL 528
+#define DBG_U_STATE 544
+#define DBG_U_LENGTH 552
+#define DBG_U_ASCII_SIZE 560
+#define DBG_END 568
+
+#define MAX_EVAL_RANGES 8
+#define MAX_WALK_STEPS (4 * VT_PYSTACK_MAX_DEPTH + 64)
+#define MAX_LINETABLE (1u << 24)
+#define MAX_STR_LEN (1 << 20)
+
+static struct {
+    int done, result, ready;
+    char why[200];
+    char version[32];
+    vt_pylayout L;
+    uintptr_t code_type, bytes_type, unicode_type, main_interp;
+    void *(*get_tstate)(void);
+    int (*is_initialized)(void);
+    int neval;
+    uint64_t eval_start[MAX_EVAL_RANGES], eval_end[MAX_EVAL_RANGES];
+    int pipe_fd[2];
+} g = {.pipe_fd = {-1, -1}};
+
+VT_AI int ptr_ok(uintptr_t p) { return p >= 4096 && p < (1ull << 47) && !(p & 7); }
+
+/* ---- fault-tolerant reads (init only) ---- */
+
+static int safe_read(void *dst, uintptr_t src, size_t n)
+{
+    if (src < 4096 || src + n < src)
+        return -1;
+    struct iovec l = {dst, n}, r = {(void *)src, n};
+    ssize_t k = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+    if (k == (ssize_t)n)
+        return 0;
+    if (k >= 0 || (errno != ENOSYS && errno != EPERM))
+        return -1;
+    /* No process_vm_readv (seccomp): write() through a pipe reports EFAULT. */
+    if (g.pipe_fd[0] < 0 && pipe(g.pipe_fd) < 0)
+        return -1;
+    for (size_t off = 0; off < n;) {
+        size_t c = n - off < 4096 ? n - off : 4096;
+        if (write(g.pipe_fd[1], (const char *)src + off, c) != (ssize_t)c)
+            return -1;
+        if (read(g.pipe_fd[0], (char *)dst + off, c) != (ssize_t)c)
+            return -1;
+        off += c;
+    }
+    return 0;
+}
+
+/* Read n bytes at addr: a plain load when !safe (the compiler folds it). */
+VT_AI int rd(int safe, void *dst, uintptr_t addr, size_t n)
+{
+    if (!safe) {
+        memcpy(dst, (const void *)addr, n);
+        return 0;
+    }
+    return safe_read(dst, addr, n);
+}
+VT_AI uintptr_t rdp(int safe, uintptr_t addr, int *bad)
+{
+    uintptr_t v = 0;
+    if (rd(safe, &v, addr, sizeof v) < 0)
+        *bad = 1;
+    return v;
+}
+VT_AI int32_t rdi(int safe, uintptr_t addr, int *bad)
+{
+    int32_t v = 0;
+    if (rd(safe, &v, addr, sizeof v) < 0)
+        *bad = 1;
+    return v;
+}
+VT_AI int8_t rdc(int safe, uintptr_t addr, int *bad)
+{
+    int8_t v = 0;
+    if (rd(safe, &v, addr, sizeof v) < 0)
+        *bad = 1;
+    return v;
+}
+
+/* ---- line tables ---- */
+
+/* 3.10 co_linetable: (byte delta unsigned, line delta signed; -128 = no
+ * line) pairs; addr in bytes.  PyCode_Addr2Line semantics. */
+static int line_310(const uint8_t *t, size_t n, int line, int addr)
+{
+    int start = 0;
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        int end = start + t[i];
+        int ld = (int8_t)t[i + 1];
+        int cur = -1;
+        if (ld != -128) {
+            line += ld;
+            cur = line;
+        }
+        if (addr >= start && addr < end)
+            return cur;
+        start = end;
+    }
+    return -2; /* not covered: corrupt */
+}
+
+static int svarint(const uint8_t *t, size_t n, size_t i)
+{
+    unsigned v = 0, shift = 0;
+    while (i < n && shift < 32) {
+        unsigned b = t[i++];
+        v |= (b & 63u) << shift;
+        shift += 6;
+        if (!(b & 64))
+            break;
+    }
+    return (v & 1) ? -(int)(v >> 1) : (int)(v >> 1);
+}
+
+/* 3.11+ location table (Objects/locations.md); addr in code units. */
+static int line_311(const uint8_t *t, size_t n, int line, int addr)
+{
+    int start = 0;
+    size_t i = 0;
+    while (i < n) {
+        unsigned b = t[i];
+        if (!(b & 0x80))
+            return -2; /* not an entry start: corrupt */
+        unsigned code = (b >> 3) & 15;
+        int end = start + (int)(b & 7) + 1;
+        if (code == 13 || code == 14)
+            line += svarint(t, n, i + 1);
+        else if (code >= 10 && code <= 12)
+            line += (int)code - 10;
+        if (addr >= start && addr < end)
+            return code == 15 ? -1 : line;
+        start = end;
+        i++;
+        while (i < n && !(t[i] & 0x80))
+            i++;
+    }
+    return -2; /* not covered: corrupt */
+}
+
+/* ---- per-thread caches ---- */
+
+#define LINE_CACHE 1024
+typedef struct {
+    uint64_t key;
+    int32_t addr;
+    int32_t line;
+} vt_line_ent;
+static __thread vt_line_ent t_lines[LINE_CACHE];
+
+#define SEEN_CACHE 1024
+static __thread uint64_t t_seen[SEEN_CACHE];
+
+VT_AI unsigned hash_slot(uint64_t k, unsigned bits)
+{
+    return (unsigned)((k * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+
+int vt_pystack_seen(uint64_t key)
+{
+    uint64_t *e = &t_seen[hash_slot(key, 10)];
+    if (*e == key)
+        return 1;
+    *e = key;
+    return 0;
+}
+
+void vt_pystack_unsee(uint64_t key)
+{
+    uint64_t *e = &t_seen[hash_slot(key, 10)];
+    if (*e == key)
+        *e = 0;
+}
+
+/* ---- the walk ---- */
+
+/* Line of `code` at `addr` (3.10: bytes; 3.11+: code units), cached per
+ * thread by (key, addr).  Returns -1 for "no line", -2 for a table that is
+ * not what we expect. */
+VT_AI int code_line(int safe, uintptr_t code, uint64_t key, uintptr_t lt, int first, int addr,
+                    vt_line_ent *cache)
+{
+    const vt_pylayout *L = &g.L;
+    int bad = 0;
+    vt_line_ent *e = NULL;
+    if (cache) {
+        e = &cache[hash_slot(key ^ ((uint64_t)(uint32_t)addr << 47), 10)];
+        if (e->key == key && e->addr == addr)
+            return e->line;
+    }
+    if (rdp(safe, lt + L->ob_type, &bad) != g.bytes_type || bad)
+        return -2;
+    long n = (long)rdp(safe, lt + L->ob_size, &bad);
+    if (bad || n < 0 || n > (long)MAX_LINETABLE)
+        return -2;
+    uint8_t *copy = NULL;
+    const uint8_t *t = (const uint8_t *)(lt + L->bytes_sval);
+    if (safe) {
+        copy = malloc(n ? (size_t)n : 1);
+        if (!copy || safe_read(copy, lt + L->bytes_sval, (size_t)n) < 0) {
+            free(copy);
+            return -2;
+        }
+        t = copy;
+    }
+    int line;
+    if (addr < 0)
+        line = first;
+    else if (L->minor == 10)
+        line = line_310(t, (size_t)n, first, addr);
+    else
+        line = line_311(t, (size_t)n, first, addr);
+    free(copy);
+    if (e) {
+        e->key = key;
+        e->addr = addr;
+        e->line = line;
+    }
+    (void)code;
+    return line;
+}
+
+VT_AI void boundary(vt_pyframe *out, int n)
+{
+    if (n > 0 && out[n - 1].nentry < 0xffff)
+        out[n - 1].nentry++;
+}
+
+/* Walk from `frame` (the innermost frame pointer read from the tstate).
+ * Returns the count, or VT_ERR_CORRUPT when safe and something is off (the
+ * fast path just stops early). */
+VT_AI int walk(int safe, uintptr_t frame, vt_pyframe *out, int max, vt_line_ent *cache)
+{
+    const vt_pylayout *L = &g.L;
+    const int minor = L->minor;
+    int n = 0, bad = 0;
+    for (int steps = 0; frame; steps++) {
+        if (steps >= MAX_WALK_STEPS || !ptr_ok(frame))
+            goto stop;
+        uintptr_t next = rdp(safe, frame + L->f_previous, &bad);
+        int owner = minor >= 11 ? rdc(safe, frame + L->f_owner, &bad) : 0;
+        if (bad)
+            goto stop;
+        if (minor >= 12 && owner == OWNED_BY_CSTACK) {
+            boundary(out, n); /* the shim of one C-level eval call */
+            frame = next;
+            continue;
+        }
+        uintptr_t code = rdp(safe, frame + L->f_code, &bad);
+        if (bad || !ptr_ok(code))
+            goto stop;
+        if (rdp(safe, code + L->ob_type, &bad) != g.code_type || bad) {
+            if (minor == 13) { /* a non-code executable: not a Python frame */
+                frame = next;
+                continue;
+            }
+            goto stop;
+        }
+        int addr;
+        if (minor == 10) {
+            int lasti = rdi(safe, frame + L->f_instr, &bad);
+            addr = lasti < 0 ? -1 : lasti * 2;
+        } else {
+            uintptr_t ip = rdp(safe, frame + L->f_instr, &bad);
+            long size = (long)rdp(safe, code + L->ob_size, &bad);
+            int ft = rdi(safe, code + L->co_firsttraceable, &bad);
+            if (bad || size < 0 || size > (1L << 28))
+                goto stop;
+            long idx = ((long)ip - (long)(code + L->co_adaptive)) / 2;
+            if (owner != OWNED_BY_GENERATOR && idx < ft) {
+                /* incomplete: not started yet, Python hides it too */
+                if (minor == 11 && rdc(safe, frame + L->f_is_entry, &bad))
+                    boundary(out, n);
+                frame = next;
+                continue;
+            }
+            if (idx < 0 || idx >= size)
+                goto stop;
+            addr = (int)idx;
+        }
+        if (n == max) {
+            out[n - 1].flags |= VT_PYFRAME_TRUNCATED;
+            break;
+        }
+        uintptr_t fn = rdp(safe, code + L->co_filename, &bad);
+        uintptr_t qn = rdp(safe, code + (L->co_qualname >= 0 ? L->co_qualname : L->co_name), &bad);
+        uintptr_t lt = rdp(safe, code + L->co_linetable, &bad);
+        int first = rdi(safe, code + L->co_firstlineno, &bad);
+        if (bad || !ptr_ok(lt))
+            goto stop;
+        uint64_t h = (uint64_t)fn * 0x9E3779B97F4A7C15ull ^ (uint64_t)qn * 0xC2B2AE3D27D4EB4Full ^
+                     (uint64_t)lt * 0x165667B19E3779F9ull ^ (uint64_t)(uint32_t)first;
+        h ^= h >> 29;
+        uint64_t key = ((uint64_t)code >> 3) ^ ((h >> 40) << 44);
+        int line = code_line(safe, code, key, lt, first, addr, cache);
+        if (safe && line < -1)
+            return VT_ERR_CORRUPT;
+        out[n].key = key;
+        out[n].code = code;
+        out[n].line = line > 0 ? (uint32_t)line : 0;
+        out[n].nentry = 0;
+        out[n].flags = 0;
+        n++;
+        if (minor == 10 || (minor == 11 && rdc(safe, frame + L->f_is_entry, &bad)))
+            boundary(out, n);
+        frame = next;
+    }
+    return n;
+stop:
+    return safe ? VT_ERR_CORRUPT : n;
+}
+
+/* Innermost frame pointer of thread state `ts`, 0 if none. */
+VT_AI uintptr_t top_frame(int safe, uintptr_t ts, int *bad)
+{
+    const vt_pylayout *L = &g.L;
+    if (L->ts_frame >= 0)
+        return rdp(safe, ts + L->ts_frame, bad);
+    uintptr_t cf = rdp(safe, ts + L->ts_cframe, bad);
+    if (*bad || !ptr_ok(cf))
+        return 0;
+    return rdp(safe, cf + L->cf_current, bad);
+}
+
+int vt_pystack_capture(vt_pyframe *out, int max)
+{
+    if (!g.ready)
+        return VT_ERR_DISABLED;
+    if (max > VT_PYSTACK_MAX_DEPTH)
+        max = VT_PYSTACK_MAX_DEPTH;
+    if (max <= 0 || !g.is_initialized())
+        return 0;
+    uintptr_t ts = (uintptr_t)g.get_tstate();
+    if (!ptr_ok(ts) || *(const uintptr_t *)(ts + g.L.ts_interp) != g.main_interp)
+        return 0;
+    int bad = 0;
+    uintptr_t f = top_frame(0, ts, &bad);
+    return walk(0, f, out, max, t_lines);
+}
+
+/* ---- strings ---- */
+
+static size_t put_utf8(char *b, size_t n, size_t o, uint32_t c)
+{
+    char tmp[4];
+    size_t k;
+    if (c < 0x80) {
+        tmp[0] = (char)c;
+        k = 1;
+    } else if (c < 0x800) {
+        tmp[0] = (char)(0xC0 | (c >> 6));
+        tmp[1] = (char)(0x80 | (c & 63));
+        k = 2;
+    } else if (c < 0x10000) {
+        tmp[0] = (char)(0xE0 | (c >> 12));
+        tmp[1] = (char)(0x80 | ((c >> 6) & 63));
+        tmp[2] = (char)(0x80 | (c & 63));
+        k = 3;
+    } else {
+        tmp[0] = (char)(0xF0 | ((c >> 18) & 7));
+        tmp[1] = (char)(0x80 | ((c >> 12) & 63));
+        tmp[2] = (char)(0x80 | ((c >> 6) & 63));
+        tmp[3] = (char)(0x80 | (c & 63));
+        k = 4;
+    }
+    if (o + k >= n)
+        return 0; /* no room: stop at a character boundary */
+    memcpy(b + o, tmp, k);
+    return k;
+}
+
+/* Copy a compact str object as UTF-8 into buf[0..n) (n >= 1). */
+VT_AI int read_str(int safe, uintptr_t s, char *buf, size_t n)
+{
+    const vt_pylayout *L = &g.L;
+    int bad = 0;
+    buf[0] = 0;
+    if (!ptr_ok(s) || rdp(safe, s + L->ob_type, &bad) != g.unicode_type || bad)
+        return VT_ERR_CORRUPT;
+    long len = (long)rdp(safe, s + L->u_length, &bad);
+    uint32_t st = (uint32_t)rdi(safe, s + L->u_state, &bad);
+    if (bad || len < 0 || len > MAX_STR_LEN || !(st & U_COMPACT))
+        return VT_ERR_CORRUPT;
+    unsigned kind = (st & U_KIND_MASK) >> U_KIND_SHIFT;
+    if (kind != 1 && kind != 2 && kind != 4)
+        return VT_ERR_CORRUPT;
+    uintptr_t d = s + ((st & U_ASCII) ? L->u_ascii_size : L->u_compact_size);
+    size_t o = 0;
+    for (long i = 0; i < len; i++) {
+        uint32_t c = 0;
+        if (kind == 1) {
+            uint8_t v = 0;
+            if (rd(safe, &v, d + (uintptr_t)i, 1) < 0)
+                return VT_ERR_CORRUPT;
+            c = v;
+        } else if (kind == 2) {
+            uint16_t v = 0;
+            if (rd(safe, &v, d + 2 * (uintptr_t)i, 2) < 0)
+                return VT_ERR_CORRUPT;
+            c = v;
+        } else if (rd(safe, &c, d + 4 * (uintptr_t)i, 4) < 0) {
+            return VT_ERR_CORRUPT;
+        }
+        if (c > 0x10FFFF || (c >= 0xD800 && c < 0xE000))
+            c = 0xFFFD;
+        size_t k = put_utf8(buf, n, o, c);
+        if (!k)
+            break;
+        o += k;
+    }
+    buf[o] = 0;
+    return 0;
+}
+
+VT_AI int describe(int safe, uint64_t code, char *file, size_t nfile, char *func, size_t nfunc)
+{
+    const vt_pylayout *L = &g.L;
+    int bad = 0, rc = VT_ERR_CORRUPT;
+    if (!nfile || !nfunc)
+        return VT_ERR_INVALID;
+    file[0] = func[0] = 0;
+    if (!ptr_ok(code) || rdp(safe, code + L->ob_type, &bad) != g.code_type || bad)
+        goto fail;
+    uintptr_t fn = rdp(safe, code + L->co_filename, &bad);
+    uintptr_t qn = rdp(safe, code + (L->co_qualname >= 0 ? L->co_qualname : L->co_name), &bad);
+    if (bad || read_str(safe, fn, file, nfile) < 0 || read_str(safe, qn, func, nfunc) < 0)
+        goto fail;
+    return 0;
+fail:
+    snprintf(file, nfile, "?");
+    snprintf(func, nfunc, "?");
+    return rc;
+}
+
+int vt_pystack_describe(uint64_t code, char *file, size_t nfile, char *func, size_t nfunc)
+{
+    if (!g.ready)
+        return VT_ERR_DISABLED;
+    return describe(0, code, file, nfile, func, nfunc);
+}
+
+/* ---- eval ranges and merge ---- */
+
+int vt_pystack_test_add_eval(uint64_t start, uint64_t end)
+{
+    if (g.neval >= MAX_EVAL_RANGES)
+        return VT_ERR_NOSPACE;
+    g.eval_start[g.neval] = start;
+    g.eval_end[g.neval] = end;
+    g.neval++;
+    return 0;
+}
+
+int vt_pystack_is_eval(uint64_t ip)
+{
+    /* ip is a return address: the call lies in (start, end]. */
+    for (int i = 0; i < g.neval; i++)
+        if (ip > g.eval_start[i] && ip <= g.eval_end[i])
+            return 1;
+    return 0;
+}
+
+static void add_eval_symbol(const char *name)
+{
+    void *p = dlsym(RTLD_DEFAULT, name);
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!p || !dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
+        return;
+    vt_pystack_test_add_eval((uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)p + sym->st_size);
+}
+
+int vt_pystack_merge(const uint64_t *ips, int nips, const vt_pyframe *py, int npy,
+                     vt_frame *out, int max)
+{
+    int n = 0, pi = 0, pending = 0;
+    int truncated = npy > 0 && (py[npy - 1].flags & VT_PYFRAME_TRUNCATED);
+    for (int i = 0; i < nips && n < max; i++) {
+        if (!vt_pystack_is_eval(ips[i])) {
+            out[n++] = (vt_frame){.pc = ips[i], .line = 0, .kind = VT_FRAME_NATIVE};
+            continue;
+        }
+        if (pending > 0) { /* an eval call whose Python frames were all hidden */
+            pending--;
+            continue;
+        }
+        if (pi >= npy) {
+            if (!truncated)
+                out[n++] = (vt_frame){.pc = ips[i], .line = 0, .kind = VT_FRAME_NATIVE};
+            continue;
+        }
+        while (pi < npy && n < max) {
+            const vt_pyframe *p = &py[pi++];
+            out[n++] = (vt_frame){.pc = p->key, .line = p->line, .kind = VT_FRAME_PYTHON};
+            if (p->nentry) {
+                pending = p->nentry - 1;
+                break;
+            }
+        }
+    }
+    while (pi < npy && n < max) {
+        const vt_pyframe *p = &py[pi++];
+        out[n++] = (vt_frame){.pc = p->key, .line = p->line, .kind = VT_FRAME_PYTHON};
+    }
+    return n;
+}
+
+int vt_pystack_stack(const uint64_t *ips, int nips, vt_frame *out, int max, int pydepth,
+                     vt_pystack_define_fn define, void *ctx)
+{
+    vt_pyframe py[VT_PYSTACK_MAX_DEPTH];
+    if (pydepth > VT_PYSTACK_MAX_DEPTH)
+        pydepth = VT_PYSTACK_MAX_DEPTH;
+    int npy = vt_pystack_capture(py, pydepth);
+    if (npy < 0)
+        return npy;
+    for (int i = 0; define && i < npy; i++) {
+        if (vt_pystack_seen(py[i].key))
+            continue;
+        char file[512], func[256];
+        describe(0, py[i].code, file, sizeof file, func, sizeof func);
+        if (define(ctx, py[i].key, file, func) < 0)
+            vt_pystack_unsee(py[i].key);
+    }
+    return vt_pystack_merge(ips, nips, py, npy, out, max);
+}
+
+/* ---- init ---- */
+
+static int fail(int rc, const char *fmt, const char *arg)
+{
+    snprintf(g.why, sizeof g.why, fmt, arg ? arg : "");
+    return rc;
+}
+
+/* 3.13: the interpreter publishes its offsets; ours must agree. */
+static int check_debug_offsets(void)
+{
+    uintptr_t rt = (uintptr_t)dlsym(RTLD_DEFAULT, "_PyRuntime");
+    uint8_t d[DBG_END];
+    if (!rt || safe_read(d, rt, sizeof d) < 0)
+        return fail(VT_ERR_CORRUPT, "3.13: _PyRuntime unreadable%s", NULL);
+    if (memcmp(d + DBG_COOKIE, "xdebugpy", 8) != 0)
+        return fail(VT_ERR_CORRUPT, "3.13: no _Py_DebugOffsets cookie%s", NULL);
+    uint64_t v[DBG_END / 8];
+    memcpy(v, d, sizeof v);
+    if (v[DBG_FREE_THREADED / 8])
+        return fail(VT_ERR_VERSION, "free-threaded build not supported%s", NULL);
+    const vt_pylayout *L = &g.L;
+    const struct { int dbg; long ours; const char *name; } chk[] = {
+        {DBG_TS_INTERP, L->ts_interp, "thread_state.interp"},
+        {DBG_TS_CURRENT_FRAME, L->ts_frame, "thread_state.current_frame"},
+        {DBG_IF_PREVIOUS, L->f_previous, "interpreter_frame.previous"},
+        {DBG_IF_EXECUTABLE, L->f_code, "interpreter_frame.executable"},
+        {DBG_IF_INSTR_PTR, L->f_instr, "interpreter_frame.instr_ptr"},
+        {DBG_IF_OWNER, L->f_owner, "interpreter_frame.owner"},
+        {DBG_CO_FILENAME, L->co_filename, "code_object.filename"},
+        {DBG_CO_NAME, L->co_name, "code_object.name"},
+        {DBG_CO_QUALNAME, L->co_qualname, "code_object.qualname"},
+        {DBG_CO_LINETABLE, L->co_linetable, "code_object.linetable"},
+        {DBG_CO_FIRSTLINENO, L->co_firstlineno, "code_object.firstlineno"},
+        {DBG_CO_ADAPTIVE, L->co_adaptive, "code_object.co_code_adaptive"},
+        {DBG_OB_TYPE, L->ob_type, "pyobject.ob_type"},
+        {DBG_BYTES_OB_SIZE, L->ob_size, "bytes_object.ob_size"},
+        {DBG_BYTES_SVAL, L->bytes_sval, "bytes_object.ob_sval"},
+        {DBG_U_STATE, L->u_state, "unicode_object.state"},
+        {DBG_U_LENGTH, L->u_length, "unicode_object.length"},
+        {DBG_U_ASCII_SIZE, L->u_ascii_size, "unicode_object.asciiobject_size"},
+    };
+    for (size_t i = 0; i < sizeof chk / sizeof chk[0]; i++)
+        if ((long)v[chk[i].dbg / 8] != chk[i].ours)
+            return fail(VT_ERR_CORRUPT, "_Py_DebugOffsets disagree on %s", chk[i].name);
+    return 0;
+}
+
+static int do_init(void)
+{
+    unsigned major = 0, minor = 0, micro = 0;
+    const unsigned long *hex = dlsym(RTLD_DEFAULT, "Py_Version");
+    const char *(*getver)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    if (hex) {
+        major = (unsigned)(*hex >> 24) & 0xff;
+        minor = (unsigned)(*hex >> 16) & 0xff;
+        micro = (unsigned)(*hex >> 8) & 0xff;
+    } else if (getver) {
+        if (sscanf(getver(), "%u.%u.%u", &major, &minor, &micro) < 2)
+            return fail(VT_ERR_VERSION, "unparsable Py_GetVersion()%s", NULL);
+    } else {
+        return fail(VT_ERR_NOT_FOUND, "not a Python process%s", NULL);
+    }
+    snprintf(g.version, sizeof g.version, "%u.%u.%u", major, minor, micro);
+    if (major != 3 || minor < 10 || minor > 13)
+        return fail(VT_ERR_VERSION, "unsupported Python %s (3.10-3.13 only)", g.version);
+    for (size_t i = 0; i < sizeof k_layouts / sizeof k_layouts[0]; i++)
+        if (k_layouts[i].minor == (int)minor)
+            g.L = k_layouts[i];
+
+    g.code_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
+    g.bytes_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");
+    g.unicode_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+    g.get_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    g.is_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    void *(*get_main)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
+    void *(*thread_head)(void *) = (void *(*)(void *))dlsym(RTLD_DEFAULT, "PyInterpreterState_ThreadHead");
+    if (!g.code_type || !g.bytes_type || !g.unicode_type || !g.get_tstate || !g.is_initialized ||
+        !get_main || !thread_head)
+        return fail(VT_ERR_NOT_FOUND, "Python %s: missing interpreter symbols", g.version);
+    if (!g.is_initialized())
+        return fail(VT_ERR_NOT_FOUND, "Python %s is not initialized yet", g.version);
+    if (minor == 13) {
+        int rc = check_debug_offsets();
+        if (rc < 0)
+            return rc;
+    }
+    g.main_interp = (uintptr_t)get_main();
+    if (!ptr_ok(g.main_interp))
+        return fail(VT_ERR_CORRUPT, "Python %s: no main interpreter", g.version);
+
+    /* Layout check on real objects, with reads that cannot fault. */
+    int bad = 0;
+    uintptr_t ts = (uintptr_t)g.get_tstate();
+    uintptr_t any = ts ? ts : (uintptr_t)thread_head((void *)g.main_interp);
+    if (ptr_ok(any) && rdp(1, any + g.L.ts_interp, &bad) != g.main_interp)
+        return fail(VT_ERR_CORRUPT, "Python %s: thread state layout mismatch", g.version);
+    if (ts) {
+        vt_pyframe fr[VT_PYSTACK_MAX_DEPTH];
+        uintptr_t f = top_frame(1, ts, &bad);
+        if (bad)
+            return fail(VT_ERR_CORRUPT, "Python %s: unreadable frame pointer", g.version);
+        int n = walk(1, f, fr, VT_PYSTACK_MAX_DEPTH, NULL);
+        if (n < 0)
+            return fail(VT_ERR_CORRUPT, "Python %s: frame layout mismatch", g.version);
+        for (int i = 0; i < n; i++) {
+            char a[256], b[256];
+            if (describe(1, fr[i].code, a, sizeof a, b, sizeof b) < 0 || !a[0] || !b[0])
+                return fail(VT_ERR_CORRUPT, "Python %s: code object layout mismatch", g.version);
+        }
+        if (n > 0 && !(fr[n - 1].flags & VT_PYFRAME_TRUNCATED) && fr[n - 1].nentry == 0)
+            return fail(VT_ERR_CORRUPT, "Python %s: entry-frame layout mismatch", g.version);
+    }
+    if (g.neval == 0)
+        add_eval_symbol("_PyEval_EvalFrameDefault");
+    return 0;
+}
+
+int vt_pystack_init(char *why, size_t n)
+{
+    if (!g.done) {
+        g.result = do_init();
+        g.ready = g.result == 0;
+        g.done = 1;
+        if (g.pipe_fd[0] >= 0) {
+            close(g.pipe_fd[0]);
+            close(g.pipe_fd[1]);
+            g.pipe_fd[0] = g.pipe_fd[1] = -1;
+        }
+    }
+    if (why && n)
+        snprintf(why, n, "%s", g.result ? g.why : "");
+    return g.result;
+}
+
+int vt_pystack_ready(void) { return g.ready; }
+
+const char *vt_pystack_version(void) { return g.version; }
+
+long vt_pystack_layout_offset(int minor, const char *field)
+{
+    const vt_pylayout *L = NULL;
+    for (size_t i = 0; i < sizeof k_layouts / sizeof k_layouts[0]; i++)
+        if (k_layouts[i].minor == minor)
+            L = &k_layouts[i];
+    if (!L || !field)
+        return -1;
+    static const struct { const char *name; size_t off; } f[] = {
+#define F(n) {#n, offsetof(vt_pylayout, n)}
+        F(ts_interp), F(ts_frame), F(ts_cframe), F(cf_current), F(f_previous), F(f_code),
+        F(f_instr), F(f_owner), F(f_is_entry), F(co_filename), F(co_name), F(co_qualname),
+        F(co_linetable), F(co_firstlineno), F(co_firsttraceable), F(co_adaptive), F(ob_type),
+        F(ob_size), F(bytes_sval), F(u_length), F(u_state), F(u_ascii_size), F(u_compact_size),
+#undef F
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (!strcmp(f[i].name, field))
+            return *(const long *)((const char *)L + f[i].off);
+    if (minor == 13 && !strncmp(field, "dbg_", 4)) {
+        static const struct { const char *name; long off; } d[] = {
+            {"dbg_ts_interp", DBG_TS_INTERP}, {"dbg_ts_current_frame", DBG_TS_CURRENT_FRAME},
+            {"dbg_if_previous", DBG_IF_PREVIOUS}, {"dbg_if_executable", DBG_IF_EXECUTABLE},
+            {"dbg_if_instr_ptr", DBG_IF_INSTR_PTR}, {"dbg_if_owner", DBG_IF_OWNER},
+            {"dbg_co_filename", DBG_CO_FILENAME}, {"dbg_co_name", DBG_CO_NAME},
+            {"dbg_co_qualname", DBG_CO_QUALNAME}, {"dbg_co_linetable", DBG_CO_LINETABLE},
+            {"dbg_co_firstlineno", DBG_CO_FIRSTLINENO}, {"dbg_co_adaptive", DBG_CO_ADAPTIVE},
+            {"dbg_ob_type", DBG_OB_TYPE}, {"dbg_bytes_ob_size", DBG_BYTES_OB_SIZE},
+            {"dbg_bytes_sval", DBG_BYTES_SVAL}, {"dbg_u_state", DBG_U_STATE},
+            {"dbg_u_length", DBG_U_LENGTH}, {"dbg_u_ascii_size", DBG_U_ASCII_SIZE},
+            {"dbg_free_threaded", DBG_FREE_THREADED}, {"dbg_version", DBG_VERSION},
+        };
+        for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+            if (!strcmp(d[i].name, field))
+                return d[i].off;
+    }
+    return -1;
+}

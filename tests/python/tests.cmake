@@ -1,0 +1,47 @@
+# tests/python: vt_pystack (Python stacks without the GIL).
+#  - pystack_merge: cmocka, no interpreter (init refusal, merge rules);
+#  - pystack_offsets_3XX: the layout table vs each version's own headers;
+#  - pystack_py_3XX: real interpreters (pyenv) calling the capture through
+#    ctypes from every kind of frame, threads, recursion, concurrency.
+set(VT_PY_DIR ${CMAKE_CURRENT_LIST_DIR})
+set(VT_PY_VERSIONS 3.10.13 3.11.7 3.12.1 3.13.0 CACHE STRING "pyenv versions tested by tests/python")
+if(DEFINED ENV{PYENV_ROOT})
+  set(VT_PYENV_ROOT $ENV{PYENV_ROOT})
+else()
+  set(VT_PYENV_ROOT $ENV{HOME}/.pyenv)
+endif()
+find_program(VT_PYENV_PYTHON3 python3 HINTS ${VT_PYENV_ROOT}/shims NO_DEFAULT_PATH)
+if(NOT VT_PYENV_PYTHON3)
+  set(VT_PYENV_PYTHON3 python3)
+endif()
+
+add_library(vt_pystack_testlib SHARED ${VT_PY_DIR}/vt_pystack_testlib.c)
+target_link_libraries(vt_pystack_testlib PRIVATE vt_pystack Threads::Threads)
+set_target_properties(vt_pystack_testlib PROPERTIES C_VISIBILITY_PRESET hidden)
+
+add_executable(test_pystack_merge ${VT_PY_DIR}/test_pystack_merge.c)
+target_link_libraries(test_pystack_merge PRIVATE vt_pystack vt_cmocka)
+add_test(NAME pystack_merge COMMAND test_pystack_merge)
+
+foreach(v ${VT_PY_VERSIONS})
+  string(REGEX MATCH "^3\\.([0-9]+)" mm ${v})
+  set(minor ${CMAKE_MATCH_1})
+  set(inc ${VT_PYENV_ROOT}/versions/${v}/include/python3.${minor})
+  if(EXISTS ${inc}/Python.h)
+    add_executable(vt_pyoffsets_check_3${minor} ${VT_PY_DIR}/vt_pyoffsets_check.c)
+    target_include_directories(vt_pyoffsets_check_3${minor} SYSTEM PRIVATE ${inc} ${inc}/internal)
+    target_link_libraries(vt_pyoffsets_check_3${minor} PRIVATE vt_pystack)
+    add_test(NAME pystack_offsets_3${minor} COMMAND vt_pyoffsets_check_3${minor})
+  else()
+    message(WARNING "tests/python: no headers for Python ${v} in ${inc}")
+  endif()
+  if(EXISTS ${VT_PYENV_ROOT}/versions/${v}/bin/python3)
+    add_test(NAME pystack_py_3${minor}
+             COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v}
+                     ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack.py
+                     $<TARGET_FILE:vt_pystack_testlib> ${v})
+    set_tests_properties(pystack_py_3${minor} PROPERTIES TIMEOUT 300)
+  else()
+    message(WARNING "tests/python: Python ${v} is not installed under ${VT_PYENV_ROOT}")
+  endif()
+endforeach()
