@@ -1,2 +1,1959 @@
-/* vt_writer.c - placeholder, replaced by the writer implementation. */
+/* vt_writer.c - crash-safe trace writer (see vt_writer.h).
+ *
+ * Producers (any thread): vt_writer_emit() serializes the event into the
+ * calling thread's single-producer ring (mmap'ed, registered on a lock-free
+ * list, reused after thread exit) and returns; no lock, no malloc, no
+ * syscall on the fast path.  A full ring drops and counts.
+ *
+ * Encoder (the writer thread, or a signal handler during an emergency
+ * flush, whoever holds `enc_owner`): merges the rings by time, interns
+ * strings/threads/frames/stacks/launches/modules/code keys, encodes each
+ * Record with protobuf-c into a staging buffer as `0x0A varint(len) bytes`,
+ * compresses with ZSTD_compressStream2 and writes to the file.  Time and
+ * correlation deltas follow docs/FORMAT.md ("Stream rules").
+ *
+ * Touches: its output file descriptor, /proc/self/task/TID/comm (thread
+ * names), stderr (one line when it disables itself).  Never exit/abort.
+ */
+#define _GNU_SOURCE
 #include "vt_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "proto/vramtrace.pb-c.h"
+#include "vt_error.h"
+#include "vt_intern.h"
+
+#define VT_ENT_PAD 0       /* ring filler up to the end of the buffer */
+#define VT_ENT_CODE 100    /* vt_writer_define_code() */
+#define VT_MAX_STACK 512   /* deeper stacks keep their innermost frames */
+#define VT_STACK_CHUNK 8   /* stacks are interned as chains of 8-frame outer suffixes */
+#define VT_TLS_SLOTS 4     /* writers a thread remembers at once */
+#define VT_MAX_WRITERS 64  /* fork registry (closing fds in the child) */
+#define VT_RING_HDR 4096   /* ring control page, data follows */
+#define VT_STAGE_BYTES (256u << 10)
+#define VT_EMERGENCY_WAIT_MS 500
+
+/* ---------------------------------------------------------------- ring */
+
+typedef struct vt_ring {
+    /* producer's cache line */
+    _Atomic uint64_t head;
+    uint64_t cached_tail;
+    _Atomic uint64_t emitted;
+    _Atomic uint64_t dropped;
+    char pad0[64 - 32];
+    /* consumer's */
+    _Atomic uint64_t tail;
+    char pad1[64 - 8];
+    _Atomic int state; /* 1 owned by a thread, 0 free for reuse */
+    _Atomic int refs;  /* writer + owning thread */
+    uint64_t cap;
+    unsigned char *data; /* NULL once the writer freed it */
+    struct vt_ring *next; /* immutable once published */
+} vt_ring;
+
+/* Entry header; the payload (a copy of the vt_event union member) follows,
+ * then variable data; pointers in the payload hold offsets from the entry. */
+typedef struct {
+    uint32_t size; /* whole entry, multiple of 8 */
+    uint16_t type;
+    uint16_t pad;
+    uint32_t tid;
+    uint32_t pad2;
+    uint64_t key;  /* merge order: host time, 0 for kernels */
+    uint64_t time; /* event time (kernels: device start) */
+} vt_ent;
+
+typedef struct {
+    uint64_t key;
+    const char *file;
+    const char *function;
+} vt_code_payload;
+
+/* --------------------------------------------------------------- writer */
+
+typedef struct {
+    vt_ring *ring;
+    uint64_t pos, lim, key;
+} vt_cursor;
+
+typedef struct {
+    uint64_t start, end;
+    uint32_t id;
+} vt_modrange;
+
+struct vt_writer {
+    /* immutable after create */
+    uint64_t serial;
+    unsigned fork_gen;
+    vt_writer_config cfg;
+    clockid_t clockid;
+    uint64_t ring_cap;
+    uint64_t flush_ns, poll_ns;
+    int fd;
+    int reg_slot;
+    char name[256];
+
+    /* shared state */
+    _Atomic int off;   /* emits refused: error, emergency, closed */
+    _Atomic int err;   /* first error */
+    _Atomic int msg_claim, msg_ready;
+    char errmsg[512];
+    _Atomic(vt_ring *) rings;
+    _Atomic uint64_t noring_dropped;
+    _Atomic uint32_t wake_seq;
+    _Atomic int sleeping;
+    _Atomic int enc_owner; /* 0 free, 1 writer thread, 2 signal handler */
+    _Atomic int emerg_sig, emerg_done;
+    _Atomic int stop;
+    vt_endreason stop_reason;
+    int stop_sig;
+    _Atomic int closed;
+    _Atomic uint32_t thread_tid;
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    _Atomic uint64_t flush_req;
+    uint64_t flush_done; /* under mu */
+    int thread_exited;   /* under mu */
+    _Atomic uint64_t st_records, st_raw, st_written, st_frames;
+
+    /* encoder state: only the holder of enc_owner */
+    ZSTD_CCtx *zc;
+    unsigned char *stage, *out;
+    size_t stage_len, stage_cap, out_cap;
+    uint64_t frame_in, seq;
+    uint64_t host_t, dev_t, corr;
+    int dirty;
+    uint64_t dirty_since;
+    int ended;
+    int no_alloc, in_signal;
+    uint64_t events;          /* events written */
+    uint64_t drops_reported;  /* WRITER_QUEUE drops already in the stream */
+    uint64_t other_dropped;   /* counts from producer Dropped records */
+    uint64_t enc_dropped;     /* events the encoder could not intern (signal mode) */
+    vt_imap strings, frames, stacks, launches;
+    vt_umap threads, codes;
+    uint32_t n_string, n_frame, n_stack, n_thread, n_module, n_launch;
+    vt_modrange *mods;
+    size_t n_mods, cap_mods;
+    uint32_t fids[VT_MAX_STACK];
+    vt_cursor *cur;
+    size_t cap_cur;
+};
+
+/* --------------------------------------------------------------- globals */
+
+static _Atomic unsigned g_fork_gen;
+static _Atomic uint64_t g_serial;
+static _Atomic(vt_writer *) g_reg[VT_MAX_WRITERS];
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_key;
+static int g_key_ok;
+
+typedef struct {
+    uint64_t serial;
+    vt_ring *ring;
+} vt_tls_slot;
+typedef struct {
+    uint32_t tid;
+    int registered;
+    vt_tls_slot s[VT_TLS_SLOTS];
+} vt_tls;
+static __thread vt_tls t_tls;
+
+static uint32_t vt_gettid(void)
+{
+    if (!t_tls.tid)
+        t_tls.tid = (uint32_t)syscall(SYS_gettid);
+    return t_tls.tid;
+}
+
+static void vt_ring_release(vt_ring *r);
+
+static void vt_tls_dtor(void *p)
+{
+    vt_tls *t = p;
+    for (int i = 0; i < VT_TLS_SLOTS; i++) {
+        if (t->s[i].ring)
+            vt_ring_release(t->s[i].ring);
+        t->s[i].ring = NULL;
+        t->s[i].serial = 0;
+    }
+    t->registered = 0;
+}
+
+/* In a fork()ed child no writer may touch the parent's file: bump the
+ * generation (every writer compares it on entry) and close the fd copies.
+ * Only async-signal-safe calls here. */
+static void vt_atfork_child(void)
+{
+    atomic_fetch_add(&g_fork_gen, 1);
+    t_tls.tid = 0;
+    for (int i = 0; i < VT_MAX_WRITERS; i++) {
+        vt_writer *w = atomic_load(&g_reg[i]);
+        if (w && w->fd >= 0)
+            close(w->fd);
+    }
+}
+
+static void vt_global_init(void)
+{
+    g_key_ok = pthread_key_create(&g_key, vt_tls_dtor) == 0;
+    pthread_atfork(NULL, NULL, vt_atfork_child);
+}
+
+static inline int vt_forked(const vt_writer *w)
+{
+    return w->fork_gen != atomic_load_explicit(&g_fork_gen, memory_order_relaxed);
+}
+
+static inline int vt_is_off(const vt_writer *w)
+{
+    return atomic_load_explicit(&w->off, memory_order_relaxed) || vt_forked(w);
+}
+
+static inline uint64_t vt_tnow(const vt_writer *w)
+{
+    if (w->cfg.clock_fn)
+        return w->cfg.clock_fn();
+    struct timespec ts;
+    clock_gettime(w->clockid, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t vt_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void vt_wake(vt_writer *w)
+{
+    atomic_fetch_add(&w->wake_seq, 1);
+    syscall(SYS_futex, (uint32_t *)&w->wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* ------------------------------------------------------------ ring ops */
+
+static vt_ring *vt_ring_new(uint64_t cap)
+{
+    void *m = mmap(NULL, VT_RING_HDR + cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    vt_ring *r = m; /* zero-filled */
+    r->cap = cap;
+    r->data = (unsigned char *)m + VT_RING_HDR;
+    return r;
+}
+
+static void vt_ring_unmap(vt_ring *r)
+{
+    if (r->data)
+        munmap(r, VT_RING_HDR + r->cap);
+    else
+        munmap(r, VT_RING_HDR);
+}
+
+static void vt_ring_release(vt_ring *r)
+{
+    atomic_store_explicit(&r->state, 0, memory_order_release);
+    if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1)
+        vt_ring_unmap(r);
+}
+
+static vt_ring *vt_ring_claim(vt_writer *w)
+{
+    for (vt_ring *r = atomic_load_explicit(&w->rings, memory_order_acquire); r; r = r->next) {
+        int exp = 0;
+        if (atomic_load_explicit(&r->state, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&r->state, &exp, 1, memory_order_acquire,
+                                                    memory_order_relaxed)) {
+            atomic_fetch_add(&r->refs, 1);
+            return r;
+        }
+    }
+    vt_ring *r = vt_ring_new(w->ring_cap);
+    if (!r)
+        return NULL;
+    atomic_store_explicit(&r->state, 1, memory_order_relaxed);
+    atomic_store_explicit(&r->refs, 2, memory_order_relaxed);
+    vt_ring *head = atomic_load_explicit(&w->rings, memory_order_relaxed);
+    do {
+        r->next = head;
+    } while (!atomic_compare_exchange_weak_explicit(&w->rings, &head, r, memory_order_release,
+                                                    memory_order_relaxed));
+    vt_wake(w); /* the writer's cursor array may need to grow */
+    return r;
+}
+
+static vt_ring *vt_tls_ring_slow(vt_writer *w)
+{
+    for (int i = 1; i < VT_TLS_SLOTS; i++) {
+        if (t_tls.s[i].serial == w->serial) {
+            vt_tls_slot s = t_tls.s[i];
+            memmove(&t_tls.s[1], &t_tls.s[0], (size_t)i * sizeof(s));
+            t_tls.s[0] = s;
+            return s.ring;
+        }
+    }
+    if (!t_tls.registered && g_key_ok) {
+        pthread_setspecific(g_key, &t_tls);
+        t_tls.registered = 1;
+    }
+    vt_ring *r = vt_ring_claim(w);
+    if (!r)
+        return NULL;
+    if (t_tls.s[VT_TLS_SLOTS - 1].ring)
+        vt_ring_release(t_tls.s[VT_TLS_SLOTS - 1].ring);
+    memmove(&t_tls.s[1], &t_tls.s[0], (VT_TLS_SLOTS - 1) * sizeof(vt_tls_slot));
+    t_tls.s[0].serial = w->serial;
+    t_tls.s[0].ring = r;
+    return r;
+}
+
+static inline vt_ring *vt_tls_ring(vt_writer *w)
+{
+    if (__builtin_expect(t_tls.s[0].serial == w->serial, 1))
+        return t_tls.s[0].ring;
+    return vt_tls_ring_slow(w);
+}
+
+/* Reserve `size` contiguous bytes (size <= cap/2), writing a PAD entry when
+ * the space before the end of the buffer is too short.  NULL when full. */
+static inline unsigned char *vt_ring_reserve(vt_ring *r, uint64_t size, uint64_t *newhead)
+{
+    const uint64_t cap = r->cap;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t off = head & (cap - 1);
+    uint64_t contig = cap - off;
+    uint64_t need = size <= contig ? size : contig + size;
+    if (head + need - r->cached_tail > cap) {
+        r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (head + need - r->cached_tail > cap)
+            return NULL;
+    }
+    if (size > contig) {
+        vt_ent *pad = (vt_ent *)(r->data + off);
+        pad->size = (uint32_t)contig;
+        pad->type = VT_ENT_PAD;
+        head += contig;
+        off = 0;
+    }
+    *newhead = head + size;
+    return r->data + off;
+}
+
+static inline void vt_count(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------- event layout */
+
+typedef struct {
+    uint16_t size;    /* sizeof the union member, 0 = not accepted from producers */
+    int16_t site;     /* offset of a vt_site, -1 none */
+    int16_t str[2];   /* offsets of const char * fields, -1 none */
+    int16_t timed;    /* 1 host time, 2 device time, 0 definition */
+} vt_layout;
+
+#define L_SITE(T, m) (int16_t) offsetof(T, m)
+#define L_STR(T, m) (int16_t) offsetof(T, m)
+
+static const vt_layout *vt_layout_of(unsigned type)
+{
+    static const vt_layout tab[] = {
+        [VT_EV_ALLOC] = {sizeof(vt_ev_alloc), L_SITE(vt_ev_alloc, site), {-1, -1}, 1},
+        [VT_EV_FREE] = {sizeof(vt_ev_free), L_SITE(vt_ev_free, site), {-1, -1}, 1},
+        [VT_EV_ALLOC_FAILED] = {sizeof(vt_ev_alloc_failed), L_SITE(vt_ev_alloc_failed, site),
+                                {L_STR(vt_ev_alloc_failed, error_name), -1}, 1},
+        [VT_EV_VMM_RESERVE] = {sizeof(vt_ev_vmm_range), L_SITE(vt_ev_vmm_range, site), {-1, -1}, 1},
+        [VT_EV_VMM_ADDRESS_FREE] = {sizeof(vt_ev_vmm_range), L_SITE(vt_ev_vmm_range, site), {-1, -1}, 1},
+        [VT_EV_VMM_UNMAP] = {sizeof(vt_ev_vmm_range), L_SITE(vt_ev_vmm_range, site), {-1, -1}, 1},
+        [VT_EV_VMM_CREATE] = {sizeof(vt_ev_vmm_create), L_SITE(vt_ev_vmm_create, site), {-1, -1}, 1},
+        [VT_EV_VMM_RELEASE] = {sizeof(vt_ev_vmm_release), L_SITE(vt_ev_vmm_release, site), {-1, -1}, 1},
+        [VT_EV_VMM_MAP] = {sizeof(vt_ev_vmm_map), L_SITE(vt_ev_vmm_map, site), {-1, -1}, 1},
+        [VT_EV_POOL] = {sizeof(vt_ev_pool), L_SITE(vt_ev_pool, site), {-1, -1}, 1},
+        [VT_EV_POOL_USAGE] = {sizeof(vt_ev_pool_usage), -1, {-1, -1}, 1},
+        [VT_EV_MEMORY_USAGE] = {sizeof(vt_ev_memory_usage), -1, {-1, -1}, 1},
+        [VT_EV_KERNEL] = {sizeof(vt_ev_kernel), -1, {L_STR(vt_ev_kernel, name), -1}, 2},
+        [VT_EV_NVTX] = {sizeof(vt_ev_nvtx), L_SITE(vt_ev_nvtx, site),
+                        {L_STR(vt_ev_nvtx, message), L_STR(vt_ev_nvtx, domain)}, 1},
+        [VT_EV_MODULE] = {sizeof(vt_ev_module), -1, {L_STR(vt_ev_module, path), -1}, 0},
+        [VT_EV_THREAD] = {sizeof(vt_ev_thread), -1, {L_STR(vt_ev_thread, name), -1}, 0},
+        [VT_EV_DEVICE] = {sizeof(vt_ev_device), -1,
+                          {L_STR(vt_ev_device, name), L_STR(vt_ev_device, pci_bus_id)}, 0},
+        [VT_EV_DROPPED] = {sizeof(vt_ev_dropped), -1, {L_STR(vt_ev_dropped, reason), -1}, 1},
+        [VT_EV_NOTE] = {sizeof(vt_ev_note), -1, {L_STR(vt_ev_note, text), -1}, 1},
+        [VT_ENT_CODE] = {sizeof(vt_code_payload), -1,
+                         {L_STR(vt_code_payload, file), L_STR(vt_code_payload, function)}, 0},
+    };
+    if (type >= sizeof(tab) / sizeof(tab[0]) || !tab[type].size)
+        return NULL;
+    return &tab[type];
+}
+
+#define A8(x) (((x) + 7) & ~(uint64_t)7)
+
+static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t time_ns)
+{
+    const vt_layout *L = vt_layout_of(type);
+    if (!L)
+        return VT_ERR_INVALID;
+    const unsigned char *base = payload;
+    struct {
+        const void *src;
+        uint64_t len;
+        int off;
+    } v[3];
+    int nv = 0;
+    uint32_t nframes = 0;
+    uint64_t total = sizeof(vt_ent) + A8(L->size);
+    if (L->site >= 0) {
+        const vt_site *s = (const vt_site *)(base + L->site);
+        if (s->frames && s->nframes) {
+            nframes = s->nframes < VT_MAX_STACK ? s->nframes : VT_MAX_STACK;
+            v[nv].src = s->frames;
+            v[nv].len = (uint64_t)nframes * sizeof(vt_frame);
+            v[nv].off = L->site + (int)offsetof(vt_site, frames);
+            total += A8(v[nv].len);
+            nv++;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        if (L->str[i] < 0)
+            continue;
+        const char *s;
+        memcpy(&s, base + L->str[i], sizeof(s));
+        if (!s)
+            continue;
+        v[nv].src = s;
+        v[nv].len = strlen(s) + 1;
+        v[nv].off = L->str[i];
+        total += A8(v[nv].len);
+        nv++;
+    }
+    if (type == VT_EV_MODULE) {
+        const vt_ev_module *m = payload;
+        if (m->build_id && m->build_id_len) {
+            v[nv].src = m->build_id;
+            v[nv].len = m->build_id_len;
+            v[nv].off = (int)offsetof(vt_ev_module, build_id);
+            total += A8(v[nv].len);
+            nv++;
+        }
+    }
+
+    vt_ring *r = vt_tls_ring(w);
+    if (!r) {
+        atomic_fetch_add_explicit(&w->noring_dropped, 1, memory_order_relaxed);
+        return VT_ERR_DROPPED;
+    }
+    uint64_t newhead;
+    unsigned char *p = total <= r->cap / 2 ? vt_ring_reserve(r, total, &newhead) : NULL;
+    if (!p) {
+        vt_count(&r->dropped);
+        return VT_ERR_DROPPED;
+    }
+    vt_ent *e = (vt_ent *)p;
+    e->size = (uint32_t)total;
+    e->type = (uint16_t)type;
+    e->tid = vt_gettid();
+    if (L->timed && !time_ns)
+        time_ns = vt_tnow(w);
+    e->time = time_ns;
+    e->key = L->timed == 2 ? 0 : (time_ns ? time_ns : vt_tnow(w));
+    unsigned char *pl = p + sizeof(vt_ent);
+    memcpy(pl, payload, L->size);
+    if (type == VT_EV_MODULE)
+        ((vt_ev_module *)pl)->build_id = NULL; /* unless copied below */
+    uint64_t off = sizeof(vt_ent) + A8(L->size);
+    for (int i = 0; i < nv; i++) {
+        memcpy(p + off, v[i].src, v[i].len);
+        const void *enc = (const void *)(uintptr_t)off;
+        memcpy(pl + v[i].off, &enc, sizeof(enc));
+        off += A8(v[i].len);
+    }
+    if (L->site >= 0) {
+        vt_site *s = (vt_site *)(pl + L->site);
+        s->nframes = nframes;
+        if (!nframes)
+            s->frames = NULL;
+        if (!s->tid)
+            s->tid = e->tid;
+    }
+    atomic_store_explicit(&r->head, newhead, memory_order_release);
+    vt_count(&r->emitted);
+    if (newhead - r->cached_tail > r->cap / 4 && atomic_load_explicit(&w->sleeping, memory_order_relaxed))
+        vt_wake(w);
+    return 0;
+}
+
+int vt_writer_emit(vt_writer *w, const vt_event *ev)
+{
+    if (!w)
+        return VT_ERR_DISABLED;
+    if (!ev)
+        return VT_ERR_INVALID;
+    if (vt_is_off(w))
+        return VT_ERR_DISABLED;
+    if (ev->type == VT_ENT_CODE)
+        return VT_ERR_INVALID;
+    return vt_push(w, (unsigned)ev->type, &ev->u, ev->time_ns);
+}
+
+int vt_writer_define_code(vt_writer *w, uint64_t key, const char *file, const char *function)
+{
+    if (!w)
+        return VT_ERR_DISABLED;
+    if (vt_is_off(w))
+        return VT_ERR_DISABLED;
+    vt_code_payload c = {key, file, function};
+    return vt_push(w, VT_ENT_CODE, &c, 0);
+}
+
+uint64_t vt_writer_now(const vt_writer *w)
+{
+    if (!w) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
+    return vt_tnow(w);
+}
+
+/* ------------------------------------------------------------- errors */
+
+static void vt_fail(vt_writer *w, int err, const char *fmt, ...)
+{
+    int exp = 0;
+    atomic_compare_exchange_strong(&w->err, &exp, err);
+    atomic_store(&w->off, 1);
+    exp = 0;
+    if (!atomic_compare_exchange_strong(&w->msg_claim, &exp, 1))
+        return;
+    if (w->in_signal) {
+        /* vsnprintf is not async-signal-safe: a fixed text */
+        static const char m[] = "write failed during emergency flush";
+        memcpy(w->errmsg, m, sizeof(m));
+    } else {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = snprintf(w->errmsg, sizeof(w->errmsg), "%s: ", w->name);
+        if (n > 0 && (size_t)n < sizeof(w->errmsg))
+            vsnprintf(w->errmsg + n, sizeof(w->errmsg) - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    atomic_store_explicit(&w->msg_ready, 1, memory_order_release);
+    if (!w->cfg.quiet && !w->in_signal)
+        fprintf(stderr, "vramtrace: %s: disabled\n", w->errmsg);
+}
+
+/* ------------------------------------------------------------ encoder */
+
+static int vt_write_all(vt_writer *w, const unsigned char *buf, size_t len)
+{
+    while (len) {
+        ssize_t n = write(w->fd, buf, len);
+        if (n > 0) {
+            buf += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pfd = {.fd = w->fd, .events = POLLOUT};
+            if (poll(&pfd, 1, 1000) > 0)
+                continue;
+            vt_fail(w, VT_ERR_IO, "write failed: output blocked for too long");
+            return VT_ERR_IO;
+        }
+        int e = n < 0 ? errno : ENOSPC;
+        vt_fail(w, e == ENOSPC || e == EDQUOT ? VT_ERR_NOSPACE : VT_ERR_IO, "write failed: %s", strerror(e));
+        return atomic_load(&w->err);
+    }
+    return 0;
+}
+
+static int vt_enc_feed(vt_writer *w, ZSTD_EndDirective mode)
+{
+    if (atomic_load_explicit(&w->err, memory_order_relaxed))
+        return atomic_load(&w->err);
+    ZSTD_inBuffer in = {w->stage, w->stage_len, 0};
+    for (;;) {
+        ZSTD_outBuffer out = {w->out, w->out_cap, 0};
+        size_t rem = ZSTD_compressStream2(w->zc, &out, &in, mode);
+        if (ZSTD_isError(rem)) {
+            vt_fail(w, VT_ERR_IO, "zstd: %s", ZSTD_getErrorName(rem));
+            return VT_ERR_IO;
+        }
+        if (out.pos) {
+            int rc = vt_write_all(w, w->out, out.pos);
+            if (rc)
+                return rc;
+            atomic_fetch_add_explicit(&w->st_written, out.pos, memory_order_relaxed);
+        }
+        if (mode == ZSTD_e_continue ? in.pos == in.size : rem == 0)
+            break;
+    }
+    w->stage_len = 0;
+    return 0;
+}
+
+static int vt_enc_put(vt_writer *w, const Vramtrace__Record *r)
+{
+    if (atomic_load_explicit(&w->err, memory_order_relaxed))
+        return atomic_load(&w->err);
+    size_t n = vramtrace__record__get_packed_size(r);
+    size_t need = n + 11;
+    if (w->stage_len + need > w->stage_cap) {
+        int rc = vt_enc_feed(w, ZSTD_e_continue);
+        if (rc)
+            return rc;
+        if (need > w->stage_cap) {
+            if (w->no_alloc)
+                return VT_ERR_NOMEM;
+            unsigned char *ns = realloc(w->stage, need);
+            if (!ns)
+                return VT_ERR_NOMEM;
+            w->stage = ns;
+            w->stage_cap = need;
+        }
+    }
+    unsigned char *p = w->stage + w->stage_len;
+    size_t k = 0;
+    p[k++] = 0x0A;
+    uint64_t v = n;
+    while (v >= 0x80) {
+        p[k++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    p[k++] = (unsigned char)v;
+    vramtrace__record__pack(r, p + k);
+    w->stage_len += k + n;
+    w->frame_in += k + n;
+    atomic_fetch_add_explicit(&w->st_records, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->st_raw, k + n, memory_order_relaxed);
+    if (!w->dirty) {
+        w->dirty = 1;
+        w->dirty_since = vt_mono_ns();
+    }
+    return 0;
+}
+
+static int vt_enc_sync(vt_writer *w)
+{
+    Vramtrace__Sync s = VRAMTRACE__SYNC__INIT;
+    s.time_ns = w->host_t;
+    s.device_time_ns = w->dev_t;
+    s.sequence = w->seq++;
+    Vramtrace__Record r = VRAMTRACE__RECORD__INIT;
+    r.body_case = VRAMTRACE__RECORD__BODY_SYNC;
+    r.sync = &s;
+    w->corr = 0;
+    w->frame_in = 0;
+    atomic_fetch_add_explicit(&w->st_frames, 1, memory_order_relaxed);
+    return vt_enc_put(w, &r);
+}
+
+/* End the zstd frame when it holds frame_bytes of input; the next one
+ * starts with a Sync. */
+static int vt_enc_frame_check(vt_writer *w)
+{
+    if (w->frame_in < w->cfg.frame_bytes)
+        return 0;
+    int rc = vt_enc_feed(w, ZSTD_e_end);
+    if (rc)
+        return rc;
+    return vt_enc_sync(w);
+}
+
+static int vt_enc_flush(vt_writer *w)
+{
+    int rc = vt_enc_feed(w, ZSTD_e_flush);
+    w->dirty = 0;
+    return rc;
+}
+
+static inline int64_t vt_d_host(vt_writer *w, uint64_t t)
+{
+    int64_t d = (int64_t)(t - w->host_t);
+    w->host_t = t;
+    return d;
+}
+static inline int64_t vt_d_dev(vt_writer *w, uint64_t t)
+{
+    int64_t d = (int64_t)(t - w->dev_t);
+    w->dev_t = t;
+    return d;
+}
+static inline int64_t vt_d_corr(vt_writer *w, uint64_t c)
+{
+    int64_t d = (int64_t)(c - w->corr);
+    w->corr = c;
+    return d;
+}
+
+#define VT_REC(rec, field, CASE, msg)                                                                    \
+    Vramtrace__Record rec = VRAMTRACE__RECORD__INIT;                                                     \
+    rec.body_case = VRAMTRACE__RECORD__BODY_##CASE;                                                      \
+    rec.field = &(msg)
+
+/* ------------------------------------------------------------ interning */
+
+static int vt_in_str(vt_writer *w, const char *s, size_t len, uint32_t *id)
+{
+    *id = 0;
+    if (!s || !len)
+        return 0;
+    uint64_t h = vt_intern_hash(s, len, 1);
+    uint32_t v = vt_imap_find(&w->strings, s, (uint32_t)len, h);
+    if (v) {
+        *id = v;
+        return 0;
+    }
+    uint32_t nid = w->n_string + 1;
+    int rc = vt_imap_insert(&w->strings, s, (uint32_t)len, h, nid, !w->no_alloc);
+    if (rc)
+        return rc;
+    w->n_string = nid;
+    Vramtrace__String m = VRAMTRACE__STRING__INIT;
+    m.id = nid;
+    /* protobuf-c packs strings with strlen(): embedded NULs cannot occur,
+     * producers pass C strings */
+    m.value = (char *)s;
+    VT_REC(r, string, STRING, m);
+    *id = nid;
+    return vt_enc_put(w, &r);
+}
+
+static inline int vt_in_cstr(vt_writer *w, const char *s, uint32_t *id)
+{
+    return vt_in_str(w, s, s ? strlen(s) : 0, id);
+}
+
+static size_t vt_utoa(char *buf, uint32_t v)
+{
+    char tmp[16];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* Async-signal-safe read of /proc/self/task/TID/comm. */
+static void vt_thread_comm(uint32_t tid, char *name, size_t cap)
+{
+    char path[64] = "/proc/self/task/";
+    size_t n = strlen(path);
+    n += vt_utoa(path + n, tid);
+    memcpy(path + n, "/comm", 6);
+    name[0] = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t k;
+    do {
+        k = read(fd, name, cap - 1);
+    } while (k < 0 && errno == EINTR);
+    close(fd);
+    if (k <= 0)
+        return;
+    if (name[k - 1] == '\n')
+        k--;
+    name[k] = 0;
+}
+
+static int vt_in_thread(vt_writer *w, uint32_t tid, const char *name, uint32_t *id)
+{
+    uint64_t v = vt_umap_find(&w->threads, tid);
+    if (v && !name) {
+        *id = (uint32_t)v;
+        return 0;
+    }
+    uint32_t tidn = v ? (uint32_t)v : w->n_thread + 1;
+    if (!v) {
+        int rc = vt_umap_put(&w->threads, tid, tidn, !w->no_alloc);
+        if (rc)
+            return rc;
+        w->n_thread = tidn;
+    }
+    char comm[64];
+    if (!name) {
+        vt_thread_comm(tid, comm, sizeof(comm));
+        name = comm;
+    }
+    Vramtrace__Thread m = VRAMTRACE__THREAD__INIT;
+    m.id = tidn;
+    m.tid = tid;
+    m.name = (char *)name;
+    VT_REC(r, thread, THREAD, m);
+    *id = tidn;
+    return vt_enc_put(w, &r);
+}
+
+static uint32_t vt_mod_lookup(const vt_writer *w, uint64_t ip)
+{
+    size_t lo = 0, hi = w->n_mods;
+    while (lo < hi) { /* first range with start > ip */
+        size_t mid = (lo + hi) / 2;
+        if (w->mods[mid].start <= ip)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo && ip < w->mods[lo - 1].end)
+        return w->mods[lo - 1].id;
+    return 0;
+}
+
+static int vt_in_module(vt_writer *w, const vt_ev_module *m)
+{
+    if (w->n_mods + 1 > w->cap_mods) {
+        if (w->no_alloc)
+            return VT_ERR_NOMEM;
+        size_t nc = w->cap_mods ? w->cap_mods * 2 : 64;
+        vt_modrange *nm = realloc(w->mods, nc * sizeof(*nm));
+        if (!nm)
+            return VT_ERR_NOMEM;
+        w->mods = nm;
+        w->cap_mods = nc;
+    }
+    uint32_t id = ++w->n_module;
+    /* a new mapping replaces the ranges it overlaps (dlclose + dlopen) */
+    size_t k = 0;
+    for (size_t i = 0; i < w->n_mods; i++)
+        if (!(w->mods[i].end > m->start && w->mods[i].start < m->end))
+            w->mods[k++] = w->mods[i];
+    w->n_mods = k;
+    if (m->end > m->start) {
+        size_t pos = 0;
+        while (pos < w->n_mods && w->mods[pos].start < m->start)
+            pos++;
+        memmove(&w->mods[pos + 1], &w->mods[pos], (w->n_mods - pos) * sizeof(*w->mods));
+        w->mods[pos] = (vt_modrange){m->start, m->end, id};
+        w->n_mods++;
+    }
+    Vramtrace__Module pm = VRAMTRACE__MODULE__INIT;
+    pm.id = id;
+    pm.path = (char *)(m->path ? m->path : "");
+    pm.load_bias = m->load_bias;
+    pm.start = m->start;
+    pm.end = m->end;
+    pm.build_id.data = (uint8_t *)m->build_id;
+    pm.build_id.len = m->build_id ? m->build_id_len : 0;
+    VT_REC(r, module, MODULE, pm);
+    return vt_enc_put(w, &r);
+}
+
+static int vt_in_code(vt_writer *w, const vt_code_payload *c)
+{
+    uint32_t file, func;
+    int rc = vt_in_cstr(w, c->file, &file);
+    if (!rc)
+        rc = vt_in_cstr(w, c->function, &func);
+    if (rc)
+        return rc;
+    uint64_t v = (1ull << 63) | ((uint64_t)(file & 0x7fffffffu) << 32) | func;
+    return vt_umap_put(&w->codes, c->key, v, !w->no_alloc);
+}
+
+static int vt_in_frame(vt_writer *w, const vt_frame *f, uint32_t *id)
+{
+    uint32_t key[4];
+    if (f->kind == VT_FRAME_PYTHON) {
+        uint64_t v = vt_umap_find(&w->codes, f->pc);
+        key[0] = 1;
+        key[1] = (uint32_t)(v >> 32) & 0x7fffffffu; /* file */
+        key[2] = (uint32_t)v;                       /* function */
+        key[3] = f->line;
+    } else {
+        key[0] = 0;
+        key[1] = (uint32_t)f->pc;
+        key[2] = (uint32_t)(f->pc >> 32);
+        key[3] = vt_mod_lookup(w, f->pc);
+    }
+    uint64_t h = vt_intern_hash(key, sizeof(key), 2);
+    uint32_t v = vt_imap_find(&w->frames, key, sizeof(key), h);
+    if (v) {
+        *id = v;
+        return 0;
+    }
+    uint32_t nid = w->n_frame + 1;
+    int rc = vt_imap_insert(&w->frames, key, sizeof(key), h, nid, !w->no_alloc);
+    if (rc)
+        return rc;
+    w->n_frame = nid;
+    Vramtrace__Frame m = VRAMTRACE__FRAME__INIT;
+    m.id = nid;
+    if (key[0]) {
+        m.kind = VRAMTRACE__FRAME_KIND__FRAME_PYTHON;
+        m.file = key[1];
+        m.function = key[2];
+        m.line = key[3];
+    } else {
+        m.ip = f->pc;
+        m.module = key[3];
+    }
+    VT_REC(r, frame, FRAME, m);
+    *id = nid;
+    return vt_enc_put(w, &r);
+}
+
+/* Intern the `len` outermost frames of ids[0..n) (innermost first) as a
+ * chain: the outer part rounded down to a multiple of VT_STACK_CHUNK is the
+ * parent, so stacks that share outer frames share Stack records. */
+static int vt_in_suffix(vt_writer *w, const uint32_t *ids, uint32_t n, uint32_t len, uint32_t *id)
+{
+    const uint32_t *key = ids + (n - len);
+    uint64_t h = vt_intern_hash(key, (size_t)len * 4, 3);
+    uint32_t v = vt_imap_find(&w->stacks, key, len * 4, h);
+    if (v) {
+        *id = v;
+        return 0;
+    }
+    uint32_t p = ((len - 1) / VT_STACK_CHUNK) * VT_STACK_CHUNK;
+    uint32_t parent = 0;
+    if (p) {
+        int rc = vt_in_suffix(w, ids, n, p, &parent);
+        if (rc)
+            return rc;
+    }
+    uint32_t nid = w->n_stack + 1;
+    int rc = vt_imap_insert(&w->stacks, key, len * 4, h, nid, !w->no_alloc);
+    if (rc)
+        return rc;
+    w->n_stack = nid;
+    Vramtrace__Stack m = VRAMTRACE__STACK__INIT;
+    m.id = nid;
+    m.n_frame = len - p;
+    m.frame = (uint32_t *)key;
+    m.parent = parent;
+    VT_REC(r, stack, STACK, m);
+    *id = nid;
+    return vt_enc_put(w, &r);
+}
+
+static int vt_in_site(vt_writer *w, const vt_site *s, int want_stack, uint32_t *thread, uint32_t *stack)
+{
+    int rc = vt_in_thread(w, s->tid, NULL, thread);
+    if (rc)
+        return rc;
+    *stack = 0;
+    if (!want_stack || !s->nframes || !s->frames)
+        return 0;
+    for (uint32_t i = 0; i < s->nframes; i++) {
+        rc = vt_in_frame(w, &s->frames[i], &w->fids[i]);
+        if (rc)
+            return rc;
+    }
+    return vt_in_suffix(w, w->fids, s->nframes, s->nframes, stack);
+}
+
+static int vt_in_launch(vt_writer *w, const vt_ev_kernel *k, uint32_t *id)
+{
+    uint32_t name;
+    int rc = vt_in_cstr(w, k->name, &name);
+    if (rc)
+        return rc;
+    uint32_t key[11] = {name, k->device, k->stream, k->grid[0], k->grid[1], k->grid[2],
+                        k->block[0], k->block[1], k->block[2], k->shared_memory, k->graph != 0};
+    uint64_t h = vt_intern_hash(key, sizeof(key), 4);
+    uint32_t v = vt_imap_find(&w->launches, key, sizeof(key), h);
+    if (v) {
+        *id = v;
+        return 0;
+    }
+    uint32_t nid = w->n_launch + 1;
+    rc = vt_imap_insert(&w->launches, key, sizeof(key), h, nid, !w->no_alloc);
+    if (rc)
+        return rc;
+    w->n_launch = nid;
+    Vramtrace__Launch m = VRAMTRACE__LAUNCH__INIT;
+    m.id = nid;
+    m.name = name;
+    m.device = k->device;
+    m.stream = k->stream;
+    m.grid_x = k->grid[0];
+    m.grid_y = k->grid[1];
+    m.grid_z = k->grid[2];
+    m.block_x = k->block[0];
+    m.block_y = k->block[1];
+    m.block_z = k->block[2];
+    m.shared_memory = k->shared_memory;
+    m.graph = k->graph != 0;
+    VT_REC(r, launch, LAUNCH, m);
+    *id = nid;
+    return vt_enc_put(w, &r);
+}
+
+/* ------------------------------------------------------ entry -> record */
+
+/* Turn the offsets stored by vt_push back into pointers. */
+static inline const void *vt_fix(const vt_ent *e, const void *field)
+{
+    uintptr_t off = (uintptr_t)field;
+    return off ? (const unsigned char *)e + off : NULL;
+}
+
+static int vt_enc_entry(vt_writer *w, const vt_ent *e)
+{
+    const vt_layout *L = vt_layout_of(e->type);
+    if (!L)
+        return 0;
+    union {
+        vt_ev_alloc alloc;
+        vt_ev_free free;
+        vt_ev_alloc_failed af;
+        vt_ev_vmm_range vr;
+        vt_ev_vmm_create vc;
+        vt_ev_vmm_release vrel;
+        vt_ev_vmm_map vm;
+        vt_ev_pool pool;
+        vt_ev_pool_usage pu;
+        vt_ev_memory_usage mu;
+        vt_ev_kernel k;
+        vt_ev_nvtx nvtx;
+        vt_ev_module mod;
+        vt_ev_thread th;
+        vt_ev_device dev;
+        vt_ev_dropped drop;
+        vt_ev_note note;
+        vt_code_payload code;
+    } u;
+    memcpy(&u, e + 1, L->size);
+    unsigned char *ub = (unsigned char *)&u;
+    for (int i = 0; i < 2; i++) {
+        if (L->str[i] < 0)
+            continue;
+        const void *p;
+        memcpy(&p, ub + L->str[i], sizeof(p));
+        p = vt_fix(e, p);
+        memcpy(ub + L->str[i], &p, sizeof(p));
+    }
+    vt_site *site = NULL;
+    if (L->site >= 0) {
+        site = (vt_site *)(ub + L->site);
+        site->frames = vt_fix(e, site->frames);
+    }
+    if (e->type == VT_EV_MODULE)
+        u.mod.build_id = vt_fix(e, u.mod.build_id);
+
+    int rc = vt_enc_frame_check(w);
+    if (rc)
+        return rc;
+
+    uint32_t thread = 0, stack = 0;
+    int want_stack = 0;
+    switch (e->type) {
+    case VT_EV_ALLOC: case VT_EV_FREE: case VT_EV_ALLOC_FAILED: case VT_EV_VMM_RESERVE:
+    case VT_EV_VMM_CREATE: case VT_EV_POOL:
+        want_stack = 1;
+        break;
+    default:
+        break;
+    }
+    if (site) {
+        rc = vt_in_site(w, site, want_stack, &thread, &stack);
+        if (rc)
+            return rc;
+    }
+
+    Vramtrace__Record r = VRAMTRACE__RECORD__INIT;
+    r.body_case = (Vramtrace__Record__BodyCase)e->type;
+    union {
+        Vramtrace__Alloc alloc;
+        Vramtrace__Free free;
+        Vramtrace__AllocFailed af;
+        Vramtrace__VmmReserve vres;
+        Vramtrace__VmmAddressFree vaf;
+        Vramtrace__VmmUnmap vun;
+        Vramtrace__VmmCreate vc;
+        Vramtrace__VmmRelease vrel;
+        Vramtrace__VmmMap vm;
+        Vramtrace__Pool pool;
+        Vramtrace__PoolUsage pu;
+        Vramtrace__MemoryUsage mu;
+        Vramtrace__Kernel k;
+        Vramtrace__Nvtx nvtx;
+        Vramtrace__Device dev;
+        Vramtrace__Dropped drop;
+        Vramtrace__Note note;
+    } m;
+    switch (e->type) {
+    case VT_EV_ALLOC: {
+        Vramtrace__Alloc x = VRAMTRACE__ALLOC__INIT;
+        x.address = u.alloc.address;
+        x.size = u.alloc.size;
+        x.device = u.alloc.device;
+        x.kind = (Vramtrace__MemoryKind)u.alloc.kind;
+        x.api = (Vramtrace__AllocApi)u.alloc.api;
+        x.stream = u.alloc.stream;
+        x.pool = u.alloc.pool;
+        x.thread = thread;
+        x.stack = stack;
+        x.corr = vt_d_corr(w, u.alloc.corr);
+        m.alloc = x;
+        r.alloc = &m.alloc;
+        break;
+    }
+    case VT_EV_FREE: {
+        Vramtrace__Free x = VRAMTRACE__FREE__INIT;
+        x.address = u.free.address;
+        x.device = u.free.device;
+        x.kind = (Vramtrace__MemoryKind)u.free.kind;
+        x.api = (Vramtrace__AllocApi)u.free.api;
+        x.stream = u.free.stream;
+        x.thread = thread;
+        x.stack = stack;
+        x.corr = vt_d_corr(w, u.free.corr);
+        m.free = x;
+        r.free = &m.free;
+        break;
+    }
+    case VT_EV_ALLOC_FAILED: {
+        Vramtrace__AllocFailed x = VRAMTRACE__ALLOC_FAILED__INIT;
+        rc = vt_in_cstr(w, u.af.error_name, &x.error_name);
+        if (rc)
+            return rc;
+        x.size = u.af.size;
+        x.device = u.af.device;
+        x.kind = (Vramtrace__MemoryKind)u.af.kind;
+        x.api = (Vramtrace__AllocApi)u.af.api;
+        x.error = u.af.error;
+        x.stream = u.af.stream;
+        x.pool = u.af.pool;
+        x.thread = thread;
+        x.stack = stack;
+        x.corr = vt_d_corr(w, u.af.corr);
+        m.af = x;
+        r.alloc_failed = &m.af;
+        break;
+    }
+    case VT_EV_VMM_RESERVE: {
+        Vramtrace__VmmReserve x = VRAMTRACE__VMM_RESERVE__INIT;
+        x.address = u.vr.address;
+        x.size = u.vr.size;
+        x.thread = thread;
+        x.stack = stack;
+        x.corr = vt_d_corr(w, u.vr.corr);
+        m.vres = x;
+        r.vmm_reserve = &m.vres;
+        break;
+    }
+    case VT_EV_VMM_ADDRESS_FREE: {
+        Vramtrace__VmmAddressFree x = VRAMTRACE__VMM_ADDRESS_FREE__INIT;
+        x.address = u.vr.address;
+        x.size = u.vr.size;
+        x.thread = thread;
+        x.corr = vt_d_corr(w, u.vr.corr);
+        m.vaf = x;
+        r.vmm_address_free = &m.vaf;
+        break;
+    }
+    case VT_EV_VMM_UNMAP: {
+        Vramtrace__VmmUnmap x = VRAMTRACE__VMM_UNMAP__INIT;
+        x.address = u.vr.address;
+        x.size = u.vr.size;
+        x.thread = thread;
+        x.corr = vt_d_corr(w, u.vr.corr);
+        m.vun = x;
+        r.vmm_unmap = &m.vun;
+        break;
+    }
+    case VT_EV_VMM_CREATE: {
+        Vramtrace__VmmCreate x = VRAMTRACE__VMM_CREATE__INIT;
+        x.handle = u.vc.handle;
+        x.size = u.vc.size;
+        x.device = u.vc.device;
+        x.kind = (Vramtrace__MemoryKind)u.vc.kind;
+        x.thread = thread;
+        x.stack = stack;
+        x.corr = vt_d_corr(w, u.vc.corr);
+        m.vc = x;
+        r.vmm_create = &m.vc;
+        break;
+    }
+    case VT_EV_VMM_RELEASE: {
+        Vramtrace__VmmRelease x = VRAMTRACE__VMM_RELEASE__INIT;
+        x.handle = u.vrel.handle;
+        x.thread = thread;
+        x.corr = vt_d_corr(w, u.vrel.corr);
+        m.vrel = x;
+        r.vmm_release = &m.vrel;
+        break;
+    }
+    case VT_EV_VMM_MAP: {
+        Vramtrace__VmmMap x = VRAMTRACE__VMM_MAP__INIT;
+        x.address = u.vm.address;
+        x.size = u.vm.size;
+        x.offset = u.vm.offset;
+        x.handle = u.vm.handle;
+        x.thread = thread;
+        x.corr = vt_d_corr(w, u.vm.corr);
+        m.vm = x;
+        r.vmm_map = &m.vm;
+        break;
+    }
+    case VT_EV_POOL: {
+        Vramtrace__Pool x = VRAMTRACE__POOL__INIT;
+        x.op = (Vramtrace__PoolOp)u.pool.op;
+        x.pool = u.pool.pool;
+        x.device = u.pool.device;
+        x.value = u.pool.value;
+        x.thread = thread;
+        x.stack = stack;
+        x.corr = vt_d_corr(w, u.pool.corr);
+        m.pool = x;
+        r.pool = &m.pool;
+        break;
+    }
+    case VT_EV_POOL_USAGE: {
+        Vramtrace__PoolUsage x = VRAMTRACE__POOL_USAGE__INIT;
+        x.pool = u.pu.pool;
+        x.device = u.pu.device;
+        x.reserved_current = u.pu.reserved_current;
+        x.reserved_high = u.pu.reserved_high;
+        x.used_current = u.pu.used_current;
+        x.used_high = u.pu.used_high;
+        m.pu = x;
+        r.pool_usage = &m.pu;
+        break;
+    }
+    case VT_EV_MEMORY_USAGE: {
+        Vramtrace__MemoryUsage x = VRAMTRACE__MEMORY_USAGE__INIT;
+        x.device = u.mu.device;
+        x.free = u.mu.free;
+        x.total = u.mu.total;
+        m.mu = x;
+        r.memory_usage = &m.mu;
+        break;
+    }
+    case VT_EV_KERNEL: {
+        Vramtrace__Kernel x = VRAMTRACE__KERNEL__INIT;
+        rc = vt_in_launch(w, &u.k, &x.launch);
+        if (rc)
+            return rc;
+        x.duration_ns = u.k.duration_ns;
+        x.graph_id = u.k.graph_id;
+        x.corr = vt_d_corr(w, u.k.corr);
+        m.k = x;
+        r.kernel = &m.k;
+        break;
+    }
+    case VT_EV_NVTX: {
+        Vramtrace__Nvtx x = VRAMTRACE__NVTX__INIT;
+        rc = vt_in_cstr(w, u.nvtx.message, &x.message);
+        if (!rc)
+            rc = vt_in_cstr(w, u.nvtx.domain, &x.domain);
+        if (rc)
+            return rc;
+        x.op = (Vramtrace__NvtxOp)u.nvtx.op;
+        x.range_id = u.nvtx.range_id;
+        x.thread = thread;
+        m.nvtx = x;
+        r.nvtx = &m.nvtx;
+        break;
+    }
+    case VT_EV_DEVICE: {
+        Vramtrace__Device x = VRAMTRACE__DEVICE__INIT;
+        x.index = u.dev.index;
+        x.name = (char *)(u.dev.name ? u.dev.name : "");
+        x.uuid.data = u.dev.uuid;
+        x.uuid.len = sizeof(u.dev.uuid);
+        x.total_memory = u.dev.total_memory;
+        x.cc_major = u.dev.cc_major;
+        x.cc_minor = u.dev.cc_minor;
+        x.pci_bus_id = (char *)(u.dev.pci_bus_id ? u.dev.pci_bus_id : "");
+        m.dev = x;
+        r.device = &m.dev;
+        break;
+    }
+    case VT_EV_DROPPED: {
+        Vramtrace__Dropped x = VRAMTRACE__DROPPED__INIT;
+        rc = vt_in_cstr(w, u.drop.reason, &x.reason);
+        if (rc)
+            return rc;
+        x.source = (Vramtrace__DropSource)u.drop.source;
+        x.count = u.drop.count;
+        w->other_dropped += u.drop.count;
+        m.drop = x;
+        r.dropped = &m.drop;
+        break;
+    }
+    case VT_EV_NOTE: {
+        Vramtrace__Note x = VRAMTRACE__NOTE__INIT;
+        x.severity = (Vramtrace__Severity)u.note.severity;
+        x.text = (char *)(u.note.text ? u.note.text : "");
+        m.note = x;
+        r.note = &m.note;
+        break;
+    }
+    case VT_EV_MODULE:
+        w->events++;
+        return vt_in_module(w, &u.mod);
+    case VT_EV_THREAD: {
+        uint32_t id;
+        w->events++;
+        return vt_in_thread(w, u.th.tid ? u.th.tid : e->tid, u.th.name ? u.th.name : "", &id);
+    }
+    case VT_ENT_CODE:
+        return vt_in_code(w, &u.code);
+    default:
+        return 0;
+    }
+    if (L->timed == 1)
+        r.ts_delta = vt_d_host(w, e->time);
+    else if (L->timed == 2)
+        r.ts_delta = vt_d_dev(w, e->time);
+    rc = vt_enc_put(w, &r);
+    if (!rc)
+        w->events++; /* every accepted emit counts, DEVICE included */
+    return rc;
+}
+
+/* Process one ring entry; an entry the encoder cannot intern without
+ * allocating (signal mode) is dropped and counted. */
+static int vt_enc_one(vt_writer *w, const vt_ent *e)
+{
+    int rc = vt_enc_entry(w, e);
+    if (rc == VT_ERR_NOMEM) {
+        w->enc_dropped++;
+        return 0;
+    }
+    return rc;
+}
+
+static uint64_t vt_queue_drops(vt_writer *w)
+{
+    uint64_t n = atomic_load_explicit(&w->noring_dropped, memory_order_relaxed) + w->enc_dropped;
+    for (vt_ring *r = atomic_load_explicit(&w->rings, memory_order_acquire); r; r = r->next)
+        n += atomic_load_explicit(&r->dropped, memory_order_relaxed);
+    return n;
+}
+
+static int vt_enc_report_drops(vt_writer *w)
+{
+    uint64_t n = vt_queue_drops(w);
+    if (n == w->drops_reported)
+        return 0;
+    Vramtrace__Dropped d = VRAMTRACE__DROPPED__INIT;
+    d.source = VRAMTRACE__DROP_SOURCE__DROP_WRITER_QUEUE;
+    d.count = n - w->drops_reported;
+    VT_REC(r, dropped, DROPPED, d);
+    int rc = vt_enc_put(w, &r); /* ts_delta 0: at the current host time */
+    if (!rc)
+        w->drops_reported = n;
+    return rc;
+}
+
+/* Drain in signal mode: ring by ring, no merge (no allocation). */
+static void vt_enc_drain_simple(vt_writer *w)
+{
+    for (vt_ring *r = atomic_load_explicit(&w->rings, memory_order_acquire); r; r = r->next) {
+        if (!r->data)
+            continue;
+        uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        uint64_t lim = atomic_load_explicit(&r->head, memory_order_acquire);
+        while (pos < lim) {
+            const vt_ent *e = (const vt_ent *)(r->data + (pos & (r->cap - 1)));
+            if (e->type != VT_ENT_PAD && vt_enc_one(w, e))
+                return;
+            pos += e->size;
+            atomic_store_explicit(&r->tail, pos, memory_order_release);
+        }
+    }
+}
+
+static inline void vt_cursor_key(vt_cursor *c)
+{
+    while (c->pos < c->lim) {
+        const vt_ent *e = (const vt_ent *)(c->ring->data + (c->pos & (c->ring->cap - 1)));
+        if (e->type != VT_ENT_PAD) {
+            c->key = e->key;
+            return;
+        }
+        c->pos += e->size;
+        atomic_store_explicit(&c->ring->tail, c->pos, memory_order_release);
+    }
+}
+
+/* One round: everything published in every ring at the start, merged by
+ * key (host time) so that frees and allocations from different threads
+ * stay in order.  Returns entries processed or a negative error. */
+static long vt_enc_round(vt_writer *w)
+{
+    size_t n = 0;
+    for (vt_ring *r = atomic_load_explicit(&w->rings, memory_order_acquire); r; r = r->next) {
+        if (n == w->cap_cur) {
+            size_t nc = w->cap_cur ? w->cap_cur * 2 : 16;
+            vt_cursor *ncur = realloc(w->cur, nc * sizeof(*ncur));
+            if (!ncur)
+                break; /* the other rings wait for the next round */
+            w->cur = ncur;
+            w->cap_cur = nc;
+        }
+        vt_cursor *c = &w->cur[n];
+        c->ring = r;
+        c->pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        c->lim = atomic_load_explicit(&r->head, memory_order_acquire);
+        vt_cursor_key(c);
+        if (c->pos < c->lim)
+            n++;
+    }
+    long done = 0;
+    while (n) {
+        size_t b = 0;
+        for (size_t i = 1; i < n; i++)
+            if (w->cur[i].key < w->cur[b].key)
+                b = i;
+        vt_cursor *c = &w->cur[b];
+        const vt_ent *e = (const vt_ent *)(c->ring->data + (c->pos & (c->ring->cap - 1)));
+        int rc = vt_enc_one(w, e);
+        if (rc)
+            return rc;
+        c->pos += e->size;
+        atomic_store_explicit(&c->ring->tail, c->pos, memory_order_release);
+        vt_cursor_key(c);
+        if (c->pos >= c->lim)
+            w->cur[b] = w->cur[--n];
+        if ((++done & 1023) == 0 && atomic_load_explicit(&w->emerg_sig, memory_order_relaxed))
+            break;
+    }
+    return done;
+}
+
+/* Final records: drop count, End, end of the zstd frame. */
+static int vt_enc_finish(vt_writer *w, vt_endreason reason, int sig)
+{
+    if (w->ended)
+        return 0;
+    int rc = vt_enc_report_drops(w);
+    if (!rc) {
+        Vramtrace__End m = VRAMTRACE__END__INIT;
+        m.reason = (Vramtrace__EndReason)reason;
+        m.signal = sig;
+        m.events = w->events;
+        m.dropped = w->drops_reported + w->other_dropped;
+        VT_REC(r, end, END, m);
+        r.ts_delta = vt_d_host(w, vt_tnow(w));
+        rc = vt_enc_put(w, &r);
+    }
+    if (!rc)
+        rc = vt_enc_feed(w, ZSTD_e_end);
+    w->ended = 1;
+    w->dirty = 0;
+    return rc;
+}
+
+/* -------------------------------------------------------- writer thread */
+
+static void vt_mark_off(vt_writer *w, const char *why)
+{
+    int exp = 0;
+    if (atomic_compare_exchange_strong(&w->msg_claim, &exp, 1)) {
+        size_t n = strlen(why);
+        if (n >= sizeof(w->errmsg))
+            n = sizeof(w->errmsg) - 1;
+        memcpy(w->errmsg, why, n);
+        w->errmsg[n] = 0;
+        atomic_store_explicit(&w->msg_ready, 1, memory_order_release);
+    }
+    atomic_store(&w->off, 1);
+}
+
+static void *vt_thread_main(void *arg)
+{
+    vt_writer *w = arg;
+    atomic_store(&w->thread_tid, (uint32_t)syscall(SYS_gettid));
+    uint64_t done_local = 0;
+    for (;;) {
+        int exp = 0;
+        if (!atomic_compare_exchange_strong(&w->enc_owner, &exp, 1)) {
+            /* a signal handler is flushing */
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (w->ended || atomic_load(&w->err)) {
+            atomic_store(&w->enc_owner, 0);
+            break;
+        }
+        uint64_t req = atomic_load(&w->flush_req);
+        int stop = atomic_load(&w->stop);
+        long got = vt_enc_round(w);
+        int esig = atomic_load(&w->emerg_sig);
+        if (esig) {
+            vt_enc_finish(w, VT_END_SIGNAL, esig);
+            vt_mark_off(w, "emergency flush done");
+            atomic_store(&w->emerg_done, 1);
+            atomic_store(&w->enc_owner, 0);
+            break;
+        }
+        if (stop) {
+            if (got >= 0)
+                vt_enc_round(w); /* stragglers published meanwhile */
+            vt_enc_finish(w, w->stop_reason, w->stop_sig);
+            atomic_store(&w->enc_owner, 0);
+            break;
+        }
+        vt_enc_report_drops(w);
+        uint64_t now = vt_mono_ns();
+        if (req != done_local || (w->dirty && now - w->dirty_since >= w->poll_ns))
+            vt_enc_flush(w);
+        atomic_store(&w->enc_owner, 0);
+        if (req != done_local) {
+            done_local = req;
+            pthread_mutex_lock(&w->mu);
+            w->flush_done = req;
+            pthread_cond_broadcast(&w->cv);
+            pthread_mutex_unlock(&w->mu);
+        }
+        if (atomic_load(&w->err))
+            break;
+
+        /* sleep until woken or the next poll */
+        uint32_t seq = atomic_load(&w->wake_seq);
+        atomic_store(&w->sleeping, 1);
+        if (atomic_load(&w->flush_req) == done_local && !atomic_load(&w->stop) &&
+            !atomic_load(&w->emerg_sig)) {
+            uint64_t t = w->poll_ns;
+            if (w->dirty) {
+                uint64_t age = vt_mono_ns() - w->dirty_since;
+                t = age >= w->poll_ns ? 0 : w->poll_ns - age;
+            }
+            if (t) {
+                struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+                syscall(SYS_futex, (uint32_t *)&w->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
+            }
+        }
+        atomic_store(&w->sleeping, 0);
+    }
+    pthread_mutex_lock(&w->mu);
+    w->thread_exited = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------- public API */
+
+void vt_writer_config_default(vt_writer_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->path = NULL;
+    cfg->fd = -1;
+    cfg->flush_ms = 100;
+    cfg->frame_bytes = 4u << 20;
+    cfg->ring_bytes = 1u << 20;
+    cfg->level = 3;
+    cfg->clock = VT_CLOCK_MONOTONIC;
+}
+
+static int vt_enc_header(vt_writer *w, const vt_ev_header *hdr)
+{
+    vt_ev_header dflt;
+    if (!hdr) {
+        memset(&dflt, 0, sizeof(dflt));
+        hdr = &dflt;
+    }
+    Vramtrace__Header h = VRAMTRACE__HEADER__INIT;
+    h.magic = VT_FORMAT_MAGIC;
+    h.format_version = VT_FORMAT_VERSION;
+    h.tool_version = (char *)VT_TOOL_VERSION;
+    h.pid = hdr->pid ? hdr->pid : (uint32_t)getpid();
+    h.ppid = hdr->ppid ? hdr->ppid : (uint32_t)getppid();
+    char host[256] = "";
+    if (hdr->hostname)
+        h.hostname = (char *)hdr->hostname;
+    else if (gethostname(host, sizeof(host) - 1) == 0)
+        h.hostname = host;
+    if (hdr->program)
+        h.program = (char *)hdr->program;
+    h.n_argv = hdr->argv ? hdr->argc : 0;
+    h.argv = (char **)hdr->argv;
+    Vramtrace__EnvVar *env = NULL, **envp = NULL;
+    if (hdr->nenv && hdr->env_names && hdr->env_values) {
+        env = calloc(hdr->nenv, sizeof(*env));
+        envp = calloc(hdr->nenv, sizeof(*envp));
+        if (!env || !envp) {
+            free(env);
+            free(envp);
+            return VT_ERR_NOMEM;
+        }
+        for (uint32_t i = 0; i < hdr->nenv; i++) {
+            Vramtrace__EnvVar e = VRAMTRACE__ENV_VAR__INIT;
+            e.name = (char *)(hdr->env_names[i] ? hdr->env_names[i] : "");
+            e.value = (char *)(hdr->env_values[i] ? hdr->env_values[i] : "");
+            env[i] = e;
+            envp[i] = &env[i];
+        }
+        h.n_env = hdr->nenv;
+        h.env = envp;
+    }
+    h.clock = (Vramtrace__ClockDomain)(hdr->clock ? hdr->clock : w->cfg.clock);
+    h.trace_clock_ns = hdr->trace_clock_ns ? hdr->trace_clock_ns : vt_tnow(w);
+    if (hdr->realtime_ns) {
+        h.realtime_ns = hdr->realtime_ns;
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        h.realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
+    h.kernels = hdr->kernels != 0;
+    h.native_stacks = hdr->native_stacks != 0;
+    h.python_stacks = hdr->python_stacks != 0;
+    VT_REC(r, header, HEADER, h);
+    int rc = vt_enc_put(w, &r);
+    free(env);
+    free(envp);
+    if (rc)
+        return rc;
+    w->host_t = w->dev_t = h.trace_clock_ns;
+    return vt_enc_sync(w);
+}
+
+static void vt_writer_destroy(vt_writer *w)
+{
+    if (!w)
+        return;
+    if (w->reg_slot >= 0)
+        atomic_store(&g_reg[w->reg_slot], NULL);
+    vt_ring *r = atomic_load(&w->rings);
+    while (r) {
+        vt_ring *next = r->next;
+        /* No producer may emit during free, but a thread holding this ring
+         * may exit meanwhile: drop the data now, and the control page with
+         * the last reference (ours or the thread's, see vt_ring_release). */
+        munmap(r->data, r->cap);
+        r->data = NULL;
+        if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1)
+            vt_ring_unmap(r);
+        r = next;
+    }
+    ZSTD_freeCCtx(w->zc);
+    free(w->stage);
+    free(w->out);
+    vt_imap_free(&w->strings);
+    vt_imap_free(&w->frames);
+    vt_imap_free(&w->stacks);
+    vt_imap_free(&w->launches);
+    vt_umap_free(&w->threads);
+    vt_umap_free(&w->codes);
+    free(w->mods);
+    free(w->cur);
+    free(w);
+}
+
+int vt_writer_create(vt_writer **out, const vt_writer_config *cfg_in, const vt_ev_header *hdr)
+{
+    if (!out)
+        return VT_ERR_INVALID;
+    *out = NULL;
+    vt_writer_config cfg;
+    if (cfg_in)
+        cfg = *cfg_in;
+    else
+        vt_writer_config_default(&cfg);
+    if (!cfg.path && cfg.fd < 0) {
+        if (!cfg.quiet)
+            fprintf(stderr, "vramtrace: no trace path given: disabled\n");
+        return VT_ERR_INVALID;
+    }
+    if (!cfg.flush_ms)
+        cfg.flush_ms = 100;
+    if (!cfg.frame_bytes)
+        cfg.frame_bytes = 4u << 20;
+    if (!cfg.ring_bytes)
+        cfg.ring_bytes = 1u << 20;
+    if (!cfg.level)
+        cfg.level = 3;
+    pthread_once(&g_once, vt_global_init);
+
+    vt_writer *w = calloc(1, sizeof(*w));
+    if (!w) {
+        if (cfg.fd >= 0)
+            close(cfg.fd);
+        if (!cfg.quiet)
+            fprintf(stderr, "vramtrace: out of memory: disabled\n");
+        return VT_ERR_NOMEM;
+    }
+    int rc = 0;
+    w->cfg = cfg;
+    w->cfg.path = NULL; /* not kept: the caller owns it */
+    w->reg_slot = -1;
+    w->fd = -1;
+    w->serial = atomic_fetch_add(&g_serial, 1) + 1;
+    w->fork_gen = atomic_load(&g_fork_gen);
+    w->clockid = cfg.clock == VT_CLOCK_REALTIME ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+    uint64_t cap = 4096;
+    while (cap < cfg.ring_bytes && cap < (1ull << 30))
+        cap <<= 1;
+    w->ring_cap = cap;
+    w->flush_ns = (uint64_t)cfg.flush_ms * 1000000ull;
+    w->poll_ns = w->flush_ns / 4 ? w->flush_ns / 4 : 1;
+    if (cfg.path)
+        snprintf(w->name, sizeof(w->name), "%s", cfg.path);
+    else
+        snprintf(w->name, sizeof(w->name), "fd %d", cfg.fd);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+
+    if (cfg.fd >= 0) {
+        w->fd = cfg.fd;
+    } else {
+        w->fd = open(cfg.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (w->fd < 0) {
+            int e = errno;
+            if (e == EEXIST || e == ELOOP) {
+                rc = VT_ERR_EXISTS;
+                vt_fail(w, rc, "cannot create trace file: %s (refusing to overwrite an existing file or follow a symlink)",
+                        strerror(e));
+            } else {
+                rc = e == ENOSPC || e == EDQUOT ? VT_ERR_NOSPACE : VT_ERR_IO;
+                vt_fail(w, rc, "cannot create trace file: %s", strerror(e));
+            }
+            goto fail_free;
+        }
+    }
+
+    w->zc = ZSTD_createCCtx();
+    w->stage_cap = VT_STAGE_BYTES;
+    w->stage = malloc(w->stage_cap);
+    w->out_cap = ZSTD_CStreamOutSize();
+    w->out = malloc(w->out_cap);
+    if (!w->zc || !w->stage || !w->out || vt_imap_init(&w->strings, 1024) || vt_imap_init(&w->frames, 4096) ||
+        vt_imap_init(&w->stacks, 1024) || vt_imap_init(&w->launches, 256) || vt_umap_init(&w->threads, 64) ||
+        vt_umap_init(&w->codes, 1024)) {
+        rc = VT_ERR_NOMEM;
+        vt_fail(w, rc, "out of memory");
+        goto fail_close;
+    }
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(w->zc, ZSTD_c_compressionLevel, cfg.level)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(w->zc, ZSTD_c_checksumFlag, 1))) {
+        rc = VT_ERR_INVALID;
+        vt_fail(w, rc, "invalid zstd level %d", cfg.level);
+        goto fail_close;
+    }
+    rc = vt_enc_header(w, hdr);
+    if (rc) {
+        if (!atomic_load(&w->err))
+            vt_fail(w, rc, "cannot encode the header: %s", vt_strerror(rc));
+        goto fail_close;
+    }
+
+    for (int i = 0; i < VT_MAX_WRITERS; i++) {
+        vt_writer *exp = NULL;
+        if (atomic_compare_exchange_strong(&g_reg[i], &exp, w)) {
+            w->reg_slot = i;
+            break;
+        }
+    }
+
+    /* The writer thread blocks every signal it can: the host's handlers
+     * run elsewhere and a broken pipe is an EPIPE, not a SIGPIPE. */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int prc = pthread_create(&w->thread, NULL, vt_thread_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (prc) {
+        rc = VT_ERR_NOMEM;
+        vt_fail(w, rc, "cannot start the writer thread: %s", strerror(prc));
+        goto fail_close;
+    }
+    w->thread_started = 1;
+    pthread_setname_np(w->thread, "vt-writer");
+    *out = w;
+    return 0;
+
+fail_close:
+    if (w->reg_slot >= 0) {
+        atomic_store(&g_reg[w->reg_slot], NULL);
+        w->reg_slot = -1;
+    }
+    close(w->fd);
+fail_free:
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    vt_writer_destroy(w);
+    return rc;
+}
+
+int vt_writer_flush(vt_writer *w)
+{
+    if (!w)
+        return VT_ERR_DISABLED;
+    if (vt_is_off(w)) {
+        int e = atomic_load(&w->err);
+        return e ? e : VT_ERR_DISABLED;
+    }
+    pthread_mutex_lock(&w->mu);
+    uint64_t target = atomic_fetch_add(&w->flush_req, 1) + 1;
+    pthread_mutex_unlock(&w->mu);
+    vt_wake(w);
+    pthread_mutex_lock(&w->mu);
+    while (w->flush_done < target && !w->thread_exited) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+    int ok = w->flush_done >= target;
+    pthread_mutex_unlock(&w->mu);
+    int e = atomic_load(&w->err);
+    if (e)
+        return e;
+    return ok ? 0 : VT_ERR_DISABLED;
+}
+
+void vt_writer_emergency_flush(vt_writer *w, int sig)
+{
+    if (!w || vt_forked(w) || atomic_load(&w->off) || atomic_load(&w->closed))
+        return;
+    int saved_errno = errno;
+    int exp = 0;
+    if (atomic_compare_exchange_strong(&w->enc_owner, &exp, 2)) {
+        if (!w->ended && !atomic_load(&w->err)) {
+            w->no_alloc = 1;
+            w->in_signal = 1;
+            vt_enc_drain_simple(w);
+            vt_enc_finish(w, VT_END_SIGNAL, sig);
+            w->no_alloc = 0;
+            w->in_signal = 0;
+            vt_mark_off(w, "emergency flush done");
+        }
+        atomic_store(&w->enc_owner, 0);
+        errno = saved_errno;
+        return;
+    }
+    /* The writer thread holds the encoder.  If we are that thread (a
+     * fault inside the writer) nobody can finish: give up. */
+    if ((uint32_t)syscall(SYS_gettid) == atomic_load(&w->thread_tid)) {
+        errno = saved_errno;
+        return;
+    }
+    exp = 0;
+    atomic_compare_exchange_strong(&w->emerg_sig, &exp, sig ? sig : -1);
+    vt_wake(w);
+    for (int i = 0; i < VT_EMERGENCY_WAIT_MS; i++) {
+        if (atomic_load(&w->emerg_done) || atomic_load(&w->err))
+            break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    errno = saved_errno;
+}
+
+int vt_writer_close(vt_writer *w, vt_endreason reason, int sig)
+{
+    if (!w)
+        return 0;
+    if (vt_forked(w)) {
+        /* a fork child: the thread does not exist here and the file is the
+         * parent's; nothing to write */
+        atomic_store(&w->closed, 1);
+        return 0;
+    }
+    if (atomic_exchange(&w->closed, 1))
+        return atomic_load(&w->err);
+    if (w->thread_started) {
+        w->stop_reason = reason;
+        w->stop_sig = sig;
+        atomic_store(&w->stop, 1);
+        vt_wake(w);
+        pthread_join(w->thread, NULL);
+        w->thread_started = 0;
+    }
+    if (w->fd >= 0) {
+        close(w->fd);
+        w->fd = -1;
+    }
+    vt_mark_off(w, "closed");
+    return atomic_load(&w->err);
+}
+
+void vt_writer_free(vt_writer *w)
+{
+    if (!w)
+        return;
+    if (vt_forked(w)) {
+        /* never join or lock in a fork child: the parent's thread is not
+         * here and the mutex may have been copied locked */
+        if (w->reg_slot >= 0)
+            atomic_store(&g_reg[w->reg_slot], NULL);
+        w->reg_slot = -1;
+        vt_writer_destroy(w);
+        return;
+    }
+    vt_writer_close(w, VT_END_NORMAL, 0);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    vt_writer_destroy(w);
+}
+
+int vt_writer_disabled(const vt_writer *w)
+{
+    return !w || vt_is_off(w);
+}
+
+const char *vt_writer_errmsg(const vt_writer *w)
+{
+    if (!w)
+        return "";
+    if (vt_forked(w))
+        return "disabled in a fork()ed child";
+    if (atomic_load_explicit(&((vt_writer *)w)->msg_ready, memory_order_acquire))
+        return w->errmsg;
+    return "";
+}
+
+void vt_writer_get_stats(const vt_writer *w, vt_writer_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    if (!w)
+        return;
+    vt_writer *ww = (vt_writer *)w;
+    for (vt_ring *r = atomic_load_explicit(&ww->rings, memory_order_acquire); r; r = r->next) {
+        st->emitted += atomic_load_explicit(&r->emitted, memory_order_relaxed);
+        st->dropped += atomic_load_explicit(&r->dropped, memory_order_relaxed);
+    }
+    st->dropped += atomic_load_explicit(&ww->noring_dropped, memory_order_relaxed);
+    st->records = atomic_load_explicit(&ww->st_records, memory_order_relaxed);
+    st->bytes_raw = atomic_load_explicit(&ww->st_raw, memory_order_relaxed);
+    st->bytes_written = atomic_load_explicit(&ww->st_written, memory_order_relaxed);
+    st->frames = atomic_load_explicit(&ww->st_frames, memory_order_relaxed);
+}
