@@ -166,3 +166,7 @@ VTPT_EXPORT const char *vtpt_stack_twice(int pymax)
     snprintf(t_text, TEXT_CAP, "%d %d %d %d %d", d1, c.defs - d1, n1, n2, badkeys);
     return t_text;
 }
+
+/* vtpt_capture(VT_PYSTACK_MAX_DEPTH) without arguments, so test code calls
+ * the foreign function directly (no Python wrapper frame). */
+VTPT_EXPORT const char *vtpt_capture0(void) { return vtpt_capture(VT_PYSTACK_MAX_DEPTH); }
