@@ -3,5 +3,6 @@
 #define VT_BUILTIN_H
 
 int cmd_dump(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ static const struct cmd_struct {
     const char *help;
 } commands[] = {
     {"dump", cmd_dump, "print the events of a trace, one per line"},
+    {"record", cmd_record, "run a command with tracing: vramtrace record -- CMD ARGS..."},
 };
 
 static void usage(FILE *f)
