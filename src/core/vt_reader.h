@@ -1,15 +1,29 @@
 /* vt_reader.h - streaming trace reader (src/core).
  *
- * Iterates over the events of a trace file in bounded memory: the
- * decompression window, one record (capped at VT_READER_MAX_RECORD) and the
- * interning tables (strings, frames, stacks, threads, modules, launches),
- * which grow with the number of unique definitions, never with the event
- * count.  Never trusts lengths: every allocation is capped.
+ * Iterates over the events of a trace file in bounded memory: the input
+ * chunk (1 MiB), the decompression window (frames asking for more than
+ * 2^VT_READER_WINDOW_LOG_MAX bytes are refused as corrupt), one record
+ * (capped at VT_READER_MAX_RECORD) and the interning tables (strings,
+ * frames, stacks, threads, modules, launches, devices), which grow with the
+ * number of unique definitions, never with the event count, and are capped
+ * too (an id may not run more than VT_READER_ID_SLACK past the largest one
+ * seen; VT_READER_MAX_TABLE_BYTES of strings).  Never trusts lengths: every
+ * allocation is capped.  Records are decoded by a hand-written protobuf
+ * decoder (no allocation per record); fields unknown to this version are
+ * skipped and counted, and so are records with an unknown body.
  *
- * Errors carry the file name and the compressed offset.  After
- * VT_ERR_CORRUPT the caller may call vt_reader_next() again: the reader
- * resumes at the next zstd frame that decodes (events in between are lost
- * and counted in vt_reader_stats.skipped_bytes).  VT_ERR_TRUNCATED is final.
+ * Errors carry the file name and the compressed offset:
+ *   "FILE: truncated at offset N (inside a zstd frame starting at offset M)"
+ *   "FILE: corrupt record at offset N (frame starting at offset M, ...): why"
+ *   "FILE: corrupt zstd frame at offset N (frame starting at offset M): why"
+ * A truncated file yields every complete record, then VT_ERR_TRUNCATED.
+ * After VT_ERR_CORRUPT (or VT_ERR_TOO_LARGE, a record over the cap) the
+ * caller may call vt_reader_next() again: the reader resumes at the next
+ * zstd frame that decodes and starts with a Sync (events in between are lost;
+ * see vt_reader_stats).  VT_ERR_TRUNCATED, VT_ERR_VERSION (not a trace, bad
+ * magic, unknown format version), VT_ERR_IO and VT_ERR_NOMEM are final: every
+ * later call returns the same code.  A stream that ends cleanly between
+ * frames but without an End record is truncated too (the process died).
  * Not thread-safe; one reader per thread.
  */
 #ifndef VT_READER_H
@@ -21,47 +35,66 @@
 #include "vt_event.h"
 
 #define VT_READER_MAX_RECORD (16u << 20)
+#define VT_READER_WINDOW_LOG_MAX 27
+#define VT_READER_ID_SLACK (1u << 20)
+#define VT_READER_MAX_TABLE_BYTES (1024ull << 20)
 
 typedef struct vt_reader vt_reader;
 
-/* Open a trace file.  Returns 0 or a vt_err; on error *out is NULL and, if
- * errmsg is not NULL, a message is written there (errmsg_len bytes max). */
+/* Open a trace file.  Returns 0 or a vt_err (VT_ERR_NOT_FOUND when the file
+ * does not exist, VT_ERR_IO, VT_ERR_NOMEM); on error *out is NULL and, if
+ * errmsg is not NULL, a message ("FILE: why") is written there (errmsg_len
+ * bytes max).  Nothing is read before the first vt_reader_next(). */
 int vt_reader_open(vt_reader **out, const char *path, char *errmsg, size_t errmsg_len);
 
 /* Read from memory (not copied: must outlive the reader).  `name` is used in
- * messages. */
+ * messages (NULL: "<memory>").  Returns 0 or VT_ERR_NOMEM. */
 int vt_reader_open_mem(vt_reader **out, const void *data, size_t size, const char *name);
 
-/* Next event.  Returns 1 with *ev filled, 0 at the end of a complete stream,
- * or a negative vt_err (see vt_reader_errmsg()).  Pointers inside *ev stay
- * valid until the next call.  Every record is returned, definitions
- * (STRING, FRAME, STACK, THREAD, MODULE, LAUNCH, DEVICE) included, after the
- * reader has stored them. */
+/* Next event.  Returns 1 with *ev filled, 0 at the end of a complete stream
+ * (an End record was seen and the input ended between frames), or a
+ * negative vt_err (see vt_reader_errmsg()).  Every record is returned,
+ * definitions (HEADER, SYNC, STRING, FRAME, STACK, THREAD, MODULE, LAUNCH,
+ * DEVICE) included, after the reader has stored them.  ev->time_ns follows
+ * the delta rules of docs/FORMAT.md (definitions get the current host time).
+ * Kernels come resolved through their Launch (name NULL and name_id 0 if
+ * the launch is unknown); vt_site.tid is resolved from the thread table.
+ * Pointers inside *ev stay valid until the next call, except those into the
+ * tables (strings, names, paths), valid until vt_reader_free(). */
 int vt_reader_next(vt_reader *r, vt_event *ev);
 
-/* "FILE: truncated at offset N: ..." for the last error; "" if none. */
+/* "FILE: truncated at offset N ..." for the last error; "" if none. */
 const char *vt_reader_errmsg(const vt_reader *r);
 
 /* Compressed offset of the start of the zstd frame being read. */
 uint64_t vt_reader_offset(const vt_reader *r);
 
-/* Lookups in the tables built so far; NULL / 0 when unknown. */
+/* Lookups in the tables built so far; NULL when unknown (or id 0).
+ * Returned pointers stay valid until vt_reader_free(). */
 const char *vt_reader_string(const vt_reader *r, uint32_t id);
 const vt_ev_frame *vt_reader_frame(const vt_reader *r, uint32_t id);
 const vt_ev_thread *vt_reader_thread(const vt_reader *r, uint32_t id);
 const vt_ev_module *vt_reader_module(const vt_reader *r, uint32_t id);
+const vt_ev_launch *vt_reader_launch(const vt_reader *r, uint32_t id);
+const vt_ev_device *vt_reader_device(const vt_reader *r, uint32_t index);
 const vt_ev_header *vt_reader_header(const vt_reader *r); /* NULL before the header */
 /* Flatten stack `id` (following parents) into frame ids, innermost first.
- * Returns the full depth (may exceed max; only max are stored), 0 if unknown. */
+ * Returns the full depth (may exceed max; only max are stored), 0 if unknown.
+ * A parent that is unknown (lost in a damaged frame) ends the stack. */
 uint32_t vt_reader_stack(const vt_reader *r, uint32_t id, uint32_t *frames, uint32_t max);
 
 typedef struct {
     uint64_t records;       /* records decoded */
     uint64_t bytes_in;      /* compressed bytes consumed */
     uint64_t bytes_raw;     /* decompressed bytes */
-    uint64_t frames;        /* zstd frames */
-    uint64_t skipped_bytes; /* compressed bytes skipped after corruption */
+    uint64_t frames;        /* zstd frames started */
+    uint64_t skipped_bytes; /* compressed bytes passed over after corruption
+                             * (discarded rest of a damaged frame, or scanned
+                             * while looking for the next zstd magic) */
     uint64_t unknown_fields;/* fields of a newer format version, ignored */
+    uint64_t unknown_records;/* records whose body this reader does not know, skipped */
+    uint64_t resyncs;       /* recoveries after VT_ERR_CORRUPT */
+    uint64_t sync_gaps;     /* Sync.sequence jumps: zstd frames lost */
     int complete;           /* an End record was seen */
 } vt_reader_stats;
 void vt_reader_get_stats(const vt_reader *r, vt_reader_stats *st);
