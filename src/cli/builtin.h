@@ -3,6 +3,8 @@
 #define VT_BUILTIN_H
 
 int cmd_dump(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 
 #endif

@@ -13,6 +13,8 @@ static const struct cmd_struct {
     const char *help;
 } commands[] = {
     {"dump", cmd_dump, "print the events of a trace, one per line"},
+    {"report", cmd_report, "leaks, growth, peak, OOM and allocator view of traces"},
+    {"diff", cmd_diff, "compare two traces per call site"},
     {"record", cmd_record, "run a command with tracing: vramtrace record -- CMD ARGS..."},
 };
 

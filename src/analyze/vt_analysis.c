@@ -1,0 +1,332 @@
+/* vt_analysis.c - the analysis object: processes, reading trace files and
+ * directories through vt_reader (one streaming pass each), read errors,
+ * progress on stderr, and the totals the CLI gates on.  May touch: the
+ * trace files (read only) and stderr (progress). */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vt_analyze_int.h"
+#include "vt_error.h"
+#include "vt_reader.h"
+
+void vt_analysis_config_default(vt_analysis_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->at_mode = VT_AT_AUTO;
+    cfg->top = 20;
+    cfg->max_frames = 24;
+    cfg->symbolize = 1;
+}
+
+int vt_analysis_create(vt_analysis **out, const vt_analysis_config *cfg)
+{
+    vt_analysis *a = calloc(1, sizeof(*a));
+    if (!a)
+        return VT_ERR_NOMEM;
+    if (cfg)
+        a->cfg = *cfg;
+    else
+        vt_analysis_config_default(&a->cfg);
+    if (!a->cfg.top)
+        a->cfg.top = 20;
+    if (!a->cfg.max_frames)
+        a->cfg.max_frames = 24;
+    if (a->cfg.at_mode == VT_AT_MARKER) {
+        if (!a->cfg.at_marker) {
+            free(a);
+            return VT_ERR_INVALID;
+        }
+        a->at_marker = strdup(a->cfg.at_marker);
+        if (!a->at_marker) {
+            free(a);
+            return VT_ERR_NOMEM;
+        }
+        a->cfg.at_marker = a->at_marker;
+    }
+    if (a->cfg.symbolize && vt_symbolizer_create(&a->sym, a->cfg.sysroot)) {
+        free(a->at_marker);
+        free(a);
+        return VT_ERR_NOMEM;
+    }
+    a->cfg.sysroot = NULL;
+    *out = a;
+    return 0;
+}
+
+void vt_analysis_free(vt_analysis *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->nprocs; i++)
+        vt_proc_free(a->procs[i]);
+    free(a->procs);
+    vt_symbolizer_free(a->sym);
+    for (unsigned i = 0; i < a->nall_errors; i++)
+        free(a->all_errors[i]);
+    free(a->at_marker);
+    free(a);
+}
+
+int vt_analysis_begin_process(vt_analysis *a, const char *name)
+{
+    if (a->finished)
+        return VT_ERR_INVALID;
+    if (a->nprocs == a->capprocs) {
+        size_t nc = a->capprocs ? a->capprocs * 2 : 4;
+        vt_proc **np = realloc(a->procs, nc * sizeof(*np));
+        if (!np)
+            return VT_ERR_NOMEM;
+        a->procs = np;
+        a->capprocs = nc;
+    }
+    vt_proc *p;
+    int rc = vt_proc_create(&p, name);
+    if (rc)
+        return rc;
+    p->view_mode = a->cfg.at_mode;
+    a->procs[a->nprocs++] = p;
+    a->cur = p;
+    return 0;
+}
+
+int vt_analysis_feed(vt_analysis *a, const vt_event *ev)
+{
+    if (!a->cur || a->finished)
+        return VT_ERR_INVALID;
+    return vt_proc_feed(a, a->cur, ev);
+}
+
+void vt_analysis_add_error(vt_analysis *a, int err, const char *msg)
+{
+    (void)err;
+    if (a->cur && a->cur->nerrors < VT_MAX_ERRORS)
+        a->cur->errors[a->cur->nerrors++] = strdup(msg ? msg : vt_strerror(err));
+    if (a->nall_errors < VT_MAX_ERRORS * 4)
+        a->all_errors[a->nall_errors++] = strdup(msg ? msg : vt_strerror(err));
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int vt_analysis_add_file(vt_analysis *a, const char *path)
+{
+    char msg[512];
+    vt_reader *r = NULL;
+    int rc = vt_analysis_begin_process(a, path);
+    if (rc)
+        return rc;
+    rc = vt_reader_open(&r, path, msg, sizeof(msg));
+    if (rc) {
+        char full[700];
+        if (strstr(msg, path))
+            snprintf(full, sizeof(full), "%s", msg);
+        else
+            snprintf(full, sizeof(full), "%s: %s", path, msg[0] ? msg : vt_strerror(rc));
+        vt_analysis_add_error(a, rc, full);
+        return rc;
+    }
+    struct stat st;
+    uint64_t fsize = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+    int tty = a->cfg.progress && isatty(2);
+    double t_start = now_s(), t_shown = 0;
+    int shown = 0, errors = 0, first_err = 0;
+    uint64_t n = 0;
+    vt_event ev;
+    for (;;) {
+        int k = vt_reader_next(r, &ev);
+        if (k == 1) {
+            int frc = vt_proc_feed(a, a->cur, &ev);
+            if (frc) {
+                snprintf(msg, sizeof(msg), "%s: replay failed at offset %llu: %s", path,
+                         (unsigned long long)vt_reader_offset(r), vt_strerror(frc));
+                vt_analysis_add_error(a, frc, msg);
+                first_err = frc;
+                break;
+            }
+            if (tty && (++n & 0xfffff) == 0) {
+                double t = now_s();
+                if (t - t_start > 2.0 && t - t_shown > 0.5) {
+                    vt_reader_stats rs;
+                    vt_reader_get_stats(r, &rs);
+                    fprintf(stderr, "\rvramtrace report: %s: %.0f%% (%llu M events)", path,
+                            fsize ? 100.0 * (double)rs.bytes_in / (double)fsize : 0.0,
+                            (unsigned long long)(n >> 20));
+                    t_shown = t;
+                    shown = 1;
+                }
+            }
+            continue;
+        }
+        if (k == 0)
+            break;
+        vt_analysis_add_error(a, k, vt_reader_errmsg(r));
+        if (!first_err)
+            first_err = k;
+        /* after corruption the reader resumes at the next good frame */
+        if (k != VT_ERR_CORRUPT || ++errors >= VT_MAX_ERRORS)
+            break;
+    }
+    if (shown)
+        fprintf(stderr, "\r\033[K");
+    vt_reader_free(r);
+    return first_err;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+int vt_analysis_add_dir(vt_analysis *a, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return VT_ERR_NOT_FOUND;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    int rc = 0;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 5 || strcmp(de->d_name + l - 4, ".zst"))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nn = realloc(names, cap * sizeof(*nn));
+            if (!nn) {
+                rc = VT_ERR_NOMEM;
+                goto cleanup;
+            }
+            names = nn;
+        }
+        size_t pl = strlen(dir) + l + 2;
+        names[n] = malloc(pl);
+        if (!names[n]) {
+            rc = VT_ERR_NOMEM;
+            goto cleanup;
+        }
+        snprintf(names[n], pl, "%s/%s", dir, de->d_name);
+        n++;
+    }
+    if (!n) {
+        rc = VT_ERR_NOT_FOUND;
+        goto cleanup;
+    }
+    qsort(names, n, sizeof(*names), cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        int r2 = vt_analysis_add_file(a, names[i]);
+        if (r2 && !rc)
+            rc = r2;
+        if (r2 == VT_ERR_NOMEM)
+            break;
+    }
+cleanup:
+    closedir(d);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+int vt_analysis_finish(vt_analysis *a)
+{
+    if (a->finished)
+        return 0;
+    a->finished = 1;
+    a->cur = NULL;
+    for (size_t i = 0; i < a->nprocs; i++) {
+        int rc = vt_proc_finish(a, a->procs[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+uint64_t vt_analysis_leaked_bytes(const vt_analysis *a)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < a->nprocs; i++)
+        s += a->procs[i]->leak_bytes;
+    return s;
+}
+
+uint64_t vt_analysis_grown_bytes(const vt_analysis *a)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < a->nprocs; i++)
+        s += a->procs[i]->grown_total;
+    return s;
+}
+
+unsigned vt_analysis_nprocs(const vt_analysis *a)
+{
+    return (unsigned)a->nprocs;
+}
+
+unsigned vt_analysis_nerrors(const vt_analysis *a)
+{
+    return a->nall_errors;
+}
+
+const char *vt_analysis_error(const vt_analysis *a, unsigned i)
+{
+    return i < a->nall_errors ? a->all_errors[i] : NULL;
+}
+
+int vt_parse_duration(const char *s, uint64_t *ns)
+{
+    char *end;
+    if (!s || !*s)
+        return VT_ERR_INVALID;
+    double v = strtod(s, &end);
+    if (end == s || v < 0)
+        return VT_ERR_INVALID;
+    double mul = 1e9;
+    if (!*end || !strcmp(end, "s"))
+        mul = 1e9;
+    else if (!strcmp(end, "ms"))
+        mul = 1e6;
+    else if (!strcmp(end, "us"))
+        mul = 1e3;
+    else if (!strcmp(end, "ns"))
+        mul = 1;
+    else
+        return VT_ERR_INVALID;
+    *ns = (uint64_t)(v * mul + 0.5);
+    return 0;
+}
+
+int vt_parse_bytes(const char *s, uint64_t *bytes)
+{
+    char *end;
+    if (!s || !*s || *s == '-')
+        return VT_ERR_INVALID;
+    double v = strtod(s, &end);
+    if (end == s || v < 0)
+        return VT_ERR_INVALID;
+    double mul = 1;
+    switch (*end) {
+    case 0: break;
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: return VT_ERR_INVALID;
+    }
+    if (*end == 'i')
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end)
+        return VT_ERR_INVALID;
+    *bytes = (uint64_t)(v * mul + 0.5);
+    return 0;
+}

@@ -1,0 +1,96 @@
+/* vt_analyze.h - offline analysis of vramtrace traces (src/analyze).
+ *
+ * One vt_analysis replays one or more traces (one per process) in a single
+ * streaming pass each, in memory bounded by the live blocks and the unique
+ * definitions (stacks, frames, strings), never by the event count.  After
+ * vt_analysis_finish() it can print a report (text or JSON, schema in
+ * docs/REPORT.md) or be compared with another analysis (vt_diff_print).
+ *
+ * Events can come from a file (vt_analysis_add_file, through vt_reader) or
+ * be fed one by one (vt_analysis_begin_process + vt_analysis_feed), the
+ * latter with every definition (string, frame, stack, module, thread,
+ * launch, device) fed before the events that use it, as the reader does.
+ *
+ * Uses src/core only (and elfutils libdwfl for symbolization).  Not
+ * thread-safe: one analysis per thread.
+ */
+#ifndef VT_ANALYZE_H
+#define VT_ANALYZE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vt_event.h"
+
+typedef struct vt_analysis vt_analysis;
+
+/* Which moment the leak view ("what was live when the real work ended")
+ * and the end of the growth window use. */
+typedef enum {
+    VT_AT_AUTO = 0,     /* end of the last kernel if kernels were traced, else end of trace */
+    VT_AT_END = 1,      /* end of the trace (after any teardown) */
+    VT_AT_TIME = 2,     /* at_ns after the start of each trace */
+    VT_AT_MARKER = 3,   /* last NVTX mark / range start whose message is at_marker */
+} vt_at_mode;
+
+typedef struct {
+    vt_at_mode at_mode;
+    uint64_t at_ns;         /* VT_AT_TIME: ns since the trace start */
+    const char *at_marker;  /* VT_AT_MARKER: NVTX message (copied) */
+    unsigned top;           /* rows per section and process; default 20, 0 = default */
+    unsigned max_frames;    /* frames shown per stack in text; default 24 */
+    int symbolize;          /* resolve native frames with libdwfl; default on (1) */
+    int progress;           /* print progress on stderr when a file takes > 2 s */
+    const char *sysroot;    /* optional prefix for module paths (binaries copied from another machine) */
+} vt_analysis_config;
+
+void vt_analysis_config_default(vt_analysis_config *cfg);
+
+/* Returns 0 or a vt_err.  *out owned by the caller (vt_analysis_free). */
+int vt_analysis_create(vt_analysis **out, const vt_analysis_config *cfg);
+void vt_analysis_free(vt_analysis *a);
+
+/* Replay one trace file as one process.  A read error ends that file: what
+ * was read stays in the analysis and the error (file + offset) is kept
+ * (vt_analysis_errors).  Returns 0 or the vt_err of the error. */
+int vt_analysis_add_file(vt_analysis *a, const char *path);
+
+/* Replay every *.zst file of a directory (sorted by name), each a process.
+ * Returns 0, the first file error, or VT_ERR_NOT_FOUND when none. */
+int vt_analysis_add_dir(vt_analysis *a, const char *dir);
+
+/* Start a process fed by hand; `name` labels it (copied). */
+int vt_analysis_begin_process(vt_analysis *a, const char *name);
+/* Feed one event to the current process (see the header comment). */
+int vt_analysis_feed(vt_analysis *a, const vt_event *ev);
+/* Record a read error for the current process (message copied). */
+void vt_analysis_add_error(vt_analysis *a, int err, const char *msg);
+
+/* Close the replay: fix the view time, compute growth, steps, sorted
+ * sections.  Call once, after every process was added. */
+int vt_analysis_finish(vt_analysis *a);
+
+/* Output (after finish).  Deterministic: same input, same bytes. */
+int vt_report_text(vt_analysis *a, FILE *out);
+int vt_report_json(vt_analysis *a, FILE *out);
+
+/* Compare two finished analyses per call site (A = before, B = after). */
+int vt_diff_text(vt_analysis *a, vt_analysis *b, FILE *out);
+int vt_diff_json(vt_analysis *a, vt_analysis *b, FILE *out);
+
+/* After finish: totals used by --fail-on-leak / --fail-on-growth, summed
+ * over the processes. */
+uint64_t vt_analysis_leaked_bytes(const vt_analysis *a);
+uint64_t vt_analysis_grown_bytes(const vt_analysis *a);
+
+/* Number of processes, and read errors recorded ("FILE: ... at offset N"). */
+unsigned vt_analysis_nprocs(const vt_analysis *a);
+unsigned vt_analysis_nerrors(const vt_analysis *a);
+const char *vt_analysis_error(const vt_analysis *a, unsigned i);
+
+/* Parse "1.5s", "250ms", "10us", "42ns", "3" (seconds) -> ns.  0 or VT_ERR_INVALID. */
+int vt_parse_duration(const char *s, uint64_t *ns);
+/* Parse "1G", "512MiB", "100k", "12345" -> bytes (K/M/G/T = 1024^n).  0 or VT_ERR_INVALID. */
+int vt_parse_bytes(const char *s, uint64_t *bytes);
+
+#endif

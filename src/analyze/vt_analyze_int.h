@@ -1,0 +1,348 @@
+/* vt_analyze_int.h - private structures shared by the files of src/analyze
+ * (replay, symbolization, report, diff).  Not a public interface. */
+#ifndef VT_ANALYZE_INT_H
+#define VT_ANALYZE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vt_analyze.h"
+#include "vt_event.h"
+
+#define VT_GROWTH_BUCKETS 64   /* floor samples per call site (power of two) */
+#define VT_MAX_DEVICES 64
+#define VT_MAX_OOM_DETAIL 16   /* failed allocations described in full per process */
+#define VT_OOM_TOP 5
+#define VT_MAX_NOTES 32
+#define VT_MAX_ERRORS 16
+
+/* --- small growable hash map: uint64 key -> uint64 value (key 0 reserved
+ * as empty; callers add 1 or use nonzero keys). Linear probing with
+ * backward-shift deletion. --- */
+typedef struct {
+    uint64_t *keys;
+    uint64_t *vals;
+    size_t cap;   /* power of two or 0 */
+    size_t len;
+} vt_map;
+
+int vt_map_put(vt_map *m, uint64_t key, uint64_t val);   /* insert or replace */
+uint64_t *vt_map_get(const vt_map *m, uint64_t key);     /* NULL if absent */
+int vt_map_del(vt_map *m, uint64_t key, uint64_t *val);  /* 1 if removed */
+void vt_map_free(vt_map *m);
+
+static inline uint64_t vt_hash64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* --- live blocks: address -> block, open addressing, 32-byte slots --- */
+typedef struct {
+    uint64_t addr;   /* 0 = empty slot */
+    uint64_t size;
+    uint64_t t;      /* allocation time */
+    uint32_t unit;
+    uint32_t pad;
+} vt_block;
+
+typedef struct {
+    vt_block *slots;
+    size_t cap, len;
+} vt_blockmap;
+
+/* --- an accounting unit: one call stack on one device in one memory kind --- */
+typedef struct {
+    uint32_t stack;
+    uint32_t device;
+    uint8_t kind;
+    uint8_t api;       /* API of the first allocation */
+    uint8_t c10;       /* stack passes through PyTorch's caching allocator (libc10_cuda) */
+    uint8_t c10_known;
+    int64_t live_bytes, live_count;
+    uint64_t allocs, alloc_bytes, frees, max_live;
+    uint64_t lifetime_sum; /* sum of lifetimes of freed blocks (ns) */
+    uint64_t first_t, last_t;
+    /* view at T (see vt_replay.c: base + folded tail) */
+    int64_t at_bytes, at_count;
+    /* live at the device's peak (lazy snapshot, see vt_replay.c) */
+    int64_t pk_bytes, pk_count;
+    uint64_t pk_epoch;
+    /* growth floors */
+    uint64_t *floor;
+    uint32_t gcur;
+    /* results of finish */
+    int growth_flag;
+    double growth_rate;    /* bytes / s over the late window */
+    double growth_conf;    /* 0..1 */
+    uint64_t grown;        /* floor at the end of the window - lowest floor */
+    uint32_t growth_rises; /* number of rises in the late window */
+    char *key;             /* process-independent site key (lazy) */
+} vt_unit;
+
+/* pending view-at-T contribution (see vt_replay.c) */
+typedef struct {
+    uint64_t t;
+    int64_t bytes;   /* +size for an allocation, -size for a free */
+    uint32_t unit;
+    int32_t count;   /* +1 / -1 */
+} vt_tail;
+
+typedef struct {
+    uint64_t handle, size, t;
+    uint32_t unit, nmaps;
+    int released;
+} vt_vmm;
+
+typedef struct {
+    uint64_t t;
+    uint64_t reserved, used;
+} vt_pool_sample;
+
+typedef struct {
+    uint64_t pool;
+    uint32_t device;
+    uint64_t reserved_high, used_high, reserved_last, used_last;
+    uint64_t reserved_max_t;
+    vt_pool_sample *s; /* decimated series */
+    size_t ns, stride, seen;
+    uint64_t creates, destroys, trims;
+} vt_pool;
+
+typedef struct {
+    int present;         /* Device record seen */
+    int used;            /* any block on it */
+    char *name;
+    uint64_t total;
+    uint32_t cc_major, cc_minor;
+    int64_t live[VT_MEM__COUNT];
+    int64_t peak_kind[VT_MEM__COUNT];
+    uint64_t peak_kind_t[VT_MEM__COUNT];
+    int64_t live_dev;    /* device-resident: DEVICE + DEVICE_STATIC + ARRAY */
+    int64_t peak;        /* of live_dev */
+    uint64_t peak_t;
+    uint64_t peak_epoch;
+    int64_t at_kind[VT_MEM__COUNT]; /* at the view time, by kind (finish) */
+    /* driver view (MemoryUsage) */
+    uint64_t drv_samples, drv_total, drv_last_free, drv_last_t;
+    uint64_t drv_max_used, drv_max_t;
+    int64_t drv_traced_then;
+} vt_devstate;
+
+typedef struct {
+    uint64_t t;
+    uint64_t size;
+    uint32_t device, stack, thread;
+    uint8_t kind, api;
+    int32_t error;
+    char *error_name;
+    int64_t dev_live;                /* traced device-resident live bytes then */
+    int64_t kind_live[VT_MEM__COUNT];
+    uint64_t drv_free, drv_total, drv_t; /* last driver sample (0 = none) */
+    uint32_t top_unit[VT_OOM_TOP];
+    int64_t top_bytes[VT_OOM_TOP];
+    int64_t top_count[VT_OOM_TOP];
+    uint32_t ntop;
+    uint64_t pool_reserved, pool_used;  /* last PoolUsage of the device, summed over pools */
+    int have_pool;
+    uint64_t c10_reserved;           /* live bytes of caching-allocator segments on the device */
+} vt_oom;
+
+typedef struct {
+    char *msg;      /* normalized message (trailing digits stripped) */
+    uint64_t count, first_t, last_t;
+    uint64_t dur_sum;
+    uint32_t min_depth;
+} vt_nvtx_stat;
+
+typedef struct {
+    uint64_t key;     /* launch id, or name id | 1<<32 */
+    uint64_t count, last_idx, first_t, last_t;
+    double gap_sum, gap2_sum;
+} vt_launch_stat;
+
+typedef struct { uint32_t id; uint32_t msg; uint64_t t; } vt_nvtx_open;
+
+/* A symbolized native frame (possibly several for inlines) - see vt_symbol.c */
+typedef struct {
+    char *function;   /* demangled, or NULL */
+    char *file;       /* or NULL */
+    uint32_t line;
+    int inlined;      /* this frame was inlined into the next one */
+} vt_symline;
+
+typedef struct {
+    int status;       /* VT_SYM_* */
+    vt_symline *lines;
+    uint32_t nlines;
+} vt_symres;
+
+enum { VT_SYM_OK = 0, VT_SYM_NO_MODULE, VT_SYM_NOT_FOUND, VT_SYM_BUILD_ID_MISMATCH,
+       VT_SYM_NO_SYMBOL, VT_SYM_DISABLED, VT_SYM_NO_DEBUG_INFO };
+const char *vt_sym_status_name(int status);
+
+typedef struct vt_symbolizer vt_symbolizer;
+int vt_symbolizer_create(vt_symbolizer **out, const char *sysroot);
+void vt_symbolizer_free(vt_symbolizer *s);
+/* Resolve `rel` (address relative to the ELF file's vaddr space, i.e. ip -
+ * load_bias, already moved into the call for return addresses) in the file
+ * `path` whose build-id should be `bid`. Result owned by the symbolizer. */
+const vt_symres *vt_symbolizer_lookup(vt_symbolizer *s, const char *path, const uint8_t *bid,
+                                      uint32_t bid_len, uint64_t rel);
+
+typedef struct {
+    uint32_t kind, module, function, file, line;
+    uint64_t ip;
+} vt_pframe;
+
+typedef struct {
+    uint32_t *frames;
+    uint32_t nframes;
+    uint32_t parent;
+} vt_pstack;
+
+typedef struct {
+    char *path;
+    uint64_t load_bias, start, end;
+    uint8_t *build_id;
+    uint32_t build_id_len;
+    int c10;   /* libc10_cuda / caching allocator library */
+} vt_pmodule;
+
+/* One traced process (one trace file). */
+typedef struct {
+    char *name;       /* file path or label */
+    /* header */
+    int have_header;
+    uint32_t pid, ppid;
+    char *host, *program, *clock;
+    char **argv;
+    uint32_t argc;
+    char *env_rank, *env_alloc_conf, *env_world;
+    int hdr_kernels, hdr_native, hdr_python;
+    uint32_t format_version;
+    char *tool_version;
+    /* definitions */
+    char **strings; size_t nstrings;
+    vt_pframe *frames; size_t nframes;
+    vt_pstack *stacks; size_t nstacks;
+    vt_pmodule *modules; size_t nmodules;
+    uint32_t *launch_name; size_t nlaunches;
+    /* time */
+    int have_t0;
+    uint64_t t0, t_last, t_first_alloc;
+    int have_alloc_t;
+    /* counts */
+    uint64_t nev[VT_EV__MAX];
+    uint64_t records;
+    /* state */
+    vt_unit *units; size_t nunits, capunits;
+    vt_map unitmap;
+    vt_blockmap blocks;
+    vt_map vmm_handles;   /* handle -> index+1 into vmms */
+    vt_vmm *vmms; size_t nvmms, capvmms; uint32_t *vmm_free; size_t nvmm_free, capvmm_free;
+    vt_map vmm_maps;      /* address -> handle */
+    vt_map vmm_map_size;  /* address -> size */
+    vt_map vmm_reserves;  /* address -> size */
+    int64_t va_reserved, va_reserved_peak, mapped, mapped_peak;
+    uint64_t *freed_cache; /* direct-mapped recently freed addresses (double free detection) */
+    vt_devstate dev[VT_MAX_DEVICES];
+    uint32_t ndev_seen;  /* 1 + highest device index seen */
+    /* view at T */
+    uint64_t cand;        /* lower bound of T (last kernel end / last marker) */
+    int cand_set;
+    vt_tail *tail; size_t ntail, captail, tail_prune_at;
+    int tail_overflow;
+    uint64_t view_t;      /* final T (absolute) */
+    const char *view_desc;
+    int view_mode;        /* resolved vt_at_mode */
+    int marker_found;
+    /* kernels */
+    uint64_t kernels, kernel_first, kernel_last_end;
+    vt_launch_stat *lstats; size_t nlstats, caplstats;
+    vt_map lstat_map;
+    /* nvtx */
+    vt_nvtx_stat *nvtx; size_t nnvtx, capnvtx;
+    vt_nvtx_open nv_stack[64]; uint32_t nv_depth;
+    vt_map nv_ranges;     /* range id -> (msg<<32)|... index into nv_open_t */
+    /* steps (finish) */
+    uint64_t steps;
+    double step_period_ns;
+    char *step_source;
+    /* growth timeline */
+    uint64_t g_t0, g_width;
+    int g_started;
+    /* pools */
+    vt_pool *pools; size_t npools, cappools;
+    /* oddities */
+    uint64_t unknown_frees, double_frees, overlap_allocs, unknown_vmm_release, unknown_unmaps,
+        double_vmm_release, zero_frees, bad_device;
+    uint64_t dropped[4];
+    uint64_t failed, failed_oom;
+    vt_oom oom[VT_MAX_OOM_DETAIL]; uint32_t noom;
+    char *notes[VT_MAX_NOTES]; int note_sev[VT_MAX_NOTES]; uint32_t nnotes, notes_more;
+    int complete, end_reason, end_signal;
+    uint64_t end_events, end_dropped;
+    char *errors[VT_MAX_ERRORS]; uint32_t nerrors;
+    /* results */
+    uint64_t leak_bytes, leak_blocks, grown_total;
+    uint32_t *leak_order; size_t nleak;
+    uint32_t *growth_order; size_t ngrowth;
+    uint64_t c10_allocs, c10_bytes_peak; int64_t c10_live;
+    uint32_t c10_units;
+} vt_proc;
+
+struct vt_analysis {
+    vt_analysis_config cfg;
+    char *at_marker;
+    vt_proc **procs;
+    size_t nprocs, capprocs;
+    vt_proc *cur;
+    vt_symbolizer *sym;
+    int finished;
+    char *all_errors[VT_MAX_ERRORS * 4];
+    unsigned nall_errors;
+};
+
+/* replay (vt_replay.c) */
+int vt_proc_create(vt_proc **out, const char *name);
+void vt_proc_free(vt_proc *p);
+int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev);
+int vt_proc_finish(vt_analysis *a, vt_proc *p);
+const char *vt_proc_string(const vt_proc *p, uint32_t id);
+/* frames of a stack, innermost first; returns depth (may exceed max) */
+uint32_t vt_proc_stack(const vt_proc *p, uint32_t stack, uint32_t *out, uint32_t max);
+
+/* sites (vt_sites.c): printable frames, user frame, keys */
+#define VT_MAX_STACK 256
+typedef struct {
+    int python;
+    const char *function, *file;  /* may be NULL */
+    uint32_t line;
+    const char *module;           /* native: module path or NULL */
+    uint64_t offset;              /* native: ip - load_bias (or ip) */
+    int status;                   /* VT_SYM_* for native */
+    int inlined;
+    int internal;                 /* runtime / library frame, not the user's */
+} vt_xframe;
+
+/* Expand a stack into display frames (native inlines expanded).  Returns
+ * the number written (<= max).  Index of the user frame in *user (or -1). */
+uint32_t vt_site_frames(vt_analysis *a, const vt_proc *p, uint32_t stack, vt_xframe *out,
+                        uint32_t max, int *user);
+/* "function (file:line)" style one-line text of a frame into buf. */
+void vt_xframe_format(const vt_xframe *f, char *buf, size_t len);
+/* Process-independent key of a unit's call site (kind + frames); cached. */
+const char *vt_unit_key(vt_analysis *a, vt_proc *p, uint32_t unit);
+int vt_stack_is_c10(const vt_proc *p, uint32_t stack);
+
+/* output helpers (vt_report.c) */
+void vt_fmt_bytes(char *buf, size_t len, double bytes);
+void vt_json_str(FILE *f, const char *s);
+
+#endif

@@ -1,0 +1,1607 @@
+/* vt_replay.c - replays the events of one process into live blocks, per call
+ * site accounting, peaks, the view at "end of real work", growth floors,
+ * steps, pools and oddities.  Memory: the live blocks, the unique
+ * definitions and per-site state; never proportional to the event count
+ * (the only event-sized buffer, the view tail, is pruned as kernels arrive
+ * and capped).  Touches nothing outside src/analyze and src/core headers.
+ *
+ * View at T ("what was live when the real work ended"): live(T) per site =
+ * bytes allocated at or before T minus bytes of those freed at or before T.
+ * T is the end of the last kernel (or the last occurrence of a marker) and
+ * is only known at the end, but it never decreases while streaming: events
+ * at or before the current lower bound `cand` are folded into per-site
+ * counters at once; later ones wait in `tail`, which is pruned whenever the
+ * bound moves (kernel records arrive with a delay of one activity buffer).
+ *
+ * Growth floors: the run is cut into VT_GROWTH_BUCKETS time buckets (width
+ * doubles, merging neighbours, when the run outgrows them); per site and
+ * bucket the floor is the lowest live byte count seen in the bucket.  A
+ * temporary allocated and freed every step has floor 0; a list keeping each
+ * step's output has a rising floor; a cache rises then stays flat.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vt_analyze_int.h"
+#include "vt_error.h"
+
+#define VT_MAX_ID (1u << 26)
+#define VT_FREED_CACHE (1u << 16)
+#define VT_TAIL_CAP (8u << 20)
+#define VT_G_SHIFT0 20 /* first bucket width: 2^20 ns ~ 1 ms */
+#define VT_POOL_SAMPLES 256
+
+/* ------------------------------------------------------------------ maps */
+
+static int map_grow(vt_map *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 64;
+    uint64_t *nk = calloc(ncap, sizeof(*nk));
+    uint64_t *nv = malloc(ncap * sizeof(*nv));
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return VT_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i])
+            continue;
+        size_t j = vt_hash64(m->keys[i]) & (ncap - 1);
+        while (nk[j])
+            j = (j + 1) & (ncap - 1);
+        nk[j] = m->keys[i];
+        nv[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = ncap;
+    return 0;
+}
+
+int vt_map_put(vt_map *m, uint64_t key, uint64_t val)
+{
+    if ((m->len + 1) * 2 > m->cap) {
+        int rc = map_grow(m);
+        if (rc)
+            return rc;
+    }
+    size_t j = vt_hash64(key) & (m->cap - 1);
+    while (m->keys[j] && m->keys[j] != key)
+        j = (j + 1) & (m->cap - 1);
+    if (!m->keys[j])
+        m->len++;
+    m->keys[j] = key;
+    m->vals[j] = val;
+    return 0;
+}
+
+uint64_t *vt_map_get(const vt_map *m, uint64_t key)
+{
+    if (!m->cap)
+        return NULL;
+    size_t j = vt_hash64(key) & (m->cap - 1);
+    while (m->keys[j]) {
+        if (m->keys[j] == key)
+            return &m->vals[j];
+        j = (j + 1) & (m->cap - 1);
+    }
+    return NULL;
+}
+
+int vt_map_del(vt_map *m, uint64_t key, uint64_t *val)
+{
+    if (!m->cap)
+        return 0;
+    size_t mask = m->cap - 1, j = vt_hash64(key) & mask;
+    while (m->keys[j] && m->keys[j] != key)
+        j = (j + 1) & mask;
+    if (!m->keys[j])
+        return 0;
+    if (val)
+        *val = m->vals[j];
+    /* backward-shift deletion keeps probe chains intact */
+    size_t i = j;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!m->keys[j])
+            break;
+        size_t home = vt_hash64(m->keys[j]) & mask;
+        if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+            m->keys[i] = m->keys[j];
+            m->vals[i] = m->vals[j];
+            i = j;
+        }
+    }
+    m->keys[i] = 0;
+    m->len--;
+    return 1;
+}
+
+void vt_map_free(vt_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof(*m));
+}
+
+/* live blocks: same scheme, inline 32-byte slots */
+static int blocks_grow(vt_blockmap *b)
+{
+    size_t ncap = b->cap ? b->cap * 2 : 1024;
+    vt_block *ns = calloc(ncap, sizeof(*ns));
+    if (!ns)
+        return VT_ERR_NOMEM;
+    for (size_t i = 0; i < b->cap; i++) {
+        if (!b->slots[i].addr)
+            continue;
+        size_t j = vt_hash64(b->slots[i].addr) & (ncap - 1);
+        while (ns[j].addr)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = b->slots[i];
+    }
+    free(b->slots);
+    b->slots = ns;
+    b->cap = ncap;
+    return 0;
+}
+
+static vt_block *blocks_find(const vt_blockmap *b, uint64_t addr)
+{
+    if (!b->cap)
+        return NULL;
+    size_t mask = b->cap - 1, j = vt_hash64(addr) & mask;
+    while (b->slots[j].addr) {
+        if (b->slots[j].addr == addr)
+            return &b->slots[j];
+        j = (j + 1) & mask;
+    }
+    return NULL;
+}
+
+static vt_block *blocks_insert(vt_blockmap *b, uint64_t addr)
+{
+    if ((b->len + 1) * 2 > b->cap && blocks_grow(b))
+        return NULL;
+    size_t mask = b->cap - 1, j = vt_hash64(addr) & mask;
+    while (b->slots[j].addr)
+        j = (j + 1) & mask;
+    b->len++;
+    b->slots[j].addr = addr;
+    return &b->slots[j];
+}
+
+static void blocks_remove(vt_blockmap *b, vt_block *s)
+{
+    size_t mask = b->cap - 1, i = (size_t)(s - b->slots), j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!b->slots[j].addr)
+            break;
+        size_t home = vt_hash64(b->slots[j].addr) & mask;
+        if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+            b->slots[i] = b->slots[j];
+            i = j;
+        }
+    }
+    b->slots[i].addr = 0;
+    b->len--;
+}
+
+/* ----------------------------------------------------------- processes */
+
+static char *xstrdup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int vt_proc_create(vt_proc **out, const char *name)
+{
+    vt_proc *p = calloc(1, sizeof(*p));
+    if (!p)
+        return VT_ERR_NOMEM;
+    p->name = xstrdup(name ? name : "-");
+    p->g_width = VT_G_SHIFT0;
+    *out = p;
+    return 0;
+}
+
+void vt_proc_free(vt_proc *p)
+{
+    if (!p)
+        return;
+    free(p->name);
+    free(p->host);
+    free(p->program);
+    free(p->clock);
+    for (uint32_t i = 0; i < p->argc; i++)
+        free(p->argv[i]);
+    free(p->argv);
+    free(p->env_rank);
+    free(p->env_alloc_conf);
+    free(p->env_world);
+    free(p->tool_version);
+    for (size_t i = 0; i < p->nstrings; i++)
+        free(p->strings[i]);
+    free(p->strings);
+    free(p->frames);
+    for (size_t i = 0; i < p->nstacks; i++)
+        free(p->stacks[i].frames);
+    free(p->stacks);
+    for (size_t i = 0; i < p->nmodules; i++) {
+        free(p->modules[i].path);
+        free(p->modules[i].build_id);
+    }
+    free(p->modules);
+    free(p->launch_name);
+    for (size_t i = 0; i < p->nunits; i++) {
+        free(p->units[i].floor);
+        free(p->units[i].key);
+    }
+    free(p->units);
+    vt_map_free(&p->unitmap);
+    free(p->blocks.slots);
+    vt_map_free(&p->vmm_handles);
+    free(p->vmms);
+    free(p->vmm_free);
+    vt_map_free(&p->vmm_maps);
+    vt_map_free(&p->vmm_map_size);
+    vt_map_free(&p->vmm_reserves);
+    free(p->freed_cache);
+    for (int i = 0; i < VT_MAX_DEVICES; i++)
+        free(p->dev[i].name);
+    free(p->tail);
+    free(p->lstats);
+    vt_map_free(&p->lstat_map);
+    for (size_t i = 0; i < p->nnvtx; i++)
+        free(p->nvtx[i].msg);
+    free(p->nvtx);
+    vt_map_free(&p->nv_ranges);
+    free(p->step_source);
+    for (size_t i = 0; i < p->npools; i++)
+        free(p->pools[i].s);
+    free(p->pools);
+    for (uint32_t i = 0; i < p->noom; i++)
+        free(p->oom[i].error_name);
+    for (uint32_t i = 0; i < p->nnotes; i++)
+        free(p->notes[i]);
+    for (uint32_t i = 0; i < p->nerrors; i++)
+        free(p->errors[i]);
+    free(p->leak_order);
+    free(p->growth_order);
+    free(p);
+}
+
+/* grow a table indexed by id to hold `id` */
+static int grow_table(void **tab, size_t *n, size_t elem, uint32_t id)
+{
+    if (id == 0 || id >= VT_MAX_ID)
+        return VT_ERR_CORRUPT;
+    if (id < *n)
+        return 0;
+    size_t ncap = *n ? *n : 64;
+    while (ncap <= id)
+        ncap *= 2;
+    void *t = realloc(*tab, ncap * elem);
+    if (!t)
+        return VT_ERR_NOMEM;
+    memset((char *)t + *n * elem, 0, (ncap - *n) * elem);
+    *tab = t;
+    *n = ncap;
+    return 0;
+}
+
+const char *vt_proc_string(const vt_proc *p, uint32_t id)
+{
+    return id && id < p->nstrings ? p->strings[id] : NULL;
+}
+
+uint32_t vt_proc_stack(const vt_proc *p, uint32_t stack, uint32_t *out, uint32_t max)
+{
+    uint32_t n = 0, guard = 0;
+    while (stack && stack < p->nstacks && guard++ < 4096) {
+        const vt_pstack *s = &p->stacks[stack];
+        if (!s->frames && !s->nframes && !s->parent)
+            break;
+        for (uint32_t i = 0; i < s->nframes; i++, n++)
+            if (n < max)
+                out[n] = s->frames[i];
+        if (s->parent >= stack) /* parents are defined first: no cycles */
+            break;
+        stack = s->parent;
+    }
+    return n;
+}
+
+static void add_note(vt_proc *p, int sev, const char *text)
+{
+    if (p->nnotes >= VT_MAX_NOTES) {
+        p->notes_more++;
+        return;
+    }
+    p->note_sev[p->nnotes] = sev;
+    p->notes[p->nnotes++] = xstrdup(text ? text : "");
+}
+
+static int is_resident(unsigned kind)
+{
+    return kind == VT_MEM_DEVICE || kind == VT_MEM_DEVICE_STATIC || kind == VT_MEM_ARRAY;
+}
+
+int vt_stack_is_c10(const vt_proc *p, uint32_t stack)
+{
+    uint32_t fr[VT_MAX_STACK];
+    uint32_t n = vt_proc_stack(p, stack, fr, VT_MAX_STACK);
+    if (n > VT_MAX_STACK)
+        n = VT_MAX_STACK;
+    for (uint32_t i = 0; i < n; i++) {
+        if (fr[i] >= p->nframes)
+            continue;
+        const vt_pframe *f = &p->frames[fr[i]];
+        if (f->kind == VT_FRAME_NATIVE && f->module && f->module < p->nmodules && p->modules[f->module].c10)
+            return 1;
+    }
+    return 0;
+}
+
+static vt_unit *get_unit(vt_proc *p, uint32_t stack, uint32_t device, unsigned kind, unsigned api,
+                         uint32_t *idx)
+{
+    uint64_t key = (1ULL << 63) | (uint64_t)stack | ((uint64_t)device << 32) | ((uint64_t)(kind & 0xff) << 48);
+    uint64_t *v = vt_map_get(&p->unitmap, key);
+    if (v) {
+        *idx = (uint32_t)*v;
+        return &p->units[*v];
+    }
+    if (p->nunits == p->capunits) {
+        size_t nc = p->capunits ? p->capunits * 2 : 256;
+        vt_unit *u = realloc(p->units, nc * sizeof(*u));
+        if (!u)
+            return NULL;
+        p->units = u;
+        p->capunits = nc;
+    }
+    if (vt_map_put(&p->unitmap, key, p->nunits))
+        return NULL;
+    vt_unit *u = &p->units[p->nunits];
+    memset(u, 0, sizeof(*u));
+    u->stack = stack;
+    u->device = device;
+    u->kind = (uint8_t)kind;
+    u->api = (uint8_t)api;
+    u->c10 = (uint8_t)vt_stack_is_c10(p, stack);
+    if (u->c10)
+        p->c10_units++;
+    u->pk_epoch = p->dev[device].peak_epoch;
+    *idx = (uint32_t)p->nunits++;
+    return u;
+}
+
+/* --- growth floors --- */
+
+static void growth_merge(vt_proc *p)
+{
+    for (size_t k = 0; k < p->nunits; k++) {
+        vt_unit *u = &p->units[k];
+        if (!u->floor)
+            continue;
+        uint64_t *f = u->floor;
+        for (uint32_t i = 0; i < VT_GROWTH_BUCKETS / 2; i++) {
+            uint32_t a = 2 * i, b = 2 * i + 1;
+            if (b <= u->gcur)
+                f[i] = f[a] < f[b] ? f[a] : f[b];
+            else if (a <= u->gcur)
+                f[i] = f[a];
+        }
+        u->gcur /= 2;
+    }
+    p->g_width++; /* g_width holds the shift */
+}
+
+static uint32_t growth_bucket(vt_proc *p, uint64_t t)
+{
+    if (!p->g_started) {
+        p->g_started = 1;
+        p->g_t0 = p->have_t0 ? p->t0 : t;
+    }
+    if (t < p->g_t0)
+        return 0;
+    uint64_t b = (t - p->g_t0) >> p->g_width;
+    while (b >= VT_GROWTH_BUCKETS) {
+        growth_merge(p);
+        b = (t - p->g_t0) >> p->g_width;
+    }
+    return (uint32_t)b;
+}
+
+/* called before a change of u->live_bytes at time t */
+static int growth_touch(vt_proc *p, vt_unit *u, uint64_t t)
+{
+    uint32_t b = growth_bucket(p, t);
+    if (!u->floor) {
+        u->floor = calloc(VT_GROWTH_BUCKETS, sizeof(uint64_t));
+        if (!u->floor)
+            return VT_ERR_NOMEM;
+        u->gcur = 0;
+    }
+    if (b > u->gcur) {
+        uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
+        for (uint32_t i = u->gcur + 1; i <= b; i++)
+            u->floor[i] = live;
+        u->gcur = b;
+    }
+    return 0;
+}
+
+static void growth_after(vt_unit *u)
+{
+    uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
+    if (live < u->floor[u->gcur])
+        u->floor[u->gcur] = live;
+}
+
+/* --- view at T --- */
+
+static void tail_fold(vt_proc *p, uint64_t upto, int all)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < p->ntail; i++) {
+        vt_tail *e = &p->tail[i];
+        if (all || e->t <= upto) {
+            p->units[e->unit].at_bytes += e->bytes;
+            p->units[e->unit].at_count += e->count;
+        } else {
+            p->tail[w++] = *e;
+        }
+    }
+    p->ntail = w;
+}
+
+static void view_apply(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int32_t count, uint64_t t)
+{
+    vt_unit *u = &p->units[ui];
+    switch (p->view_mode) {
+    case VT_AT_END:
+        return; /* live at the end is live_bytes itself */
+    case VT_AT_TIME:
+        if (t <= p->t0 + a->cfg.at_ns) {
+            u->at_bytes += bytes;
+            u->at_count += count;
+        }
+        return;
+    default:
+        break;
+    }
+    if (p->tail_overflow || (p->cand_set && t <= p->cand)) {
+        u->at_bytes += bytes;
+        u->at_count += count;
+        return;
+    }
+    if (p->ntail == p->captail) {
+        /* full: fold what the bound has passed, grow only if that freed little */
+        if (p->cand_set)
+            tail_fold(p, p->cand, 0);
+        if (p->ntail >= VT_TAIL_CAP) {
+            /* event-sized memory is not allowed: give up exactness */
+            tail_fold(p, 0, 1);
+            p->tail_overflow = 1;
+            u->at_bytes += bytes;
+            u->at_count += count;
+            return;
+        }
+        if (p->ntail * 2 > p->captail || !p->captail) {
+            size_t nc = p->captail ? p->captail * 2 : 4096;
+            vt_tail *nt = realloc(p->tail, nc * sizeof(*nt));
+            if (!nt) {
+                tail_fold(p, 0, 1);
+                p->tail_overflow = 1;
+                u->at_bytes += bytes;
+                u->at_count += count;
+                return;
+            }
+            p->tail = nt;
+            p->captail = nc;
+        }
+    }
+    vt_tail *e = &p->tail[p->ntail++];
+    e->t = t;
+    e->bytes = bytes;
+    e->unit = ui;
+    e->count = count;
+}
+
+static void cand_raise(vt_proc *p, uint64_t t)
+{
+    if (!p->cand_set || t > p->cand) {
+        p->cand = t;
+        p->cand_set = 1;
+    }
+}
+
+/* --- accounting --- */
+
+static inline void pk_sync(vt_proc *p, vt_unit *u)
+{
+    uint64_t e = p->dev[u->device].peak_epoch;
+    if (u->pk_epoch != e) {
+        u->pk_bytes = u->live_bytes;
+        u->pk_count = u->live_count;
+        u->pk_epoch = e;
+    }
+}
+
+static int account_alloc(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size, uint64_t t)
+{
+    vt_unit *u = &p->units[ui];
+    vt_devstate *d = &p->dev[u->device];
+    if (growth_touch(p, u, t))
+        return VT_ERR_NOMEM;
+    pk_sync(p, u);
+    u->live_bytes += (int64_t)size;
+    u->live_count++;
+    u->allocs++;
+    u->alloc_bytes += size;
+    if ((uint64_t)u->live_bytes > u->max_live)
+        u->max_live = (uint64_t)u->live_bytes;
+    if (!u->first_t || t < u->first_t)
+        u->first_t = t;
+    if (t > u->last_t)
+        u->last_t = t;
+    d->used = 1;
+    d->live[u->kind] += (int64_t)size;
+    if (d->live[u->kind] > d->peak_kind[u->kind]) {
+        d->peak_kind[u->kind] = d->live[u->kind];
+        d->peak_kind_t[u->kind] = t;
+    }
+    if (is_resident(u->kind)) {
+        d->live_dev += (int64_t)size;
+        if (d->live_dev > d->peak) {
+            d->peak = d->live_dev;
+            d->peak_t = t;
+            d->peak_epoch++;
+            u->pk_bytes = u->live_bytes;
+            u->pk_count = u->live_count;
+            u->pk_epoch = d->peak_epoch;
+        }
+    }
+    if (u->c10) {
+        p->c10_allocs++;
+        p->c10_live += (int64_t)size;
+        if (p->c10_live > (int64_t)p->c10_bytes_peak)
+            p->c10_bytes_peak = (uint64_t)p->c10_live;
+    }
+    view_apply(a, p, ui, (int64_t)size, 1, t);
+    return 0;
+}
+
+static int account_free(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size, uint64_t t_alloc, uint64_t t)
+{
+    vt_unit *u = &p->units[ui];
+    vt_devstate *d = &p->dev[u->device];
+    if (growth_touch(p, u, t))
+        return VT_ERR_NOMEM;
+    pk_sync(p, u);
+    u->live_bytes -= (int64_t)size;
+    u->live_count--;
+    u->frees++;
+    if (t >= t_alloc)
+        u->lifetime_sum += t - t_alloc;
+    if (t > u->last_t)
+        u->last_t = t;
+    growth_after(u);
+    d->live[u->kind] -= (int64_t)size;
+    if (is_resident(u->kind))
+        d->live_dev -= (int64_t)size;
+    if (u->c10)
+        p->c10_live -= (int64_t)size;
+    view_apply(a, p, ui, -(int64_t)size, -1, t);
+    return 0;
+}
+
+static int check_device(vt_proc *p, uint32_t *device)
+{
+    if (*device >= VT_MAX_DEVICES) {
+        p->bad_device++;
+        return 0;
+    }
+    if (*device + 1 > p->ndev_seen)
+        p->ndev_seen = *device + 1;
+    return 1;
+}
+
+static void freed_mark(vt_proc *p, uint64_t addr)
+{
+    if (!p->freed_cache) {
+        p->freed_cache = calloc(VT_FREED_CACHE, sizeof(uint64_t));
+        if (!p->freed_cache)
+            return;
+    }
+    p->freed_cache[vt_hash64(addr) & (VT_FREED_CACHE - 1)] = addr;
+}
+
+static int freed_check(vt_proc *p, uint64_t addr, int clear)
+{
+    if (!p->freed_cache)
+        return 0;
+    uint64_t *s = &p->freed_cache[vt_hash64(addr) & (VT_FREED_CACHE - 1)];
+    if (*s != addr)
+        return 0;
+    if (clear)
+        *s = 0;
+    return 1;
+}
+
+static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t)
+{
+    uint32_t device = e->device, ui;
+    if (!check_device(p, &device))
+        return 0;
+    if (!e->address) {
+        p->zero_frees++;
+        return 0;
+    }
+    vt_block *b = blocks_find(&p->blocks, e->address);
+    if (b) {
+        /* the old block's free was not seen: drop it here */
+        p->overlap_allocs++;
+        uint32_t old = b->unit;
+        uint64_t sz = b->size, ta = b->t;
+        blocks_remove(&p->blocks, b);
+        int rc = account_free(a, p, old, sz, ta, t);
+        if (rc)
+            return rc;
+    }
+    if (!get_unit(p, e->site.stack, device, e->kind < VT_MEM__COUNT ? e->kind : 0,
+                  e->api < VT_API__COUNT ? e->api : 0, &ui))
+        return VT_ERR_NOMEM;
+    b = blocks_insert(&p->blocks, e->address);
+    if (!b)
+        return VT_ERR_NOMEM;
+    b->size = e->size;
+    b->t = t;
+    b->unit = ui;
+    freed_check(p, e->address, 1);
+    return account_alloc(a, p, ui, e->size, t);
+}
+
+static int on_free(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
+{
+    vt_block *b = e->address ? blocks_find(&p->blocks, e->address) : NULL;
+    if (!b) {
+        if (!e->address)
+            p->zero_frees++;
+        else if (freed_check(p, e->address, 0))
+            p->double_frees++;
+        else
+            p->unknown_frees++;
+        return 0;
+    }
+    uint32_t ui = b->unit;
+    uint64_t sz = b->size, ta = b->t;
+    blocks_remove(&p->blocks, b);
+    freed_mark(p, e->address);
+    return account_free(a, p, ui, sz, ta, t);
+}
+
+static void top_holders(vt_proc *p, uint32_t device, vt_oom *o)
+{
+    o->ntop = 0;
+    for (size_t k = 0; k < p->nunits; k++) {
+        const vt_unit *u = &p->units[k];
+        if (u->device != device || !is_resident(u->kind) || u->live_bytes <= 0)
+            continue;
+        /* insertion into a sorted top list; ties keep the lower unit index */
+        uint32_t pos = o->ntop;
+        while (pos > 0 && o->top_bytes[pos - 1] < u->live_bytes)
+            pos--;
+        if (pos >= VT_OOM_TOP)
+            continue;
+        uint32_t end = o->ntop < VT_OOM_TOP ? o->ntop : VT_OOM_TOP - 1;
+        for (uint32_t j = end; j > pos; j--) {
+            o->top_unit[j] = o->top_unit[j - 1];
+            o->top_bytes[j] = o->top_bytes[j - 1];
+            o->top_count[j] = o->top_count[j - 1];
+        }
+        o->top_unit[pos] = (uint32_t)k;
+        o->top_bytes[pos] = u->live_bytes;
+        o->top_count[pos] = u->live_count;
+        if (o->ntop < VT_OOM_TOP)
+            o->ntop++;
+    }
+    for (size_t k = 0; k < p->nunits; k++) {
+        const vt_unit *u = &p->units[k];
+        if (u->device == device && u->c10 && u->live_bytes > 0)
+            o->c10_reserved += (uint64_t)u->live_bytes;
+    }
+}
+
+static void on_failed(vt_proc *p, const vt_ev_alloc_failed *e, uint64_t t)
+{
+    uint32_t device = e->device;
+    p->failed++;
+    if (e->error == 2) /* CUDA_ERROR_OUT_OF_MEMORY == cudaErrorMemoryAllocation == 2 */
+        p->failed_oom++;
+    if (!check_device(p, &device) || p->noom >= VT_MAX_OOM_DETAIL)
+        return;
+    vt_oom *o = &p->oom[p->noom++];
+    memset(o, 0, sizeof(*o));
+    o->t = t;
+    o->size = e->size;
+    o->device = device;
+    o->stack = e->site.stack;
+    o->thread = e->site.thread;
+    o->kind = (uint8_t)(e->kind < VT_MEM__COUNT ? e->kind : 0);
+    o->api = (uint8_t)(e->api < VT_API__COUNT ? e->api : 0);
+    o->error = e->error;
+    o->error_name = xstrdup(e->error_name);
+    const vt_devstate *d = &p->dev[device];
+    o->dev_live = d->live_dev;
+    memcpy(o->kind_live, d->live, sizeof(o->kind_live));
+    if (d->drv_samples) {
+        o->drv_free = d->drv_last_free;
+        o->drv_total = d->drv_total;
+        o->drv_t = d->drv_last_t;
+    }
+    for (size_t i = 0; i < p->npools; i++)
+        if (p->pools[i].device == device && p->pools[i].seen) {
+            o->have_pool = 1;
+            o->pool_reserved += p->pools[i].reserved_last;
+            o->pool_used += p->pools[i].used_last;
+        }
+    top_holders(p, device, o);
+}
+
+static int vmm_release_now(vt_analysis *a, vt_proc *p, uint64_t handle, uint64_t t)
+{
+    uint64_t idx;
+    if (!vt_map_del(&p->vmm_handles, handle, &idx))
+        return 0;
+    vt_vmm *v = &p->vmms[idx - 1];
+    int rc = account_free(a, p, v->unit, v->size, v->t, t);
+    if (p->nvmm_free == p->capvmm_free) {
+        size_t nc = p->capvmm_free ? p->capvmm_free * 2 : 64;
+        uint32_t *nf = realloc(p->vmm_free, nc * sizeof(*nf));
+        if (!nf)
+            return VT_ERR_NOMEM;
+        p->vmm_free = nf;
+        p->capvmm_free = nc;
+    }
+    p->vmm_free[p->nvmm_free++] = (uint32_t)(idx - 1);
+    return rc;
+}
+
+static int on_vmm_create(vt_analysis *a, vt_proc *p, const vt_ev_vmm_create *e, uint64_t t)
+{
+    uint32_t device = e->device, ui;
+    if (!check_device(p, &device))
+        return 0;
+    if (vt_map_get(&p->vmm_handles, e->handle + 1)) {
+        p->overlap_allocs++;
+        int rc = vmm_release_now(a, p, e->handle + 1, t);
+        if (rc)
+            return rc;
+    }
+    unsigned kind = e->kind ? (e->kind < VT_MEM__COUNT ? e->kind : 0) : VT_MEM_DEVICE;
+    if (!get_unit(p, e->site.stack, device, kind, VT_API_VMM, &ui))
+        return VT_ERR_NOMEM;
+    uint32_t idx;
+    if (p->nvmm_free) {
+        idx = p->vmm_free[--p->nvmm_free];
+    } else {
+        if (p->nvmms == p->capvmms) {
+            size_t nc = p->capvmms ? p->capvmms * 2 : 64;
+            vt_vmm *nv = realloc(p->vmms, nc * sizeof(*nv));
+            if (!nv)
+                return VT_ERR_NOMEM;
+            p->vmms = nv;
+            p->capvmms = nc;
+        }
+        idx = (uint32_t)p->nvmms++;
+    }
+    vt_vmm *v = &p->vmms[idx];
+    memset(v, 0, sizeof(*v));
+    v->handle = e->handle;
+    v->size = e->size;
+    v->t = t;
+    v->unit = ui;
+    if (vt_map_put(&p->vmm_handles, e->handle + 1, idx + 1))
+        return VT_ERR_NOMEM;
+    return account_alloc(a, p, ui, e->size, t);
+}
+
+static int on_vmm_release(vt_analysis *a, vt_proc *p, const vt_ev_vmm_release *e, uint64_t t)
+{
+    uint64_t *idx = vt_map_get(&p->vmm_handles, e->handle + 1);
+    if (!idx) {
+        p->unknown_vmm_release++;
+        return 0;
+    }
+    vt_vmm *v = &p->vmms[*idx - 1];
+    if (v->released) {
+        p->double_vmm_release++;
+        return 0;
+    }
+    if (v->nmaps) { /* physical memory goes when its last mapping does */
+        v->released = 1;
+        return 0;
+    }
+    return vmm_release_now(a, p, e->handle + 1, t);
+}
+
+static int on_vmm_map(vt_proc *p, const vt_ev_vmm_map *e)
+{
+    uint64_t *idx = vt_map_get(&p->vmm_handles, e->handle + 1);
+    if (idx)
+        p->vmms[*idx - 1].nmaps++;
+    if (vt_map_put(&p->vmm_maps, e->address + 1, e->handle + 1) ||
+        vt_map_put(&p->vmm_map_size, e->address + 1, e->size))
+        return VT_ERR_NOMEM;
+    p->mapped += (int64_t)e->size;
+    if (p->mapped > p->mapped_peak)
+        p->mapped_peak = p->mapped;
+    return 0;
+}
+
+static int on_vmm_unmap(vt_analysis *a, vt_proc *p, const vt_ev_vmm_range *e, uint64_t t)
+{
+    uint64_t h, sz = 0;
+    if (!vt_map_del(&p->vmm_maps, e->address + 1, &h)) {
+        p->unknown_unmaps++;
+        return 0;
+    }
+    vt_map_del(&p->vmm_map_size, e->address + 1, &sz);
+    p->mapped -= (int64_t)sz;
+    uint64_t *idx = vt_map_get(&p->vmm_handles, h);
+    if (!idx)
+        return 0;
+    vt_vmm *v = &p->vmms[*idx - 1];
+    if (v->nmaps)
+        v->nmaps--;
+    if (!v->nmaps && v->released)
+        return vmm_release_now(a, p, h, t);
+    return 0;
+}
+
+static vt_pool *get_pool(vt_proc *p, uint64_t pool, uint32_t device)
+{
+    for (size_t i = 0; i < p->npools; i++)
+        if (p->pools[i].pool == pool && p->pools[i].device == device)
+            return &p->pools[i];
+    if (p->npools == p->cappools) {
+        size_t nc = p->cappools ? p->cappools * 2 : 8;
+        vt_pool *np = realloc(p->pools, nc * sizeof(*np));
+        if (!np)
+            return NULL;
+        p->pools = np;
+        p->cappools = nc;
+    }
+    vt_pool *q = &p->pools[p->npools++];
+    memset(q, 0, sizeof(*q));
+    q->pool = pool;
+    q->device = device;
+    q->stride = 1;
+    return q;
+}
+
+static int on_pool_usage(vt_proc *p, const vt_ev_pool_usage *e, uint64_t t)
+{
+    vt_pool *q = get_pool(p, e->pool, e->device);
+    if (!q)
+        return VT_ERR_NOMEM;
+    if (e->reserved_current > q->reserved_high) {
+        q->reserved_high = e->reserved_current;
+        q->reserved_max_t = t;
+    }
+    if (e->reserved_high > q->reserved_high)
+        q->reserved_high = e->reserved_high;
+    if (e->used_current > q->used_high)
+        q->used_high = e->used_current;
+    if (e->used_high > q->used_high)
+        q->used_high = e->used_high;
+    q->reserved_last = e->reserved_current;
+    q->used_last = e->used_current;
+    if (!q->s) {
+        q->s = calloc(VT_POOL_SAMPLES, sizeof(*q->s));
+        if (!q->s)
+            return VT_ERR_NOMEM;
+    }
+    if (q->seen++ % q->stride == 0) {
+        if (q->ns == VT_POOL_SAMPLES) { /* decimate: keep every other sample */
+            for (size_t i = 0; i < VT_POOL_SAMPLES / 2; i++)
+                q->s[i] = q->s[2 * i];
+            q->ns = VT_POOL_SAMPLES / 2;
+            q->stride *= 2;
+            if ((q->seen - 1) % q->stride != 0)
+                return 0;
+        }
+        q->s[q->ns].t = t;
+        q->s[q->ns].reserved = e->reserved_current;
+        q->s[q->ns].used = e->used_current;
+        q->ns++;
+    }
+    return 0;
+}
+
+/* "step 12" -> "step": strip trailing digits and separators */
+static char *nvtx_normalize(const char *m)
+{
+    if (!m)
+        m = "";
+    size_t n = strlen(m);
+    while (n > 0 && strchr("0123456789 #:_-=/.", m[n - 1]))
+        n--;
+    if (n == 0)
+        n = strlen(m);
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, m, n);
+        s[n] = 0;
+    }
+    return s;
+}
+
+static int nvtx_stat(vt_proc *p, const char *msg, uint32_t *idx)
+{
+    char *norm = nvtx_normalize(msg);
+    if (!norm)
+        return VT_ERR_NOMEM;
+    for (size_t i = 0; i < p->nnvtx; i++)
+        if (!strcmp(p->nvtx[i].msg, norm)) {
+            free(norm);
+            *idx = (uint32_t)i;
+            return 0;
+        }
+    if (p->nnvtx >= 4096) { /* unique messages are bounded; ignore the rest */
+        free(norm);
+        return VT_ERR_TOO_LARGE;
+    }
+    if (p->nnvtx == p->capnvtx) {
+        size_t nc = p->capnvtx ? p->capnvtx * 2 : 16;
+        vt_nvtx_stat *ns = realloc(p->nvtx, nc * sizeof(*ns));
+        if (!ns) {
+            free(norm);
+            return VT_ERR_NOMEM;
+        }
+        p->nvtx = ns;
+        p->capnvtx = nc;
+    }
+    vt_nvtx_stat *s = &p->nvtx[p->nnvtx];
+    memset(s, 0, sizeof(*s));
+    s->msg = norm;
+    s->min_depth = UINT32_MAX;
+    *idx = (uint32_t)p->nnvtx++;
+    return 0;
+}
+
+static void on_nvtx(vt_analysis *a, vt_proc *p, const vt_ev_nvtx *e, uint64_t t)
+{
+    const char *msg = e->message ? e->message : vt_proc_string(p, e->message_id);
+    uint32_t idx;
+    if (e->op == VT_NVTX_POP) {
+        if (p->nv_depth > 0) {
+            p->nv_depth--;
+            if (p->nv_depth < 64) {
+                vt_nvtx_open *o = &p->nv_stack[p->nv_depth];
+                if (o->msg < p->nnvtx && t >= o->t)
+                    p->nvtx[o->msg].dur_sum += t - o->t;
+            }
+        }
+        return;
+    }
+    if (e->op == VT_NVTX_END)
+        return;
+    if (p->view_mode == VT_AT_MARKER && msg && a->at_marker) {
+        char *norm = nvtx_normalize(msg);
+        if (!strcmp(msg, a->at_marker) || (norm && !strcmp(norm, a->at_marker))) {
+            cand_raise(p, t);
+            p->marker_found = 1;
+        }
+        free(norm);
+    }
+    if (nvtx_stat(p, msg, &idx))
+        return;
+    vt_nvtx_stat *s = &p->nvtx[idx];
+    uint32_t depth = e->op == VT_NVTX_PUSH ? p->nv_depth : 0;
+    if (!s->count || t < s->first_t)
+        s->first_t = t;
+    if (t > s->last_t)
+        s->last_t = t;
+    s->count++;
+    if (depth < s->min_depth)
+        s->min_depth = depth;
+    if (e->op == VT_NVTX_PUSH) {
+        if (p->nv_depth < 64) {
+            p->nv_stack[p->nv_depth].msg = idx;
+            p->nv_stack[p->nv_depth].t = t;
+        }
+        p->nv_depth++;
+    }
+}
+
+static int on_kernel(vt_analysis *a, vt_proc *p, const vt_ev_kernel *e, uint64_t t)
+{
+    uint64_t end = t + e->duration_ns;
+    if (!p->kernels || t < p->kernel_first)
+        p->kernel_first = t;
+    p->kernels++;
+    if (end > p->kernel_last_end)
+        p->kernel_last_end = end;
+    if (end > p->t_last)
+        p->t_last = end;
+    if (p->view_mode == VT_AT_AUTO)
+        cand_raise(p, end);
+    /* per launch signature: count and regularity of the gaps (in kernels) */
+    uint64_t key = e->launch_id ? e->launch_id : ((uint64_t)e->name_id | (1ULL << 32));
+    uint64_t *v = vt_map_get(&p->lstat_map, key);
+    vt_launch_stat *s;
+    if (!v) {
+        if (p->nlstats >= (1u << 20))
+            return 0;
+        if (p->nlstats == p->caplstats) {
+            size_t nc = p->caplstats ? p->caplstats * 2 : 64;
+            vt_launch_stat *ns = realloc(p->lstats, nc * sizeof(*ns));
+            if (!ns)
+                return VT_ERR_NOMEM;
+            p->lstats = ns;
+            p->caplstats = nc;
+        }
+        if (vt_map_put(&p->lstat_map, key, p->nlstats))
+            return VT_ERR_NOMEM;
+        s = &p->lstats[p->nlstats++];
+        memset(s, 0, sizeof(*s));
+        s->key = key;
+        s->first_t = t;
+    } else {
+        s = &p->lstats[*v];
+        double gap = (double)(p->kernels - s->last_idx);
+        s->gap_sum += gap;
+        s->gap2_sum += gap * gap;
+    }
+    s->count++;
+    s->last_idx = p->kernels;
+    if (t > s->last_t)
+        s->last_t = t;
+    (void)a;
+    return 0;
+}
+
+static void copy_header(vt_proc *p, const vt_ev_header *h)
+{
+    p->have_header = 1;
+    p->pid = h->pid;
+    p->ppid = h->ppid;
+    free(p->host);
+    p->host = xstrdup(h->hostname);
+    free(p->program);
+    p->program = xstrdup(h->program);
+    p->format_version = h->format_version;
+    free(p->tool_version);
+    p->tool_version = xstrdup(h->tool_version);
+    p->hdr_kernels = h->kernels;
+    p->hdr_native = h->native_stacks;
+    p->hdr_python = h->python_stacks;
+    static const char *clocks[] = {"unknown", "cupti", "monotonic", "realtime"};
+    free(p->clock);
+    p->clock = xstrdup((unsigned)h->clock < 4 ? clocks[h->clock] : "unknown");
+    for (uint32_t i = 0; i < p->argc; i++)
+        free(p->argv[i]);
+    free(p->argv);
+    p->argv = NULL;
+    p->argc = 0;
+    if (h->argc && h->argv) {
+        uint32_t n = h->argc > VT_MAX_ARGV ? VT_MAX_ARGV : h->argc;
+        p->argv = calloc(n, sizeof(char *));
+        if (p->argv) {
+            for (uint32_t i = 0; i < n; i++)
+                p->argv[i] = xstrdup(h->argv[i] ? h->argv[i] : "");
+            p->argc = n;
+        }
+    }
+    for (uint32_t i = 0; i < h->nenv && h->env_names && h->env_values; i++) {
+        const char *n = h->env_names[i], *v = h->env_values[i];
+        if (!n || !v)
+            continue;
+        if (!strcmp(n, "RANK")) {
+            free(p->env_rank);
+            p->env_rank = xstrdup(v);
+        } else if (!strcmp(n, "WORLD_SIZE")) {
+            free(p->env_world);
+            p->env_world = xstrdup(v);
+        } else if (!strcmp(n, "PYTORCH_CUDA_ALLOC_CONF")) {
+            free(p->env_alloc_conf);
+            p->env_alloc_conf = xstrdup(v);
+        }
+    }
+}
+
+static int is_c10_path(const char *path)
+{
+    if (!path)
+        return 0;
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    return !strncmp(b, "libc10_cuda", 11);
+}
+
+int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
+{
+    int rc = 0;
+    uint64_t t = ev->time_ns;
+    p->records++;
+    if ((unsigned)ev->type < VT_EV__MAX)
+        p->nev[ev->type]++;
+    switch (ev->type) {
+    case VT_EV_HEADER:
+        copy_header(p, &ev->u.header);
+        if (p->view_mode == VT_AT_AUTO && !ev->u.header.kernels)
+            p->view_mode = VT_AT_END;
+        return 0;
+    case VT_EV_SYNC:
+        if (!p->have_t0) {
+            p->have_t0 = 1;
+            p->t0 = ev->u.sync.time_ns;
+        }
+        if (ev->u.sync.time_ns > p->t_last)
+            p->t_last = ev->u.sync.time_ns;
+        return 0;
+    case VT_EV_STRING: {
+        const vt_ev_string *s = &ev->u.string;
+        if ((rc = grow_table((void **)&p->strings, &p->nstrings, sizeof(char *), s->id)))
+            return rc == VT_ERR_CORRUPT ? 0 : rc;
+        free(p->strings[s->id]);
+        size_t len = s->value ? (s->len ? s->len : strlen(s->value)) : 0;
+        p->strings[s->id] = malloc(len + 1);
+        if (!p->strings[s->id])
+            return VT_ERR_NOMEM;
+        if (len)
+            memcpy(p->strings[s->id], s->value, len);
+        p->strings[s->id][len] = 0;
+        return 0;
+    }
+    case VT_EV_FRAME: {
+        const vt_ev_frame *f = &ev->u.frame;
+        if ((rc = grow_table((void **)&p->frames, &p->nframes, sizeof(vt_pframe), f->id)))
+            return rc == VT_ERR_CORRUPT ? 0 : rc;
+        vt_pframe *d = &p->frames[f->id];
+        d->kind = f->kind;
+        d->ip = f->ip;
+        d->module = f->module;
+        d->function = f->function;
+        d->file = f->file;
+        d->line = f->line;
+        return 0;
+    }
+    case VT_EV_STACK: {
+        const vt_ev_stack *s = &ev->u.stack;
+        if ((rc = grow_table((void **)&p->stacks, &p->nstacks, sizeof(vt_pstack), s->id)))
+            return rc == VT_ERR_CORRUPT ? 0 : rc;
+        vt_pstack *d = &p->stacks[s->id];
+        free(d->frames);
+        d->frames = NULL;
+        d->nframes = 0;
+        if (s->nframes) {
+            d->frames = malloc(s->nframes * sizeof(uint32_t));
+            if (!d->frames)
+                return VT_ERR_NOMEM;
+            memcpy(d->frames, s->frames, s->nframes * sizeof(uint32_t));
+            d->nframes = s->nframes;
+        }
+        d->parent = s->parent;
+        return 0;
+    }
+    case VT_EV_MODULE: {
+        const vt_ev_module *m = &ev->u.module;
+        if ((rc = grow_table((void **)&p->modules, &p->nmodules, sizeof(vt_pmodule), m->id)))
+            return rc == VT_ERR_CORRUPT ? 0 : rc;
+        vt_pmodule *d = &p->modules[m->id];
+        free(d->path);
+        free(d->build_id);
+        d->path = xstrdup(m->path ? m->path : "");
+        d->load_bias = m->load_bias;
+        d->start = m->start;
+        d->end = m->end;
+        d->build_id = NULL;
+        d->build_id_len = 0;
+        if (m->build_id_len && m->build_id) {
+            d->build_id = malloc(m->build_id_len);
+            if (d->build_id) {
+                memcpy(d->build_id, m->build_id, m->build_id_len);
+                d->build_id_len = m->build_id_len;
+            }
+        }
+        d->c10 = is_c10_path(d->path);
+        return 0;
+    }
+    case VT_EV_LAUNCH: {
+        const vt_ev_launch *l = &ev->u.launch;
+        if ((rc = grow_table((void **)&p->launch_name, &p->nlaunches, sizeof(uint32_t), l->id)))
+            return rc == VT_ERR_CORRUPT ? 0 : rc;
+        p->launch_name[l->id] = l->name;
+        return 0;
+    }
+    case VT_EV_DEVICE: {
+        const vt_ev_device *d = &ev->u.device;
+        if (d->index >= VT_MAX_DEVICES)
+            return 0;
+        vt_devstate *s = &p->dev[d->index];
+        s->present = 1;
+        free(s->name);
+        s->name = xstrdup(d->name ? d->name : "");
+        s->total = d->total_memory;
+        s->cc_major = d->cc_major;
+        s->cc_minor = d->cc_minor;
+        if (d->index + 1 > p->ndev_seen)
+            p->ndev_seen = d->index + 1;
+        return 0;
+    }
+    case VT_EV_THREAD:
+        return 0;
+    default:
+        break;
+    }
+    /* timed events */
+    if (!p->have_t0) {
+        p->have_t0 = 1;
+        p->t0 = t;
+    }
+    if (t > p->t_last && ev->type != VT_EV_KERNEL)
+        p->t_last = t;
+    switch (ev->type) {
+    case VT_EV_ALLOC:
+        rc = on_alloc(a, p, &ev->u.alloc, t);
+        break;
+    case VT_EV_FREE:
+        rc = on_free(a, p, &ev->u.free, t);
+        break;
+    case VT_EV_ALLOC_FAILED:
+        on_failed(p, &ev->u.alloc_failed, t);
+        break;
+    case VT_EV_VMM_CREATE:
+        rc = on_vmm_create(a, p, &ev->u.vmm_create, t);
+        break;
+    case VT_EV_VMM_RELEASE:
+        rc = on_vmm_release(a, p, &ev->u.vmm_release, t);
+        break;
+    case VT_EV_VMM_MAP:
+        rc = on_vmm_map(p, &ev->u.vmm_map);
+        break;
+    case VT_EV_VMM_UNMAP:
+        rc = on_vmm_unmap(a, p, &ev->u.vmm_range, t);
+        break;
+    case VT_EV_VMM_RESERVE:
+        if (vt_map_put(&p->vmm_reserves, ev->u.vmm_range.address + 1, ev->u.vmm_range.size))
+            return VT_ERR_NOMEM;
+        p->va_reserved += (int64_t)ev->u.vmm_range.size;
+        if (p->va_reserved > p->va_reserved_peak)
+            p->va_reserved_peak = p->va_reserved;
+        break;
+    case VT_EV_VMM_ADDRESS_FREE: {
+        uint64_t sz;
+        if (vt_map_del(&p->vmm_reserves, ev->u.vmm_range.address + 1, &sz))
+            p->va_reserved -= (int64_t)sz;
+        break;
+    }
+    case VT_EV_POOL: {
+        vt_pool *q = get_pool(p, ev->u.pool.pool, ev->u.pool.device);
+        if (!q)
+            return VT_ERR_NOMEM;
+        if (ev->u.pool.op == VT_POOL_CREATE)
+            q->creates++;
+        else if (ev->u.pool.op == VT_POOL_DESTROY)
+            q->destroys++;
+        else if (ev->u.pool.op == VT_POOL_TRIM)
+            q->trims++;
+        break;
+    }
+    case VT_EV_POOL_USAGE:
+        rc = on_pool_usage(p, &ev->u.pool_usage, t);
+        break;
+    case VT_EV_KERNEL:
+        rc = on_kernel(a, p, &ev->u.kernel, t);
+        break;
+    case VT_EV_NVTX:
+        on_nvtx(a, p, &ev->u.nvtx, t);
+        break;
+    case VT_EV_MEMORY_USAGE: {
+        uint32_t dv = ev->u.memory_usage.device;
+        if (dv >= VT_MAX_DEVICES)
+            break;
+        vt_devstate *d = &p->dev[dv];
+        const vt_ev_memory_usage *m = &ev->u.memory_usage;
+        uint64_t used = m->total > m->free ? m->total - m->free : 0;
+        d->drv_samples++;
+        d->drv_total = m->total;
+        d->drv_last_free = m->free;
+        d->drv_last_t = t;
+        if (used > d->drv_max_used || d->drv_samples == 1) {
+            d->drv_max_used = used;
+            d->drv_max_t = t;
+            d->drv_traced_then = d->live_dev;
+        }
+        break;
+    }
+    case VT_EV_DROPPED:
+        if ((unsigned)ev->u.dropped.source < 4)
+            p->dropped[ev->u.dropped.source] += ev->u.dropped.count;
+        break;
+    case VT_EV_NOTE:
+        add_note(p, ev->u.note.severity, ev->u.note.text);
+        break;
+    case VT_EV_END:
+        p->complete = 1;
+        p->end_reason = ev->u.end.reason;
+        p->end_signal = ev->u.end.signal;
+        p->end_events = ev->u.end.events;
+        p->end_dropped = ev->u.end.dropped;
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------ finishing */
+
+/* Kendall tau-b of y against its index (x has no ties). */
+static double kendall_tau_b(const uint64_t *y, uint32_t n)
+{
+    int64_t s = 0;
+    uint64_t n0 = (uint64_t)n * (n - 1) / 2, ties = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = i + 1; j < n; j++) {
+            if (y[j] > y[i])
+                s++;
+            else if (y[j] < y[i])
+                s--;
+            else
+                ties++;
+        }
+    if (n0 == 0 || ties >= n0)
+        return 0.0;
+    return (double)s / sqrt((double)n0 * (double)(n0 - ties));
+}
+
+static void unit_growth(vt_proc *p, vt_unit *u, uint32_t n)
+{
+    u->growth_flag = 0;
+    if (!u->floor || n < 8)
+        return;
+    uint64_t *f = u->floor;
+    uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
+    for (uint32_t i = u->gcur + 1; i < n; i++)
+        f[i] = live;
+    if (u->gcur + 1 < n)
+        u->gcur = n - 1;
+    uint32_t h = n / 2, m = n - h;
+    const uint64_t *y = f + h;
+    uint64_t lo = f[0];
+    for (uint32_t i = 1; i < n; i++)
+        if (f[i] < lo)
+            lo = f[i];
+    u->grown = f[n - 1] - lo;
+    double tau = kendall_tau_b(y, m);
+    /* least squares slope over the late window, bytes per bucket */
+    double mx = (m - 1) / 2.0, my = 0, sxy = 0, sxx = 0;
+    for (uint32_t i = 0; i < m; i++)
+        my += (double)y[i];
+    my /= m;
+    for (uint32_t i = 0; i < m; i++) {
+        sxy += (i - mx) * ((double)y[i] - my);
+        sxx += (i - mx) * (i - mx);
+    }
+    double slope = sxx > 0 ? sxy / sxx : 0;
+    uint32_t rises = 0;
+    for (uint32_t i = 1; i < m; i++)
+        if (y[i] > y[i - 1])
+            rises++;
+    double width_s = (double)(1ULL << p->g_width) / 1e9;
+    u->growth_rate = slope / width_s;
+    u->growth_conf = tau > 0 ? tau : 0;
+    u->growth_rises = rises;
+    u->growth_flag = tau >= 0.5 && slope > 0 && f[n - 1] > f[n - 1 - m / 2] && rises >= 2 && u->grown > 0;
+}
+
+static int cmp_u64_desc(uint64_t a, uint64_t b)
+{
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
+static vt_proc *g_sort_proc; /* qsort has no context argument in C11 */
+
+static int leak_cmp(const void *x, const void *y)
+{
+    const vt_unit *a = &g_sort_proc->units[*(const uint32_t *)x];
+    const vt_unit *b = &g_sort_proc->units[*(const uint32_t *)y];
+    int c = cmp_u64_desc((uint64_t)a->at_bytes, (uint64_t)b->at_bytes);
+    if (c)
+        return c;
+    if (a->at_count != b->at_count)
+        return a->at_count > b->at_count ? -1 : 1;
+    return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+static int growth_cmp(const void *x, const void *y)
+{
+    const vt_unit *a = &g_sort_proc->units[*(const uint32_t *)x];
+    const vt_unit *b = &g_sort_proc->units[*(const uint32_t *)y];
+    int c = cmp_u64_desc(a->grown, b->grown);
+    if (c)
+        return c;
+    return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
+}
+
+static void detect_steps(vt_proc *p)
+{
+    free(p->step_source);
+    p->step_source = NULL;
+    p->steps = 0;
+    p->step_period_ns = 0;
+    /* NVTX: a repeating range, preferring step-like names, then the outermost */
+    int best = -1, best_named = 0;
+    for (size_t i = 0; i < p->nnvtx; i++) {
+        const vt_nvtx_stat *s = &p->nvtx[i];
+        if (s->count < 3 || s->last_t <= s->first_t)
+            continue;
+        int named = strcasestr(s->msg, "step") || strcasestr(s->msg, "iter") || strcasestr(s->msg, "batch");
+        if (best < 0) {
+            best = (int)i;
+            best_named = named;
+            continue;
+        }
+        const vt_nvtx_stat *b = &p->nvtx[best];
+        int better;
+        if (named != best_named)
+            better = named;
+        else if (s->min_depth != b->min_depth)
+            better = s->min_depth < b->min_depth;
+        else if (s->count != b->count)
+            better = s->count > b->count;
+        else
+            better = strcmp(s->msg, b->msg) < 0;
+        if (better) {
+            best = (int)i;
+            best_named = named;
+        }
+    }
+    if (best >= 0) {
+        const vt_nvtx_stat *s = &p->nvtx[best];
+        p->steps = s->count;
+        p->step_period_ns = (double)(s->last_t - s->first_t) / (double)(s->count - 1);
+        size_t len = strlen(s->msg) + 16;
+        p->step_source = malloc(len);
+        if (p->step_source)
+            snprintf(p->step_source, len, "nvtx:%s", s->msg);
+        return;
+    }
+    /* Kernels: launch signatures recurring at a regular gap; the gap shared
+     * by most signatures is the loop's period (one occurrence per step). */
+    double best_gap = 0;
+    uint32_t best_members = 0;
+    uint64_t best_count = 0;
+    size_t anchor = 0;
+    for (size_t i = 0; i < p->nlstats; i++) {
+        const vt_launch_stat *s = &p->lstats[i];
+        if (s->count < 3)
+            continue;
+        double k = (double)(s->count - 1), mean = s->gap_sum / k;
+        double var = s->gap2_sum / k - mean * mean;
+        if (var < 0)
+            var = 0;
+        if (sqrt(var) > 0.2 * mean)
+            continue;
+        uint32_t members = 0;
+        uint64_t maxc = 0;
+        size_t anc = i;
+        for (size_t j = 0; j < p->nlstats; j++) {
+            const vt_launch_stat *o = &p->lstats[j];
+            if (o->count < 3)
+                continue;
+            double ok = (double)(o->count - 1), om = o->gap_sum / ok;
+            double ov = o->gap2_sum / ok - om * om;
+            if (ov < 0)
+                ov = 0;
+            if (sqrt(ov) > 0.2 * om || fabs(om - mean) > 0.02 * mean + 0.5)
+                continue;
+            members++;
+            if (o->count > maxc || (o->count == maxc && o->first_t < p->lstats[anc].first_t)) {
+                maxc = o->count;
+                anc = j;
+            }
+        }
+        if (members > best_members || (members == best_members && mean > best_gap)) {
+            best_members = members;
+            best_gap = mean;
+            best_count = maxc;
+            anchor = anc;
+        }
+    }
+    if (best_members && best_count >= 3) {
+        const vt_launch_stat *s = &p->lstats[anchor];
+        p->steps = s->count;
+        p->step_period_ns = (double)(s->last_t - s->first_t) / (double)(s->count - 1);
+        char buf[64];
+        snprintf(buf, sizeof(buf), "kernels:%.0f", best_gap);
+        p->step_source = xstrdup(buf);
+    }
+}
+
+int vt_proc_finish(vt_analysis *a, vt_proc *p)
+{
+    /* the view time */
+    switch (p->view_mode) {
+    case VT_AT_TIME:
+        p->view_t = p->t0 + a->cfg.at_ns;
+        break;
+    case VT_AT_END:
+        p->view_t = p->t_last;
+        break;
+    default:
+        if (p->cand_set) {
+            p->view_t = p->cand;
+        } else {
+            p->view_t = p->t_last;
+            p->view_mode = VT_AT_END;
+        }
+        break;
+    }
+    tail_fold(p, p->view_t, p->view_mode == VT_AT_END);
+    p->leak_bytes = p->leak_blocks = 0;
+    for (size_t k = 0; k < p->nunits; k++) {
+        vt_unit *u = &p->units[k];
+        if (p->view_mode == VT_AT_END) {
+            u->at_bytes = u->live_bytes;
+            u->at_count = u->live_count;
+        }
+        if (u->at_bytes < 0)
+            u->at_bytes = 0;
+        if (u->at_count < 0)
+            u->at_count = 0;
+        pk_sync(p, u);
+        if (u->at_bytes > 0) {
+            p->leak_bytes += (uint64_t)u->at_bytes;
+            p->leak_blocks += (uint64_t)u->at_count;
+            p->dev[u->device].at_kind[u->kind] += u->at_bytes;
+        }
+    }
+    /* leak order */
+    free(p->leak_order);
+    p->leak_order = malloc((p->nunits + 1) * sizeof(uint32_t));
+    free(p->growth_order);
+    p->growth_order = malloc((p->nunits + 1) * sizeof(uint32_t));
+    if (!p->leak_order || !p->growth_order)
+        return VT_ERR_NOMEM;
+    p->nleak = 0;
+    for (size_t k = 0; k < p->nunits; k++)
+        if (p->units[k].at_bytes > 0)
+            p->leak_order[p->nleak++] = (uint32_t)k;
+    g_sort_proc = p;
+    qsort(p->leak_order, p->nleak, sizeof(uint32_t), leak_cmp);
+    /* growth over [start, T): buckets wholly before T */
+    detect_steps(p);
+    p->ngrowth = 0;
+    p->grown_total = 0;
+    if (p->g_started) {
+        uint32_t bT = p->view_t >= p->g_t0 ? (uint32_t)((p->view_t - p->g_t0) >> p->g_width) : 0;
+        if (bT >= VT_GROWTH_BUCKETS)
+            bT = VT_GROWTH_BUCKETS - 1;
+        uint32_t n = bT >= 8 ? bT : bT + 1;
+        for (size_t k = 0; k < p->nunits; k++) {
+            vt_unit *u = &p->units[k];
+            unit_growth(p, u, n);
+            if (u->growth_flag) {
+                p->growth_order[p->ngrowth++] = (uint32_t)k;
+                p->grown_total += u->grown;
+            }
+        }
+        qsort(p->growth_order, p->ngrowth, sizeof(uint32_t), growth_cmp);
+    }
+    if (p->tail_overflow)
+        add_note(p, VT_SEV_WARNING,
+                 "vramtrace report: the end of real work came too late in the stream to keep every event after "
+                 "it; the leak view may count frees made during teardown");
+    return 0;
+}

@@ -1,0 +1,310 @@
+/* vt_symbol.c - offline symbolization of native frames with elfutils libdwfl.
+ *
+ * One Dwfl per ELF file (keyed by path), the file reported at base 0 so
+ * that addresses are ELF virtual addresses (ip - load_bias).  The build-id
+ * recorded in the trace is compared with the file's; a missing or different
+ * file is not read and the frame stays module+offset with the reason.
+ * Results are cached per file and address.  Inlined frames are expanded
+ * from the DWARF scopes (innermost first), C++ names demangled with the
+ * C++ ABI's __cxa_demangle.  May touch: the files named in the trace, read
+ * only.
+ */
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <dwarf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vt_analyze_int.h"
+#include "vt_error.h"
+
+char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+typedef struct {
+    char *path;
+    uint8_t *bid;
+    uint32_t bid_len;
+    Dwfl *dwfl;
+    Dwfl_Module *mod;
+    int status;      /* VT_SYM_OK or why the file cannot be used */
+    vt_map cache;    /* rel + 1 -> index + 1 into results */
+} vt_symfile;
+
+struct vt_symbolizer {
+    char *sysroot;
+    vt_symfile *files;
+    size_t nfiles, capfiles;
+    vt_symres *res;
+    size_t nres, capres;
+    vt_symres fail[8];   /* static results for failures, by status */
+};
+
+static const Dwfl_Callbacks vt_dwfl_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+const char *vt_sym_status_name(int status)
+{
+    switch (status) {
+    case VT_SYM_OK: return "ok";
+    case VT_SYM_NO_MODULE: return "no module";
+    case VT_SYM_NOT_FOUND: return "binary not found";
+    case VT_SYM_BUILD_ID_MISMATCH: return "build-id mismatch";
+    case VT_SYM_NO_SYMBOL: return "no symbol";
+    case VT_SYM_DISABLED: return "not symbolized";
+    case VT_SYM_NO_DEBUG_INFO: return "no debug info";
+    default: return "?";
+    }
+}
+
+int vt_symbolizer_create(vt_symbolizer **out, const char *sysroot)
+{
+    vt_symbolizer *s = calloc(1, sizeof(*s));
+    if (!s)
+        return VT_ERR_NOMEM;
+    if (sysroot && *sysroot) {
+        s->sysroot = strdup(sysroot);
+        if (!s->sysroot) {
+            free(s);
+            return VT_ERR_NOMEM;
+        }
+    }
+    for (int i = 0; i < 8; i++)
+        s->fail[i].status = i;
+    *out = s;
+    return 0;
+}
+
+static void res_free(vt_symres *r)
+{
+    for (uint32_t i = 0; i < r->nlines; i++) {
+        free(r->lines[i].function);
+        free(r->lines[i].file);
+    }
+    free(r->lines);
+}
+
+void vt_symbolizer_free(vt_symbolizer *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nfiles; i++) {
+        free(s->files[i].path);
+        free(s->files[i].bid);
+        if (s->files[i].dwfl)
+            dwfl_end(s->files[i].dwfl);
+        vt_map_free(&s->files[i].cache);
+    }
+    free(s->files);
+    for (size_t i = 0; i < s->nres; i++)
+        res_free(&s->res[i]);
+    free(s->res);
+    free(s->sysroot);
+    free(s);
+}
+
+static char *demangle(const char *name)
+{
+    if (!name)
+        return NULL;
+    if (name[0] == '_' && name[1] == 'Z') {
+        int st = 0;
+        char *d = __cxa_demangle(name, NULL, NULL, &st);
+        if (d && st == 0)
+            return d;
+        free(d);
+    }
+    return strdup(name);
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+    Dwarf_Attribute at;
+    const char *n = NULL;
+    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &at) || dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &at))
+        n = dwarf_formstring(&at);
+    if (!n && dwarf_attr_integrate(die, DW_AT_name, &at))
+        n = dwarf_formstring(&at);
+    return n;
+}
+
+static int open_file(vt_symbolizer *s, vt_symfile *f)
+{
+    char *full = f->path;
+    if (s->sysroot) {
+        size_t n = strlen(s->sysroot) + strlen(f->path) + 2;
+        full = malloc(n);
+        if (!full)
+            return VT_SYM_NOT_FOUND;
+        snprintf(full, n, "%s%s", s->sysroot, f->path);
+    }
+    int st = VT_SYM_OK;
+    if (!*f->path || access(full, R_OK) != 0) {
+        st = VT_SYM_NOT_FOUND;
+        goto out;
+    }
+    f->dwfl = dwfl_begin(&vt_dwfl_callbacks);
+    if (!f->dwfl) {
+        st = VT_SYM_NOT_FOUND;
+        goto out;
+    }
+    dwfl_report_begin(f->dwfl);
+    f->mod = dwfl_report_elf(f->dwfl, f->path, full, -1, 0, false);
+    dwfl_report_end(f->dwfl, NULL, NULL);
+    if (!f->mod) {
+        st = VT_SYM_NOT_FOUND;
+        goto out;
+    }
+    if (f->bid_len) {
+        const unsigned char *bits = NULL;
+        GElf_Addr vaddr;
+        int n = dwfl_module_build_id(f->mod, &bits, &vaddr);
+        if (n <= 0 || (uint32_t)n != f->bid_len || memcmp(bits, f->bid, f->bid_len) != 0) {
+            st = VT_SYM_BUILD_ID_MISMATCH;
+            goto out;
+        }
+    }
+out:
+    if (full != f->path)
+        free(full);
+    if (st != VT_SYM_OK && f->dwfl) {
+        dwfl_end(f->dwfl);
+        f->dwfl = NULL;
+        f->mod = NULL;
+    }
+    return st;
+}
+
+static vt_symfile *get_file(vt_symbolizer *s, const char *path, const uint8_t *bid, uint32_t bid_len)
+{
+    for (size_t i = 0; i < s->nfiles; i++) {
+        vt_symfile *f = &s->files[i];
+        if (!strcmp(f->path, path) && f->bid_len == bid_len && (!bid_len || !memcmp(f->bid, bid, bid_len)))
+            return f;
+    }
+    if (s->nfiles == s->capfiles) {
+        size_t nc = s->capfiles ? s->capfiles * 2 : 16;
+        vt_symfile *nf = realloc(s->files, nc * sizeof(*nf));
+        if (!nf)
+            return NULL;
+        s->files = nf;
+        s->capfiles = nc;
+    }
+    vt_symfile *f = &s->files[s->nfiles];
+    memset(f, 0, sizeof(*f));
+    f->path = strdup(path);
+    if (!f->path)
+        return NULL;
+    if (bid_len) {
+        f->bid = malloc(bid_len);
+        if (!f->bid) {
+            free(f->path);
+            return NULL;
+        }
+        memcpy(f->bid, bid, bid_len);
+        f->bid_len = bid_len;
+    }
+    s->nfiles++;
+    f->status = open_file(s, f);
+    return f;
+}
+
+static int add_line(vt_symres *r, const char *fn, const char *file, int line, int inlined)
+{
+    vt_symline *nl = realloc(r->lines, (r->nlines + 1) * sizeof(*nl));
+    if (!nl)
+        return -1;
+    r->lines = nl;
+    vt_symline *l = &nl[r->nlines++];
+    l->function = demangle(fn);
+    l->file = file ? strdup(file) : NULL;
+    l->line = line > 0 ? (uint32_t)line : 0;
+    l->inlined = inlined;
+    return 0;
+}
+
+static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
+{
+    Dwarf_Addr addr = rel, bias = 0;
+    GElf_Sym sym;
+    GElf_Off off = 0;
+    const char *symname = dwfl_module_addrinfo(f->mod, addr, &off, &sym, NULL, NULL, NULL);
+    const char *file = NULL;
+    int line = 0;
+    Dwfl_Line *dl = dwfl_module_getsrc(f->mod, addr);
+    if (dl)
+        file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+    Dwarf_Die *cu = dwfl_module_addrdie(f->mod, addr, &bias);
+    if (cu) {
+        Dwarf_Die *scopes = NULL;
+        int n = dwarf_getscopes(cu, addr - bias, &scopes);
+        Dwarf_Files *files = NULL;
+        size_t nfiles = 0;
+        if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
+            files = NULL;
+        const char *cur_file = file;
+        int cur_line = line;
+        for (int i = 0; i < n; i++) {
+            int tag = dwarf_tag(&scopes[i]);
+            if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+                continue;
+            const char *fn = die_name(&scopes[i]);
+            if (tag == DW_TAG_subprogram) {
+                add_line(r, fn ? fn : symname, cur_file, cur_line, 0);
+                break;
+            }
+            add_line(r, fn, cur_file, cur_line, 1);
+            /* the caller continues at the call site of this inline */
+            Dwarf_Attribute at;
+            Dwarf_Word w;
+            cur_file = NULL;
+            cur_line = 0;
+            if (files && dwarf_attr(&scopes[i], DW_AT_call_file, &at) && dwarf_formudata(&at, &w) == 0)
+                cur_file = dwarf_filesrc(files, w, NULL, NULL);
+            if (dwarf_attr(&scopes[i], DW_AT_call_line, &at) && dwarf_formudata(&at, &w) == 0)
+                cur_line = (int)w;
+        }
+        free(scopes);
+    }
+    if (r->nlines == 0) {
+        if (!symname && !file) {
+            r->status = VT_SYM_NO_SYMBOL;
+            return;
+        }
+        add_line(r, symname, file, line, 0);
+    }
+    r->status = file ? VT_SYM_OK : VT_SYM_NO_DEBUG_INFO;
+}
+
+const vt_symres *vt_symbolizer_lookup(vt_symbolizer *s, const char *path, const uint8_t *bid,
+                                      uint32_t bid_len, uint64_t rel)
+{
+    if (!path || !*path)
+        return &s->fail[VT_SYM_NO_MODULE];
+    vt_symfile *f = get_file(s, path, bid, bid_len);
+    if (!f)
+        return &s->fail[VT_SYM_NOT_FOUND];
+    if (f->status != VT_SYM_OK)
+        return &s->fail[f->status];
+    uint64_t *v = vt_map_get(&f->cache, rel + 1);
+    if (v)
+        return &s->res[*v - 1];
+    if (s->nres == s->capres) {
+        size_t nc = s->capres ? s->capres * 2 : 256;
+        vt_symres *nr = realloc(s->res, nc * sizeof(*nr));
+        if (!nr)
+            return &s->fail[VT_SYM_NOT_FOUND];
+        s->res = nr;
+        s->capres = nc;
+    }
+    vt_symres *r = &s->res[s->nres];
+    memset(r, 0, sizeof(*r));
+    resolve(f, rel, r);
+    if (vt_map_put(&f->cache, rel + 1, s->nres + 1))
+        return r;
+    s->nres++;
+    return r;
+}

@@ -1,0 +1,81 @@
+/* builtin-diff.c - `vramtrace diff [options] A B`: compare two traces (or
+ * two directories of traces) per call site.  Exit: 0 ok, 1 read error
+ * (the comparison of what was readable is printed first), 2 usage.
+ * Touches: the named traces (read), stdout, stderr. */
+#include <stdio.h>
+#include <string.h>
+
+#include "builtin.h"
+#include "vt_analyze.h"
+#include "vt_error.h"
+
+int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg);
+int vt_cli_add_input(vt_analysis *a, const char *path);
+
+static void diff_usage(FILE *f)
+{
+    fprintf(f, "usage: vramtrace diff [options] A B   (A, B: trace files or directories)\n"
+               "  --json  --at TIME|MARKER|end  --top N  --frames N  --no-symbols  --sysroot DIR  --no-progress\n"
+               "  (as for `vramtrace report`)\n");
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    vt_analysis_config cfg;
+    vt_analysis_config_default(&cfg);
+    cfg.progress = 1;
+    int json = 0, n = 0, rc = 0;
+    const char *in[2] = {NULL, NULL};
+    vt_analysis *an[2] = {NULL, NULL};
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            diff_usage(stdout);
+            return 0;
+        }
+        if (!strcmp(o, "--json")) {
+            json = 1;
+            continue;
+        }
+        int k = vt_cli_common_option(argc, argv, &i, &cfg);
+        if (k < 0)
+            return 2;
+        if (k)
+            continue;
+        if ((o[0] == '-' && o[1]) || n == 2) {
+            fprintf(stderr, "vramtrace diff: unexpected argument '%s'\n", o);
+            diff_usage(stderr);
+            return 2;
+        }
+        in[n++] = o;
+    }
+    if (n != 2) {
+        diff_usage(stderr);
+        return 2;
+    }
+    for (int s = 0; s < 2; s++) {
+        if (vt_analysis_create(&an[s], &cfg)) {
+            rc = 1;
+            goto cleanup;
+        }
+        vt_cli_add_input(an[s], in[s]);
+        if (vt_analysis_finish(an[s])) {
+            rc = 1;
+            goto cleanup;
+        }
+    }
+    if ((json ? vt_diff_json(an[0], an[1], stdout) : vt_diff_text(an[0], an[1], stdout)) || fflush(stdout)) {
+        fprintf(stderr, "vramtrace diff: cannot write the output\n");
+        rc = 1;
+        goto cleanup;
+    }
+    for (int s = 0; s < 2; s++)
+        for (unsigned i = 0; i < vt_analysis_nerrors(an[s]); i++) {
+            fprintf(stderr, "vramtrace diff: %s\n", vt_analysis_error(an[s], i));
+            rc = 1;
+        }
+cleanup:
+    vt_analysis_free(an[0]);
+    vt_analysis_free(an[1]);
+    return rc;
+}

@@ -1,0 +1,201 @@
+/* builtin-report.c - `vramtrace report [options] TRACE|DIR...`: replay the
+ * traces (one process each; a directory means all its *.zst files) and
+ * print the report (docs/REPORT.md).  Exit: 0 ok, 1 read error (the report
+ * of what was readable is printed first), 2 usage, 3 a --fail-on-*
+ * threshold was exceeded.  Touches: the named traces (read), stdout,
+ * stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "builtin.h"
+#include "vt_analyze.h"
+#include "vt_error.h"
+
+static void report_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: vramtrace report [options] TRACE|DIR...\n"
+            "  --json               JSON output (schema in docs/REPORT.md)\n"
+            "  --at TIME|MARKER     leak view at TIME after the start (1.5s, 200ms) or at the last\n"
+            "                       NVTX mark/range MARKER; `--at end` = end of trace.\n"
+            "                       Default: the end of the last kernel.\n"
+            "  --fail-on-leak BYTES   exit 3 when more than BYTES (e.g. 64M) are live at the view\n"
+            "  --fail-on-growth BYTES exit 3 when call sites grew by more than BYTES in all\n"
+            "  --top N              rows per section (default 20)\n"
+            "  --frames N           frames shown per stack in text (default 24)\n"
+            "  --no-symbols         do not read binaries to symbolize native frames\n"
+            "  --sysroot DIR        look for the traced binaries under DIR\n"
+            "  --no-progress        never print progress on stderr\n");
+}
+
+/* Shared with builtin-diff.c: parse the options common to report and diff.
+ * Returns 1 if argv[*i] was consumed (with its value), 0 if not an option
+ * of ours, -1 on a usage error. */
+int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
+{
+    const char *o = argv[*i];
+    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!strcmp(o, "--no-symbols")) {
+        cfg->symbolize = 0;
+        return 1;
+    }
+    if (!strcmp(o, "--no-progress")) {
+        cfg->progress = 0;
+        return 1;
+    }
+    if (!strcmp(o, "--at") || !strcmp(o, "--top") || !strcmp(o, "--frames") || !strcmp(o, "--sysroot")) {
+        if (!v) {
+            fprintf(stderr, "vramtrace: %s needs a value\n", o);
+            return -1;
+        }
+        (*i)++;
+        if (!strcmp(o, "--at")) {
+            uint64_t ns;
+            if (!strcmp(v, "end")) {
+                cfg->at_mode = VT_AT_END;
+            } else if (!strcmp(v, "last-kernel")) {
+                cfg->at_mode = VT_AT_AUTO;
+            } else if (vt_parse_duration(v, &ns) == 0) {
+                cfg->at_mode = VT_AT_TIME;
+                cfg->at_ns = ns;
+            } else {
+                cfg->at_mode = VT_AT_MARKER;
+                cfg->at_marker = v;
+            }
+        } else if (!strcmp(o, "--sysroot")) {
+            cfg->sysroot = v;
+        } else {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n <= 0 || n > 100000) {
+                fprintf(stderr, "vramtrace: %s: not a positive number: %s\n", o, v);
+                return -1;
+            }
+            if (!strcmp(o, "--top"))
+                cfg->top = (unsigned)n;
+            else
+                cfg->max_frames = (unsigned)n;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* Add a file or a directory; prints nothing (errors are kept in the analysis). */
+int vt_cli_add_input(vt_analysis *a, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        int rc = vt_analysis_add_dir(a, path);
+        if (rc == VT_ERR_NOT_FOUND && vt_analysis_nprocs(a) == 0) {
+            char msg[600];
+            snprintf(msg, sizeof(msg), "%s: no *.zst trace in this directory", path);
+            vt_analysis_begin_process(a, path);
+            vt_analysis_add_error(a, rc, msg);
+        }
+        return rc;
+    }
+    return vt_analysis_add_file(a, path);
+}
+
+int cmd_report(int argc, char **argv)
+{
+    vt_analysis_config cfg;
+    vt_analysis_config_default(&cfg);
+    cfg.progress = 1;
+    int json = 0, rc = 0, ninputs = 0;
+    uint64_t fail_leak = 0, fail_growth = 0;
+    int have_fail_leak = 0, have_fail_growth = 0;
+    char **inputs = calloc((size_t)argc + 1, sizeof(char *));
+    vt_analysis *a = NULL;
+    if (!inputs)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+            report_usage(stdout);
+            free(inputs);
+            return 0;
+        }
+        if (!strcmp(o, "--json")) {
+            json = 1;
+            continue;
+        }
+        if (!strcmp(o, "--fail-on-leak") || !strcmp(o, "--fail-on-growth")) {
+            uint64_t b;
+            if (i + 1 >= argc || vt_parse_bytes(argv[i + 1], &b)) {
+                fprintf(stderr, "vramtrace report: %s needs a byte count (e.g. 100M)\n", o);
+                rc = 2;
+                goto cleanup;
+            }
+            if (!strcmp(o, "--fail-on-leak")) {
+                fail_leak = b;
+                have_fail_leak = 1;
+            } else {
+                fail_growth = b;
+                have_fail_growth = 1;
+            }
+            i++;
+            continue;
+        }
+        int k = vt_cli_common_option(argc, argv, &i, &cfg);
+        if (k < 0) {
+            rc = 2;
+            goto cleanup;
+        }
+        if (k)
+            continue;
+        if (o[0] == '-' && o[1]) {
+            fprintf(stderr, "vramtrace report: unknown option '%s'\n", o);
+            report_usage(stderr);
+            rc = 2;
+            goto cleanup;
+        }
+        inputs[ninputs++] = argv[i];
+    }
+    if (!ninputs) {
+        report_usage(stderr);
+        rc = 2;
+        goto cleanup;
+    }
+    if (vt_analysis_create(&a, &cfg)) {
+        fprintf(stderr, "vramtrace report: out of memory\n");
+        rc = 1;
+        goto cleanup;
+    }
+    for (int i = 0; i < ninputs; i++)
+        if (vt_cli_add_input(a, inputs[i]) == VT_ERR_NOMEM)
+            break;
+    if (vt_analysis_finish(a)) {
+        fprintf(stderr, "vramtrace report: out of memory\n");
+        rc = 1;
+        goto cleanup;
+    }
+    if ((json ? vt_report_json(a, stdout) : vt_report_text(a, stdout)) || fflush(stdout)) {
+        fprintf(stderr, "vramtrace report: cannot write the report\n");
+        rc = 1;
+        goto cleanup;
+    }
+    if (vt_analysis_nerrors(a)) {
+        for (unsigned i = 0; i < vt_analysis_nerrors(a); i++)
+            fprintf(stderr, "vramtrace report: %s\n", vt_analysis_error(a, i));
+        rc = 1;
+        goto cleanup;
+    }
+    if (have_fail_leak && vt_analysis_leaked_bytes(a) > fail_leak) {
+        fprintf(stderr, "vramtrace report: %llu bytes live at the view exceed --fail-on-leak %llu\n",
+                (unsigned long long)vt_analysis_leaked_bytes(a), (unsigned long long)fail_leak);
+        rc = 3;
+    }
+    if (have_fail_growth && vt_analysis_grown_bytes(a) > fail_growth) {
+        fprintf(stderr, "vramtrace report: %llu bytes of growth exceed --fail-on-growth %llu\n",
+                (unsigned long long)vt_analysis_grown_bytes(a), (unsigned long long)fail_growth);
+        rc = 3;
+    }
+cleanup:
+    vt_analysis_free(a);
+    free(inputs);
+    return rc;
+}
