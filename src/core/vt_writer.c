@@ -503,7 +503,8 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
             s->tid = e->tid;
     }
     atomic_store_explicit(&r->head, newhead, memory_order_release);
-    vt_count(&r->emitted);
+    if (type != VT_ENT_CODE) /* emitted == events in the stream; drops count every entry */
+        vt_count(&r->emitted);
     if (newhead - r->cached_tail > r->cap / 4 && atomic_load_explicit(&w->sleeping, memory_order_relaxed))
         vt_wake(w);
     return 0;

@@ -1,0 +1,670 @@
+/* test_writer_roundtrip.c - every event kind written by vt_writer comes
+ * back, decoded independently (wt_decode.c), with its values, ids, times and
+ * correlation ids; interning and zstd frame/sync rules. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "vt_error.h"
+#include "vt_writer.h"
+#include "wt_decode.h"
+
+static vt_writer *open_writer(const char *path, vt_writer_config *cfg)
+{
+    vt_writer_config c;
+    if (!cfg) {
+        vt_writer_config_default(&c);
+        cfg = &c;
+    }
+    cfg->path = path;
+    vt_writer *w = NULL;
+    assert_int_equal(vt_writer_create(&w, cfg, NULL), 0);
+    assert_non_null(w);
+    return w;
+}
+
+static const char *S(const wt_trace *t, uint32_t id)
+{
+    assert_true(id >= 1 && id <= t->nstr);
+    return t->str[id];
+}
+
+/* Every producer-visible kind, with distinct values. */
+static void test_roundtrip_all_kinds(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "all.vt");
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    vt_writer *w = NULL;
+    cfg.path = path;
+    const char *argv[] = {"python", "train.py", "--lr=3"};
+    const char *en[] = {"RANK", "WORLD_SIZE"}, *ev_[] = {"3", "8"};
+    vt_ev_header hdr = {.pid = 4242, .ppid = 1, .hostname = "node7", .program = "train.py",
+                        .argv = argv, .argc = 3, .env_names = en, .env_values = ev_, .nenv = 2,
+                        .clock = VT_CLOCK_CUPTI, .trace_clock_ns = 1000000, .realtime_ns = 1700000000000000000ull,
+                        .kernels = 1, .native_stacks = 1, .python_stacks = 1};
+    assert_int_equal(vt_writer_create(&w, &cfg, &hdr), 0);
+
+    /* definitions the producer sends */
+    static const uint8_t bid[20] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+    vt_event e;
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_MODULE;
+    e.u.module = (vt_ev_module){.path = "/usr/lib/libtorch_cuda.so", .load_bias = 0x7f0000000000ull,
+                                .start = 0x7f0000001000ull, .end = 0x7f0000900000ull, .build_id = bid,
+                                .build_id_len = 20};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_DEVICE;
+    e.u.device = (vt_ev_device){.index = 1, .name = "NVIDIA H100", .total_memory = 80ull << 30, .cc_major = 9,
+                                .cc_minor = 0, .pci_bus_id = "0000:3b:00.0"};
+    for (int i = 0; i < 16; i++)
+        e.u.device.uuid[i] = (uint8_t)(0xa0 + i);
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_THREAD;
+    e.u.thread = (vt_ev_thread){.tid = 999999, .name = "pt_autograd_0"};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    assert_int_equal(vt_writer_define_code(w, 0x5000, "model.py", "forward"), 0);
+
+    vt_frame frames[3] = {{0x7f0000002345ull, 0, VT_FRAME_NATIVE},
+                          {0x5000, 88, VT_FRAME_PYTHON},
+                          {0x1234, 0, VT_FRAME_NATIVE}};
+    uint64_t t0 = 2000000;
+
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_ALLOC;
+    e.time_ns = t0 + 10;
+    e.u.alloc = (vt_ev_alloc){.address = 0x7e0000000000ull, .size = 1 << 20, .device = 1, .kind = VT_MEM_DEVICE,
+                              .api = VT_API_MALLOC_ASYNC, .stream = 0x55, .pool = 0x66, .corr = 1000,
+                              .site = {.frames = frames, .nframes = 3}};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_FREE;
+    e.time_ns = t0 + 20;
+    e.u.free = (vt_ev_free){.address = 0x7e0000000000ull, .device = 1, .kind = VT_MEM_DEVICE,
+                            .api = VT_API_MALLOC_ASYNC, .stream = 0x55, .corr = 998, .site = {.tid = 999999}};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_ALLOC_FAILED;
+    e.time_ns = t0 + 30;
+    e.u.alloc_failed = (vt_ev_alloc_failed){.size = 1ull << 40, .device = 1, .kind = VT_MEM_MANAGED,
+                                            .api = VT_API_MALLOC_MANAGED, .error = 2,
+                                            .error_name = "CUDA_ERROR_OUT_OF_MEMORY", .stream = 7, .pool = 8,
+                                            .corr = 1001, .site = {.frames = frames, .nframes = 3}};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_VMM_RESERVE;
+    e.time_ns = t0 + 40;
+    e.u.vmm_range = (vt_ev_vmm_range){.address = 0x10000000, .size = 1 << 30, .corr = 1002,
+                                      .site = {.frames = frames + 1, .nframes = 2}};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_VMM_CREATE;
+    e.time_ns = t0 + 50;
+    e.u.vmm_create = (vt_ev_vmm_create){.handle = 77, .size = 2 << 20, .device = 1, .kind = VT_MEM_DEVICE,
+                                        .corr = 1003};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_VMM_MAP;
+    e.time_ns = t0 + 60;
+    e.u.vmm_map = (vt_ev_vmm_map){.address = 0x10000000, .size = 2 << 20, .offset = 0, .handle = 77, .corr = 1004};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_VMM_UNMAP;
+    e.time_ns = t0 + 70;
+    e.u.vmm_range = (vt_ev_vmm_range){.address = 0x10000000, .size = 2 << 20, .corr = 1005};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_VMM_RELEASE;
+    e.time_ns = t0 + 80;
+    e.u.vmm_release = (vt_ev_vmm_release){.handle = 77, .corr = 1006};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_VMM_ADDRESS_FREE;
+    e.time_ns = t0 + 90;
+    e.u.vmm_range = (vt_ev_vmm_range){.address = 0x10000000, .size = 1 << 30, .corr = 1007};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_POOL;
+    e.time_ns = t0 + 100;
+    e.u.pool = (vt_ev_pool){.op = VT_POOL_TRIM, .pool = 0x66, .device = 1, .value = 12345, .corr = 1008};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_POOL_USAGE;
+    e.time_ns = t0 + 110;
+    e.u.pool_usage = (vt_ev_pool_usage){.pool = 0x66, .device = 1, .reserved_current = 1, .reserved_high = 2,
+                                        .used_current = 3, .used_high = 4};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_MEMORY_USAGE;
+    e.time_ns = t0 + 120;
+    e.u.memory_usage = (vt_ev_memory_usage){.device = 1, .free = 5ull << 30, .total = 80ull << 30};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_NVTX;
+    e.time_ns = t0 + 130;
+    e.u.nvtx = (vt_ev_nvtx){.op = VT_NVTX_START, .message = "forward", .domain = "torch", .range_id = 42};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_DROPPED;
+    e.time_ns = t0 + 140;
+    e.u.dropped = (vt_ev_dropped){.source = VT_DROP_CUPTI_ACTIVITY, .count = 17, .reason = "buffer full"};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_NOTE;
+    e.time_ns = t0 + 150;
+    e.u.note = (vt_ev_note){.severity = VT_SEV_WARNING, .text = "python stacks: unknown version"};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    /* two kernels sharing a launch signature, one with another */
+    for (int i = 0; i < 3; i++) {
+        memset(&e, 0, sizeof(e));
+        e.type = VT_EV_KERNEL;
+        e.time_ns = 5000000 + (uint64_t)i * 1000;
+        e.u.kernel = (vt_ev_kernel){.name = i == 2 ? "_Z6other" : "_Z4gemmPf", .device = 1, .stream = 7,
+                                    .grid = {128, 2, 1}, .block = {256, 1, 1}, .shared_memory = 4096,
+                                    .graph = i == 2, .graph_id = i == 2 ? 9 : 0, .duration_ns = 700 + (uint64_t)i,
+                                    .corr = 2000 + (uint64_t)i};
+        assert_int_equal(vt_writer_emit(w, &e), 0);
+    }
+    /* an event with corr 0 after nonzero ones must decode as 0 */
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_FREE;
+    e.time_ns = t0 + 5;
+    e.u.free = (vt_ev_free){.address = 0x42};
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    /* STRING and HEADER are the writer's own */
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_STRING;
+    assert_int_equal(vt_writer_emit(w, &e), VT_ERR_INVALID);
+    e.type = VT_EV_HEADER;
+    assert_int_equal(vt_writer_emit(w, &e), VT_ERR_INVALID);
+
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0); /* idempotent */
+    vt_writer_stats st;
+    vt_writer_get_stats(w, &st);
+    assert_int_equal(st.emitted, 22);
+    assert_int_equal(st.dropped, 0);
+    vt_writer_free(w);
+
+    wt_trace t;
+    assert_int_equal(wt_decode_file(path, &t, 1), 0);
+    assert_int_equal(t.errors, 0);
+    assert_false(t.truncated);
+    /* header */
+    assert_non_null(t.header);
+    assert_int_equal(t.header->magic, VT_FORMAT_MAGIC);
+    assert_int_equal(t.header->format_version, 1);
+    assert_string_equal(t.header->tool_version, VT_TOOL_VERSION);
+    assert_int_equal(t.header->pid, 4242);
+    assert_string_equal(t.header->hostname, "node7");
+    assert_string_equal(t.header->program, "train.py");
+    assert_int_equal(t.header->n_argv, 3);
+    assert_string_equal(t.header->argv[2], "--lr=3");
+    assert_int_equal(t.header->n_env, 2);
+    assert_string_equal(t.header->env[1]->name, "WORLD_SIZE");
+    assert_string_equal(t.header->env[1]->value, "8");
+    assert_int_equal(t.header->clock, VRAMTRACE__CLOCK_DOMAIN__CLOCK_CUPTI);
+    assert_int_equal(t.header->trace_clock_ns, 1000000);
+    assert_int_equal(t.header->realtime_ns, 1700000000000000000ull);
+    assert_true(t.header->kernels && t.header->native_stacks && t.header->python_stacks);
+    assert_int_equal(t.nsync, 1);
+
+    /* events in the order emitted (one thread; kernels have merge key 0 so
+     * they may come first: check by type) */
+    size_t seen = 0;
+    uint32_t kern_launch[3] = {0};
+    int nk = 0;
+    uint32_t alloc_stack = 0, af_stack = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        const wt_ev *x = &t.ev[i];
+        const Vramtrace__Record *r = x->rec;
+        uint32_t fr[16];
+        switch (x->type) {
+        case VRAMTRACE__RECORD__BODY_MODULE:
+            assert_int_equal(r->module->id, 1);
+            assert_string_equal(r->module->path, "/usr/lib/libtorch_cuda.so");
+            assert_int_equal(r->module->load_bias, 0x7f0000000000ull);
+            assert_int_equal(r->module->start, 0x7f0000001000ull);
+            assert_int_equal(r->module->end, 0x7f0000900000ull);
+            assert_int_equal(r->module->build_id.len, 20);
+            assert_memory_equal(r->module->build_id.data, bid, 20);
+            break;
+        case VRAMTRACE__RECORD__BODY_DEVICE:
+            assert_int_equal(r->device->index, 1);
+            assert_string_equal(r->device->name, "NVIDIA H100");
+            assert_int_equal(r->device->uuid.len, 16);
+            assert_int_equal(r->device->uuid.data[15], 0xaf);
+            assert_int_equal(r->device->total_memory, 80ull << 30);
+            assert_int_equal(r->device->cc_major, 9);
+            assert_string_equal(r->device->pci_bus_id, "0000:3b:00.0");
+            break;
+        case VRAMTRACE__RECORD__BODY_ALLOC: {
+            assert_int_equal(x->time, t0 + 10);
+            assert_int_equal(x->corr, 1000);
+            assert_int_equal(r->alloc->address, 0x7e0000000000ull);
+            assert_int_equal(r->alloc->size, 1 << 20);
+            assert_int_equal(r->alloc->device, 1);
+            assert_int_equal(r->alloc->kind, VRAMTRACE__MEMORY_KIND__MEMORY_KIND_DEVICE);
+            assert_int_equal(r->alloc->api, VRAMTRACE__ALLOC_API__ALLOC_API_MALLOC_ASYNC);
+            assert_int_equal(r->alloc->stream, 0x55);
+            assert_int_equal(r->alloc->pool, 0x66);
+            /* thread: the calling thread, named from /proc */
+            assert_true(r->alloc->thread >= 1);
+            assert_int_equal(t.thread[r->alloc->thread]->tid, (uint32_t)gettid());
+            assert_int_equal(wt_stack_frames(&t, r->alloc->stack, fr, 16), 3);
+            const Vramtrace__Frame *f0 = t.frame[fr[0]], *f1 = t.frame[fr[1]], *f2 = t.frame[fr[2]];
+            assert_int_equal(f0->kind, VRAMTRACE__FRAME_KIND__FRAME_NATIVE);
+            assert_int_equal(f0->ip, 0x7f0000002345ull);
+            assert_int_equal(f0->module, 1); /* inside the module's range */
+            assert_int_equal(f1->kind, VRAMTRACE__FRAME_KIND__FRAME_PYTHON);
+            assert_string_equal(S(&t, f1->file), "model.py");
+            assert_string_equal(S(&t, f1->function), "forward");
+            assert_int_equal(f1->line, 88);
+            assert_int_equal(f2->ip, 0x1234);
+            assert_int_equal(f2->module, 0); /* outside every module */
+            alloc_stack = r->alloc->stack;
+            seen |= 1;
+            break;
+        }
+        case VRAMTRACE__RECORD__BODY_FREE:
+            if (r->free->address == 0x42) {
+                assert_int_equal(x->time, t0 + 5);
+                assert_int_equal(x->corr, 0);
+                seen |= 1 << 20;
+                break;
+            }
+            assert_int_equal(x->time, t0 + 20);
+            assert_int_equal(x->corr, 998);
+            assert_int_equal(r->free->address, 0x7e0000000000ull);
+            assert_int_equal(r->free->api, VRAMTRACE__ALLOC_API__ALLOC_API_MALLOC_ASYNC);
+            assert_int_equal(r->free->stream, 0x55);
+            assert_int_equal(r->free->stack, 0);
+            /* explicit tid: the THREAD event named it */
+            assert_int_equal(t.thread[r->free->thread]->tid, 999999);
+            assert_string_equal(t.thread[r->free->thread]->name, "pt_autograd_0");
+            seen |= 2;
+            break;
+        case VRAMTRACE__RECORD__BODY_ALLOC_FAILED:
+            assert_int_equal(x->time, t0 + 30);
+            assert_int_equal(x->corr, 1001);
+            assert_int_equal(r->alloc_failed->size, 1ull << 40);
+            assert_int_equal(r->alloc_failed->kind, VRAMTRACE__MEMORY_KIND__MEMORY_KIND_MANAGED);
+            assert_int_equal(r->alloc_failed->api, VRAMTRACE__ALLOC_API__ALLOC_API_MALLOC_MANAGED);
+            assert_int_equal(r->alloc_failed->error, 2);
+            assert_string_equal(S(&t, r->alloc_failed->error_name), "CUDA_ERROR_OUT_OF_MEMORY");
+            assert_int_equal(r->alloc_failed->stream, 7);
+            assert_int_equal(r->alloc_failed->pool, 8);
+            af_stack = r->alloc_failed->stack;
+            seen |= 4;
+            break;
+        case VRAMTRACE__RECORD__BODY_VMM_RESERVE:
+            assert_int_equal(x->time, t0 + 40);
+            assert_int_equal(x->corr, 1002);
+            assert_int_equal(r->vmm_reserve->address, 0x10000000);
+            assert_int_equal(r->vmm_reserve->size, 1 << 30);
+            assert_int_equal(wt_stack_frames(&t, r->vmm_reserve->stack, fr, 16), 2);
+            assert_int_equal(t.frame[fr[0]]->kind, VRAMTRACE__FRAME_KIND__FRAME_PYTHON);
+            seen |= 8;
+            break;
+        case VRAMTRACE__RECORD__BODY_VMM_CREATE:
+            assert_int_equal(x->time, t0 + 50);
+            assert_int_equal(x->corr, 1003);
+            assert_int_equal(r->vmm_create->handle, 77);
+            assert_int_equal(r->vmm_create->size, 2 << 20);
+            assert_int_equal(r->vmm_create->device, 1);
+            assert_int_equal(r->vmm_create->stack, 0);
+            seen |= 16;
+            break;
+        case VRAMTRACE__RECORD__BODY_VMM_MAP:
+            assert_int_equal(x->time, t0 + 60);
+            assert_int_equal(x->corr, 1004);
+            assert_int_equal(r->vmm_map->address, 0x10000000);
+            assert_int_equal(r->vmm_map->handle, 77);
+            assert_int_equal(r->vmm_map->size, 2 << 20);
+            seen |= 32;
+            break;
+        case VRAMTRACE__RECORD__BODY_VMM_UNMAP:
+            assert_int_equal(x->time, t0 + 70);
+            assert_int_equal(x->corr, 1005);
+            assert_int_equal(r->vmm_unmap->address, 0x10000000);
+            seen |= 64;
+            break;
+        case VRAMTRACE__RECORD__BODY_VMM_RELEASE:
+            assert_int_equal(x->time, t0 + 80);
+            assert_int_equal(x->corr, 1006);
+            assert_int_equal(r->vmm_release->handle, 77);
+            seen |= 128;
+            break;
+        case VRAMTRACE__RECORD__BODY_VMM_ADDRESS_FREE:
+            assert_int_equal(x->time, t0 + 90);
+            assert_int_equal(x->corr, 1007);
+            assert_int_equal(r->vmm_address_free->size, 1 << 30);
+            seen |= 256;
+            break;
+        case VRAMTRACE__RECORD__BODY_POOL:
+            assert_int_equal(x->time, t0 + 100);
+            assert_int_equal(x->corr, 1008);
+            assert_int_equal(r->pool->op, VRAMTRACE__POOL_OP__POOL_TRIM);
+            assert_int_equal(r->pool->pool, 0x66);
+            assert_int_equal(r->pool->value, 12345);
+            seen |= 512;
+            break;
+        case VRAMTRACE__RECORD__BODY_POOL_USAGE:
+            assert_int_equal(x->time, t0 + 110);
+            assert_int_equal(r->pool_usage->pool, 0x66);
+            assert_int_equal(r->pool_usage->reserved_current, 1);
+            assert_int_equal(r->pool_usage->reserved_high, 2);
+            assert_int_equal(r->pool_usage->used_current, 3);
+            assert_int_equal(r->pool_usage->used_high, 4);
+            seen |= 1024;
+            break;
+        case VRAMTRACE__RECORD__BODY_MEMORY_USAGE:
+            assert_int_equal(x->time, t0 + 120);
+            assert_int_equal(r->memory_usage->free, 5ull << 30);
+            assert_int_equal(r->memory_usage->total, 80ull << 30);
+            seen |= 2048;
+            break;
+        case VRAMTRACE__RECORD__BODY_NVTX:
+            assert_int_equal(x->time, t0 + 130);
+            assert_int_equal(r->nvtx->op, VRAMTRACE__NVTX_OP__NVTX_START);
+            assert_string_equal(S(&t, r->nvtx->message), "forward");
+            assert_string_equal(S(&t, r->nvtx->domain), "torch");
+            assert_int_equal(r->nvtx->range_id, 42);
+            assert_int_equal(t.thread[r->nvtx->thread]->tid, (uint32_t)gettid());
+            seen |= 4096;
+            break;
+        case VRAMTRACE__RECORD__BODY_DROPPED:
+            assert_int_equal(x->time, t0 + 140);
+            assert_int_equal(r->dropped->source, VRAMTRACE__DROP_SOURCE__DROP_CUPTI_ACTIVITY);
+            assert_int_equal(r->dropped->count, 17);
+            assert_string_equal(S(&t, r->dropped->reason), "buffer full");
+            seen |= 8192;
+            break;
+        case VRAMTRACE__RECORD__BODY_NOTE:
+            assert_int_equal(x->time, t0 + 150);
+            assert_int_equal(r->note->severity, VRAMTRACE__SEVERITY__SEVERITY_WARNING);
+            assert_string_equal(r->note->text, "python stacks: unknown version");
+            seen |= 16384;
+            break;
+        case VRAMTRACE__RECORD__BODY_KERNEL: {
+            assert_true(nk < 3);
+            assert_int_equal(x->time, 5000000 + (uint64_t)nk * 1000);
+            assert_int_equal(x->corr, 2000 + (uint64_t)nk);
+            assert_int_equal(r->kernel->duration_ns, 700 + (uint64_t)nk);
+            assert_int_equal(r->kernel->graph_id, nk == 2 ? 9 : 0);
+            const Vramtrace__Launch *l = t.launch[r->kernel->launch];
+            assert_string_equal(S(&t, l->name), nk == 2 ? "_Z6other" : "_Z4gemmPf");
+            assert_int_equal(l->device, 1);
+            assert_int_equal(l->stream, 7);
+            assert_int_equal(l->grid_x, 128);
+            assert_int_equal(l->grid_y, 2);
+            assert_int_equal(l->grid_z, 1);
+            assert_int_equal(l->block_x, 256);
+            assert_int_equal(l->shared_memory, 4096);
+            assert_int_equal(l->graph, nk == 2);
+            kern_launch[nk++] = r->kernel->launch;
+            seen |= 32768;
+            break;
+        }
+        case VRAMTRACE__RECORD__BODY_END:
+            assert_int_equal(r->end->reason, VRAMTRACE__END_REASON__END_NORMAL);
+            assert_int_equal(r->end->events, 22);
+            assert_int_equal(r->end->dropped, 17); /* all sources */
+            assert_int_equal(i, t.nev - 1);
+            seen |= 65536;
+            break;
+        default:
+            fail_msg("unexpected record type %d", x->type);
+        }
+    }
+    assert_int_equal(seen, (1 << 17) - 1 + (1 << 20));
+    assert_int_equal(nk, 3);
+    assert_true(alloc_stack != 0);
+    assert_int_equal(alloc_stack, af_stack); /* same frames, same stack id */
+    assert_int_equal(kern_launch[0], kern_launch[1]); /* interned launch */
+    assert_int_not_equal(kern_launch[0], kern_launch[2]);
+    assert_int_equal(t.nlaunch, 2);
+    assert_int_equal(t.nmodule, 1);
+    wt_trace_free(&t);
+    unlink(path);
+}
+
+/* Same stacks get the same id; stacks sharing outer frames share Stack
+ * records through `parent`; deep stacks flatten back exactly. */
+static void test_interning_stacks(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "intern.vt");
+    vt_writer *w = open_writer(path, NULL);
+    enum { DEPTH = 30, NSTACK = 40 };
+    vt_frame fr[NSTACK][DEPTH];
+    for (int s = 0; s < NSTACK; s++)
+        for (int d = 0; d < DEPTH; d++)
+            /* outermost 24 frames common to all; innermost 6 differ */
+            fr[s][d] = (vt_frame){.pc = d < 6 ? 0x100000u + (uint64_t)s * 64 + (uint64_t)d : 0x200000u + (uint64_t)d,
+                                  .kind = VT_FRAME_NATIVE};
+    for (int rep = 0; rep < 5; rep++) {
+        for (int s = 0; s < NSTACK; s++) {
+            vt_event e;
+            memset(&e, 0, sizeof(e));
+            e.type = VT_EV_ALLOC;
+            e.u.alloc.address = (uint64_t)s;
+            e.u.alloc.size = (uint64_t)rep;
+            e.u.alloc.site.frames = fr[s];
+            e.u.alloc.site.nframes = (uint32_t)(s == 0 ? 1 : DEPTH); /* stack 0: one frame */
+            assert_int_equal(vt_writer_emit(w, &e), 0);
+            assert_int_equal(vt_writer_define_code(w, 1, "a.py", "f"), 0); /* noise: same strings */
+        }
+    }
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+
+    wt_trace t;
+    assert_int_equal(wt_decode_file(path, &t, 0), 0);
+    assert_int_equal(t.errors, 0);
+    uint32_t ids[NSTACK] = {0};
+    size_t nalloc = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        const wt_ev *x = &t.ev[i];
+        if (x->type != VRAMTRACE__RECORD__BODY_ALLOC)
+            continue;
+        nalloc++;
+        int s = (int)x->a;
+        if (!ids[s])
+            ids[s] = x->stack;
+        assert_int_equal(ids[s], x->stack); /* same stack, same id */
+        uint32_t f[64];
+        size_t n = wt_stack_frames(&t, x->stack, f, 64);
+        assert_int_equal(n, s == 0 ? 1 : DEPTH);
+        for (size_t d = 0; d < n; d++)
+            assert_int_equal(t.frame[f[d]]->ip, fr[s][d].pc);
+    }
+    assert_int_equal(nalloc, 5 * NSTACK);
+    for (int a = 0; a < NSTACK; a++)
+        for (int b = a + 1; b < NSTACK; b++)
+            assert_int_not_equal(ids[a], ids[b]);
+    /* sharing: 39 deep stacks of 30 frames, 24 common outer frames.  Without
+     * sharing that would be 39 * 30 frame ids; with it far fewer. */
+    size_t total = 0;
+    for (uint32_t i = 1; i <= t.nstack; i++)
+        total += t.stack[i]->n_frame;
+    assert_true(total < 39 * 30 / 2);
+    /* frames: 24 common + 39 * 6 distinct + 1 (stack 0 = frame of stack 1's first? no: its own) */
+    assert_int_equal(t.nframe, 24 + 39 * 6 + 1);
+    assert_int_equal(t.nstr, 2); /* "a.py" and "f" interned once */
+    wt_trace_free(&t);
+    unlink(path);
+}
+
+/* Small frames: many zstd frames, each starting with a Sync; values and
+ * times stay exact across the delta resets. */
+static void test_frames_and_sync(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "frames.vt");
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.frame_bytes = 2048;
+    vt_writer *w = open_writer(path, &cfg);
+    enum { N = 20000 };
+    vt_frame fr[2] = {{0x1000, 0, 0}, {0x2000, 0, 0}};
+    for (int i = 0; i < N; i++) {
+        vt_event e;
+        memset(&e, 0, sizeof(e));
+        if (i % 2) {
+            e.type = VT_EV_KERNEL;
+            e.time_ns = 1000000000ull + (uint64_t)i * 3000;
+            e.u.kernel.name = i % 4 == 1 ? "k1" : "k2";
+            e.u.kernel.duration_ns = (uint64_t)i;
+            e.u.kernel.corr = (uint64_t)i * 2;
+        } else {
+            e.type = VT_EV_ALLOC;
+            e.time_ns = 500000000ull + (uint64_t)i * 1000;
+            e.u.alloc.address = 0x7000000000ull + (uint64_t)i * 512;
+            e.u.alloc.size = (uint64_t)i;
+            e.u.alloc.corr = (uint64_t)i * 2 + 1;
+            e.u.alloc.site.frames = fr;
+            e.u.alloc.site.nframes = 2;
+        }
+        int rc;
+        while ((rc = vt_writer_emit(w, &e)) == VT_ERR_DROPPED)
+            usleep(1000); /* this test wants every event */
+        assert_int_equal(rc, 0);
+    }
+    assert_int_equal(vt_writer_flush(w), 0);
+    vt_writer_stats st;
+    vt_writer_get_stats(w, &st);
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+
+    wt_trace t;
+    assert_int_equal(wt_decode_file(path, &t, 0), 0);
+    assert_int_equal(t.errors, 0);
+    assert_true(t.nzframes > 20);
+    assert_int_equal(t.nsync, t.nzframes);
+    assert_true(st.frames >= t.nzframes - 1);
+    size_t n = 0;
+    uint64_t last_k = 0, last_a = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        const wt_ev *x = &t.ev[i];
+        if (x->type == VRAMTRACE__RECORD__BODY_KERNEL) {
+            uint64_t k = x->b;
+            assert_true(k % 2 == 1);
+            assert_true(!last_k || k > last_k);
+            last_k = k;
+            assert_int_equal(x->time, 1000000000ull + k * 3000);
+            assert_int_equal(x->corr, k * 2);
+            n++;
+        } else if (x->type == VRAMTRACE__RECORD__BODY_ALLOC) {
+            uint64_t k = x->b;
+            assert_true(!last_a || k > last_a);
+            last_a = k;
+            assert_int_equal(x->time, 500000000ull + k * 1000);
+            assert_int_equal(x->corr, k * 2 + 1);
+            assert_int_equal(x->a, 0x7000000000ull + k * 512);
+            uint32_t f[4];
+            assert_int_equal(wt_stack_frames(&t, x->stack, f, 4), 2);
+            assert_int_equal(t.frame[f[1]]->ip, 0x2000);
+            n++;
+        }
+    }
+    assert_int_equal(n, N);
+    assert_non_null(t.end);
+    assert_int_equal(t.end->events, N);
+    wt_trace_free(&t);
+    unlink(path);
+}
+
+/* Without any explicit flush, an event reaches the file within flush_ms. */
+static void test_periodic_flush(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "periodic.vt");
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.flush_ms = 50;
+    vt_writer *w = open_writer(path, &cfg);
+    vt_event e;
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_FREE;
+    e.u.free.address = 0xabcdef;
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    usleep(150 * 1000);
+    wt_trace t;
+    assert_int_equal(wt_decode_file(path, &t, 0), 0);
+    assert_int_equal(t.errors, 0);
+    assert_int_equal(t.nev, 1);
+    assert_int_equal(t.ev[0].a, 0xabcdef);
+    assert_null(t.end);
+    wt_trace_free(&t);
+    vt_writer_free(w);
+    assert_int_equal(wt_decode_file(path, &t, 0), 0);
+    assert_non_null(t.end); /* free() closes with End */
+    assert_false(t.truncated);
+    wt_trace_free(&t);
+    unlink(path);
+}
+
+/* Events after close and on NULL are refused; free(NULL) is a no-op. */
+static void test_lifecycle(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "life.vt");
+    vt_writer_free(NULL);
+    vt_event e;
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_FREE;
+    assert_int_equal(vt_writer_emit(NULL, &e), VT_ERR_DISABLED);
+    assert_int_equal(vt_writer_flush(NULL), VT_ERR_DISABLED);
+    vt_writer_emergency_flush(NULL, 11);
+    vt_writer *w = open_writer(path, NULL);
+    assert_false(vt_writer_disabled(w));
+    assert_string_equal(vt_writer_errmsg(w), "");
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    assert_int_equal(vt_writer_flush(w), 0);
+    assert_int_equal(vt_writer_close(w, VT_END_ERROR, 0), 0);
+    assert_true(vt_writer_disabled(w));
+    assert_int_equal(vt_writer_emit(w, &e), VT_ERR_DISABLED);
+    assert_int_equal(vt_writer_define_code(w, 1, "a", "b"), VT_ERR_DISABLED);
+    assert_int_equal(vt_writer_flush(w), VT_ERR_DISABLED);
+    vt_writer_emergency_flush(w, 11); /* no effect after close */
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+    wt_trace t;
+    assert_int_equal(wt_decode_file(path, &t, 0), 0);
+    assert_int_equal(t.errors, 0);
+    assert_non_null(t.end);
+    assert_int_equal(t.end->reason, VRAMTRACE__END_REASON__END_ERROR);
+    assert_int_equal(t.end->events, 1);
+    wt_trace_free(&t);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip_all_kinds),
+        cmocka_unit_test(test_interning_stacks),
+        cmocka_unit_test(test_frames_and_sync),
+        cmocka_unit_test(test_periodic_flush),
+        cmocka_unit_test(test_lifecycle),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,14 @@
+# tests/writer: the crash-safe trace writer (src/core/vt_writer.c), checked
+# with an independent decoder (wt_decode.c: zstd + protobuf-c, not vt_reader).
+add_library(vt_writer_testlib STATIC ${CMAKE_CURRENT_LIST_DIR}/wt_decode.c)
+target_link_libraries(vt_writer_testlib PUBLIC vt_core vt_proto vt_zstd vt_cmocka Threads::Threads)
+target_include_directories(vt_writer_testlib PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+
+foreach(t roundtrip threads crash files)
+  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_writer_${t}.c)
+    add_executable(test_writer_${t} ${CMAKE_CURRENT_LIST_DIR}/test_writer_${t}.c)
+    target_link_libraries(test_writer_${t} PRIVATE vt_writer_testlib)
+    add_test(NAME writer_${t} COMMAND test_writer_${t})
+    set_tests_properties(writer_${t} PROPERTIES TIMEOUT 300 LABELS writer)
+  endif()
+endforeach()
