@@ -302,7 +302,6 @@ static vt_ring *vt_ring_claim(vt_writer *w)
         r->next = head;
     } while (!atomic_compare_exchange_weak_explicit(&w->rings, &head, r, memory_order_release,
                                                     memory_order_relaxed));
-    vt_wake(w); /* the writer's cursor array may need to grow */
     return r;
 }
 
@@ -1951,6 +1950,7 @@ void vt_writer_get_stats(const vt_writer *w, vt_writer_stats *st)
     for (vt_ring *r = atomic_load_explicit(&ww->rings, memory_order_acquire); r; r = r->next) {
         st->emitted += atomic_load_explicit(&r->emitted, memory_order_relaxed);
         st->dropped += atomic_load_explicit(&r->dropped, memory_order_relaxed);
+        st->rings++;
     }
     st->dropped += atomic_load_explicit(&ww->noring_dropped, memory_order_relaxed);
     st->records = atomic_load_explicit(&ww->st_records, memory_order_relaxed);
