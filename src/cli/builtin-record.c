@@ -327,13 +327,13 @@ static void summarize(const char *shown_dir, const char *absdir, char **before, 
             incomplete++;
         if (quiet_list)
             continue;
-        char rank[32] = "";
+        char rank[40] = "";
         if (ti.rank[0])
-            snprintf(rank, sizeof(rank), "rank %s", ti.rank);
+            snprintf(rank, sizeof(rank), "  rank %s", ti.rank);
         char evs[40] = "";
         if (ti.counted)
-            snprintf(evs, sizeof(evs), "%10llu events", (unsigned long long)ti.events);
-        fprintf(stderr, "  %-44s %9s  %s  %-8s%s\n", after[i], hb, evs, rank,
+            snprintf(evs, sizeof(evs), "  %10llu events", (unsigned long long)ti.events);
+        fprintf(stderr, "  %-44s %9s%s%s%s\n", after[i], hb, evs, rank,
                 ti.complete ? "" : "  incomplete (the process died?)");
     }
     char hb[32];

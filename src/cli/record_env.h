@@ -22,7 +22,7 @@
  * summary then counts events, and the tests write real traces.  0: files
  * and bytes only. */
 #ifndef VT_RECORD_HAVE_CORE_IO
-#define VT_RECORD_HAVE_CORE_IO 0
+#define VT_RECORD_HAVE_CORE_IO 1
 #endif
 
 #define VT_RECORD_FILE_TEMPLATE "vramtrace.%n.%h.r%r.%p.zst"

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "record_env.h"
+#include "vt_error.h"
 #include "vt_writer.h"
 
 static volatile sig_atomic_t g_count;

@@ -19,3 +19,25 @@ target_link_libraries(test_record_cli PRIVATE vt_core vt_cmocka util)
 add_test(NAME record_cli COMMAND test_record_cli $<TARGET_FILE:vramtrace> $<TARGET_FILE:record_child>)
 set_tests_properties(record_cli PROPERTIES TIMEOUT 120)
 add_dependencies(test_record_cli vramtrace record_child)
+
+# examples/leaky.cu: the bundled leaky CUDA program that scripts/demo.sh
+# records on a machine with a GPU (build/examples/leaky).  nvcc is called
+# directly (no project-wide CUDA language); built only where the injection
+# library is (CUPTI found) and without sanitizers.  SASS for sm_90
+# (H100/H200) plus PTX for any GPU from sm_75 on.
+if(VT_HAVE_CUPTI AND NOT VT_SANITIZE)
+  find_program(VT_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR} /usr/local/cuda/bin)
+  if(VT_NVCC)
+    set(VT_LEAKY ${CMAKE_BINARY_DIR}/examples/leaky)
+    add_custom_command(
+      OUTPUT ${VT_LEAKY}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/examples
+      COMMAND ${VT_NVCC} -O2 -g -lineinfo -Xcompiler -fno-omit-frame-pointer
+              --generate-code arch=compute_75,code=compute_75
+              --generate-code arch=compute_90,code=sm_90
+              -o ${VT_LEAKY} ${CMAKE_SOURCE_DIR}/examples/leaky.cu
+      DEPENDS ${CMAKE_SOURCE_DIR}/examples/leaky.cu
+      COMMENT "nvcc examples/leaky.cu")
+    add_custom_target(vt_example_leaky ALL DEPENDS ${VT_LEAKY})
+  endif()
+endif()
