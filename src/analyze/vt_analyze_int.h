@@ -70,6 +70,7 @@ typedef struct {
     uint64_t first_t, last_t;
     /* view at T (see vt_replay.c: base + folded tail) */
     int64_t at_bytes, at_count;
+    int64_t never_bytes, never_count; /* of those, still live at the end of the trace */
     /* live at the device's peak (lazy snapshot, see vt_replay.c) */
     int64_t pk_bytes, pk_count;
     uint64_t pk_epoch;

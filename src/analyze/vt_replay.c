@@ -1382,7 +1382,12 @@ static void unit_growth(vt_proc *p, vt_unit *u, uint32_t n)
     for (uint32_t i = 1; i < n; i++)
         if (f[i] < lo)
             lo = f[i];
-    u->grown = f[n - 1] - lo;
+    /* grown: from the lowest floor to the live bytes at the view (the last
+     * floor when the view falls inside a temporary's lifetime) */
+    uint64_t endv = u->at_bytes > 0 ? (uint64_t)u->at_bytes : 0;
+    if (endv > f[n - 1] + (f[n - 1] - lo))
+        endv = f[n - 1];
+    u->grown = (endv > f[n - 1] ? endv : f[n - 1]) - lo;
     double tau = kendall_tau_b(y, m);
     /* least squares slope over the late window, bytes per bucket */
     double mx = (m - 1) / 2.0, my = 0, sxy = 0, sxx = 0;
@@ -1565,6 +1570,21 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
             p->leak_bytes += (uint64_t)u->at_bytes;
             p->leak_blocks += (uint64_t)u->at_count;
             p->dev[u->device].at_kind[u->kind] += u->at_bytes;
+        }
+    }
+    /* blocks live at the view and never freed afterwards */
+    for (size_t i = 0; i < p->blocks.cap; i++) {
+        const vt_block *b = &p->blocks.slots[i];
+        if (b->addr && b->t <= p->view_t) {
+            p->units[b->unit].never_bytes += (int64_t)b->size;
+            p->units[b->unit].never_count++;
+        }
+    }
+    for (size_t i = 0; i < p->nvmms; i++) {
+        const vt_vmm *v = &p->vmms[i];
+        if (vt_map_get(&p->vmm_handles, v->handle + 1) && v->t <= p->view_t) {
+            p->units[v->unit].never_bytes += (int64_t)v->size;
+            p->units[v->unit].never_count++;
         }
     }
     /* leak order */

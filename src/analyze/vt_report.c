@@ -246,7 +246,13 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
         const vt_unit *u = &p->units[p->leak_order[i]];
         fprintf(o, "#%zu ", i + 1);
         unit_line(p, u, u->at_bytes, u->at_count, o);
-        fprintf(o, "; %" PRIu64 " allocated in all\n", u->allocs);
+        fprintf(o, "; %" PRIu64 " allocated in all; ", u->allocs);
+        if (u->never_bytes >= u->at_bytes)
+            fprintf(o, "never freed\n");
+        else if (u->never_bytes == 0)
+            fprintf(o, "all freed after the view (teardown)\n");
+        else
+            fprintf(o, "%s never freed\n", B(b1, (double)u->never_bytes));
         text_stack(a, p, u->stack, o, "    ");
     }
     if (p->nleak > a->cfg.top)
@@ -369,7 +375,7 @@ static void text_oom(vt_analysis *a, vt_proc *p, FILE *o)
             uint64_t unused = e->pool_reserved > e->pool_used ? e->pool_reserved - e->pool_used : 0;
             fprintf(o, "    pools: reserved %s, used %s, reserved but unused %s", B(b1, (double)e->pool_reserved),
                     B(b2, (double)e->pool_used), B(b3, (double)unused));
-            if (unused >= e->size)
+            if (unused >= e->size && e->size && e->error == 2)
                 fprintf(o, " >= the request: fragmentation (no free range large enough)");
             fprintf(o, "\n");
         }
@@ -422,7 +428,7 @@ static const char *allocator_mode(const vt_proc *p, int *tensor_level)
 
 static void text_allocator(vt_analysis *a, vt_proc *p, FILE *o)
 {
-    char b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32], b4[32];
     (void)a;
     int tl;
     const char *mode = allocator_mode(p, &tl);
@@ -448,7 +454,7 @@ static void text_allocator(vt_analysis *a, vt_proc *p, FILE *o)
         const vt_pool *q = &p->pools[i];
         fprintf(o, "pool 0x%" PRIx64 " on device %u: reserved peak %s, used peak %s; last: reserved %s, used %s",
                 q->pool, q->device, B(b1, (double)q->reserved_high), B(b2, (double)q->used_high),
-                B(b3, (double)q->reserved_last), B(b1, (double)q->used_last));
+                B(b3, (double)q->reserved_last), B(b4, (double)q->used_last));
         if (q->creates || q->destroys || q->trims)
             fprintf(o, " (%" PRIu64 " create, %" PRIu64 " destroy, %" PRIu64 " trim)", q->creates, q->destroys, q->trims);
         fprintf(o, "\n");
@@ -643,6 +649,7 @@ static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, 
     fprintf(o, "{\"bytes\":%" PRId64 ",\"blocks\":%" PRId64 ",\"device\":%u,\"kind\":\"%s\",\"api\":\"%s\"", bytes,
             count, u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
     fprintf(o, ",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64, u->allocs, u->alloc_bytes, u->frees);
+    fprintf(o, ",\"never_freed_bytes\":%" PRId64 ",\"never_freed_blocks\":%" PRId64, u->never_bytes, u->never_count);
     fprintf(o, ",\"mean_lifetime_s\":%.6f", u->frees ? (double)u->lifetime_sum / (double)u->frees / 1e9 : 0.0);
     fprintf(o, ",\"key\":");
     vt_json_str(o, vt_unit_key(a, p, unit));
@@ -834,7 +841,7 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
             uint64_t unused = e->pool_reserved > e->pool_used ? e->pool_reserved - e->pool_used : 0;
             fprintf(o, "{\"reserved_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64 ",\"unused_bytes\":%" PRIu64
                        ",\"fragmentation\":%s}",
-                    e->pool_reserved, e->pool_used, unused, unused >= e->size ? "true" : "false");
+                    e->pool_reserved, e->pool_used, unused, unused >= e->size && e->size && e->error == 2 ? "true" : "false");
         } else
             fprintf(o, "null");
         fprintf(o, ",\"caching_allocator_segments_bytes\":%" PRIu64 ",\"top_holders\":[", e->c10_reserved);

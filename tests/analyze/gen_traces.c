@@ -1,0 +1,405 @@
+/* gen_traces.c - writes the synthetic traces of the analyzer's golden tests
+ * with the core writer: `gen_traces OUTDIR`.  One scenario per file, each
+ * built so that one section or edge case of the report has a known answer
+ * (see the comment of each function).  Touches only OUTDIR. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "vt_gen.h"
+
+static const char *g_dir;
+
+static const char *P(const char *name)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof(buf), "%s/%s", g_dir, name);
+    return buf;
+}
+
+#define TRAIN "/home/user/project/train.py"
+#define TORCH_MOD "/usr/lib/python3.12/site-packages/torch/nn/modules/module.py"
+#define CUDART "/opt/vt-test/cuda/lib64/libcudart.so.13"
+#define LIBFOO "/nonexistent/lib/libfoo.so"
+#define C10 "/opt/conda/lib/python3.12/site-packages/torch/lib/libc10_cuda.so"
+
+/* python code keys */
+enum { K_MAIN = 1, K_BUILD, K_BUF, K_CALL, K_STEP, K_KEEP, K_CACHE, K_TEMP, K_RUN };
+
+static void common_defs(void)
+{
+    gen_device(0, "NVIDIA H200", 140 * GiB);
+    gen_module(CUDART, 0x7f0000000000ull, 0x7f0000100000ull, 0x7f0000000000ull);
+    gen_module(LIBFOO, 0x7f1000000000ull, 0x7f1000010000ull, 0x7f1000000000ull);
+    gen_module(C10, 0x7f2000000000ull, 0x7f2000200000ull, 0x7f2000000000ull);
+    gen_code(K_MAIN, TRAIN, "main");
+    gen_code(K_BUILD, TRAIN, "build_model");
+    gen_code(K_BUF, TRAIN, "make_buffer");
+    gen_code(K_CALL, TORCH_MOD, "Module._call_impl");
+    gen_code(K_STEP, TRAIN, "train_step");
+    gen_code(K_KEEP, TRAIN, "keep_outputs");
+    gen_code(K_CACHE, TRAIN, "cached_embedding");
+    gen_code(K_TEMP, TRAIN, "forward");
+    gen_code(K_RUN, TRAIN, "run");
+}
+
+/* a python stack under cudart: [cudart, torch module, fn:line, main:80] */
+static gen_stack py_stack(uint64_t key, uint32_t line, int through_torch)
+{
+    gen_stack s = {.n = 0};
+    gs_native(&s, 0x7f0000001234ull);
+    if (through_torch)
+        gs_py(&s, K_CALL, 1511);
+    gs_py(&s, key, line);
+    gs_py(&s, K_MAIN, 80);
+    return s;
+}
+
+/* Leaks: weights freed only at teardown (after the last kernel) count as
+ * live at the view; a buffer leaked in steps 2-4, a native-only site in a
+ * library that is not on this machine, module globals, pinned host memory;
+ * temporaries freed each step do not appear. */
+static void gen_leak(const char *name, int variant)
+{
+    gen_proc gp = {.program = "train.py", .pid = 4242, .kernels = 1, .native = 1, .python = 1};
+    gen_open(P(name), &gp);
+    common_defs();
+    gen_memusage(T(0), 0, 139 * GiB, 140 * GiB);
+    gen_alloc(T(1 * MS), 0x10000000ull, 1 * MiB, 0, VT_MEM_DEVICE_STATIC, VT_API_MODULE_GLOBAL, NULL);
+    gen_stack w = py_stack(K_BUILD, 20, 1);
+    for (int i = 0; i < 4; i++)
+        gen_alloc(T(2 * MS + i * 100000), 0x200000000ull + i * 0x10000000ull, 256 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &w);
+    gen_stack tmp = py_stack(K_STEP, 51, 0);
+    gen_stack buf = py_stack(K_BUF, 42, 0);
+    gen_stack foo = {.n = 0};
+    gs_native(&foo, 0x7f0000001300ull);
+    gs_native(&foo, 0x7f1000001234ull);
+    gs_native(&foo, 0x7f1000002000ull);
+    gen_stack pin = py_stack(K_RUN, 33, 0);
+    gen_alloc(T(3 * MS), 0x500000000ull, 2 * MiB, 0, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, &pin);
+    int nbuf = variant ? 5 : 3;
+    for (int s = 0; s < 6; s++) {
+        uint64_t t = 10 * MS + s * 10 * MS;
+        gen_alloc(T(t + 1 * MS), 0x300000000ull, 64 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &tmp);
+        gen_kernel(T(t + 2 * MS), "ampere_sgemm_128x64_nn", 0, 3 * MS);
+        gen_free(T(t + 6 * MS), 0x300000000ull, 0);
+        if (s == 0) {
+            gen_alloc(T(15 * MS), 0x600000000ull, 8 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &foo);
+            if (variant) {
+                gen_stack extra = py_stack(K_CACHE, 77, 0);
+                gen_alloc(T(16 * MS + 500000), 0x700000000ull, 32 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &extra);
+            }
+        }
+        if (s >= 2 && s < 2 + nbuf)
+            gen_alloc(T(t + 7 * MS), 0x400000000ull + s * 0x1000000ull, 16 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &buf);
+    }
+    gen_memusage(T(40 * MS), 0, 138 * GiB, 140 * GiB);
+    /* teardown after the last kernel (ends at 65 ms) */
+    for (int i = 0; i < 4; i++)
+        gen_free(T(100 * MS + i * MS), 0x200000000ull + i * 0x10000000ull, 0);
+    gen_close(VT_END_NORMAL, 0);
+}
+
+/* Growth: 40 steps of 10 ms.  keep_outputs appends 1 MiB per step (must be
+ * flagged), cached_embedding fills 8 entries then replaces the oldest (must
+ * not), forward allocates 512 MiB and frees it every step (must not).
+ * Steps come from NVTX ranges "step N" or, with nvtx = 0, from the
+ * repeating kernel sequence. */
+static void gen_growth(const char *name, int nvtx)
+{
+    gen_proc gp = {.program = "train.py", .pid = 5151, .kernels = 1, .native = 1, .python = 1};
+    gen_open(P(name), &gp);
+    common_defs();
+    gen_stack keep = py_stack(K_KEEP, 64, 0);
+    gen_stack cache = py_stack(K_CACHE, 77, 0);
+    gen_stack temp = py_stack(K_TEMP, 91, 1);
+    const int steps = 40;
+    for (int k = 0; k < steps; k++) {
+        uint64_t t = 10 * MS + (uint64_t)k * 10 * MS;
+        char msg[32];
+        snprintf(msg, sizeof(msg), "step %d", k);
+        if (nvtx)
+            gen_nvtx(T(t), VT_NVTX_PUSH, msg);
+        gen_alloc(T(t + 1 * MS), 0x100000000ull, 512 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, &temp);
+        gen_kernel(T(t + 2 * MS), "gemm_fwd", 0, 1 * MS);
+        gen_kernel(T(t + 4 * MS), "relu_bwd", 0, 1 * MS);
+        gen_free(T(t + 6 * MS), 0x100000000ull, 0);
+        gen_alloc(T(t + 7 * MS), 0x200000000ull + (uint64_t)k * 0x100000ull, 1 * MiB, 0, VT_MEM_DEVICE,
+                  VT_API_MALLOC_ASYNC, &keep);
+        gen_alloc(T(t + 7 * MS + 500000), 0x300000000ull + (uint64_t)k * 0x400000ull, 4 * MiB, 0, VT_MEM_DEVICE,
+                  VT_API_MALLOC_ASYNC, &cache);
+        if (k >= 8)
+            gen_free(T(t + 7 * MS + 600000), 0x300000000ull + (uint64_t)(k - 8) * 0x400000ull, 0);
+        gen_kernel(T(t + 8 * MS), "adam_step", 0, 500000);
+        if (nvtx)
+            gen_nvtx(T(t + 9 * MS), VT_NVTX_POP, NULL);
+    }
+    /* teardown */
+    for (int k = 0; k < steps; k++)
+        gen_free(T(600 * MS + (uint64_t)k * 1000), 0x200000000ull + (uint64_t)k * 0x100000ull, 0);
+    for (int k = steps - 8; k < steps; k++)
+        gen_free(T(650 * MS + (uint64_t)k * 1000), 0x300000000ull + (uint64_t)k * 0x400000ull, 0);
+    gen_close(VT_END_NORMAL, 0);
+}
+
+/* OOM with fragmentation: a stream-ordered pool holds 30 GiB, half of it
+ * unused, and a 2 GiB request fails. */
+static void gen_oom(void)
+{
+    gen_proc gp = {.program = "oom_test", .pid = 777, .kernels = 1, .native = 1, .python = 0};
+    gen_open(P("oom.zst"), &gp);
+    gen_device(0, "NVIDIA H100 PCIe", 32 * GiB);
+    gen_module("/opt/app/bin/oom_test", 0x400000ull, 0x500000ull, 0);
+    gen_module(CUDART, 0x7f0000000000ull, 0x7f0000100000ull, 0x7f0000000000ull);
+    vt_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_POOL;
+    ev.time_ns = T(1 * MS);
+    ev.u.pool.op = VT_POOL_CREATE;
+    ev.u.pool.pool = 0xabc000;
+    gen_emit(&ev);
+    gen_stack big = {.n = 0}, other = {.n = 0};
+    gs_native(&big, 0x7f0000001234ull);
+    gs_native(&big, 0x401000ull);
+    gs_native(&big, 0x402000ull);
+    gs_native(&other, 0x7f0000001234ull);
+    gs_native(&other, 0x403000ull);
+    gs_native(&other, 0x402000ull);
+    for (int i = 0; i < 30; i++) {
+        memset(&ev, 0, sizeof(ev));
+        ev.type = VT_EV_ALLOC;
+        ev.time_ns = T(2 * MS + (uint64_t)i * MS);
+        ev.u.alloc.address = 0x1000000000ull + (uint64_t)i * GiB;
+        ev.u.alloc.size = 1 * GiB;
+        ev.u.alloc.kind = VT_MEM_DEVICE;
+        ev.u.alloc.api = VT_API_MALLOC_FROM_POOL;
+        ev.u.alloc.pool = 0xabc000;
+        ev.u.alloc.site.frames = (i % 2) ? other.f : big.f;
+        ev.u.alloc.site.nframes = 3;
+        gen_emit(&ev);
+        memset(&ev, 0, sizeof(ev));
+        ev.type = VT_EV_POOL_USAGE;
+        ev.time_ns = T(2 * MS + (uint64_t)i * MS + 500000);
+        ev.u.pool_usage.pool = 0xabc000;
+        ev.u.pool_usage.reserved_current = (uint64_t)(i + 1) * GiB;
+        ev.u.pool_usage.used_current = (uint64_t)(i + 1) * GiB;
+        ev.u.pool_usage.reserved_high = ev.u.pool_usage.reserved_current;
+        ev.u.pool_usage.used_high = ev.u.pool_usage.used_current;
+        gen_emit(&ev);
+    }
+    gen_kernel(T(33 * MS), "fill_kernel", 0, 1 * MS);
+    for (int i = 1; i < 30; i += 2)
+        gen_free(T(40 * MS + (uint64_t)i * 100000), 0x1000000000ull + (uint64_t)i * GiB, 0);
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_POOL_USAGE;
+    ev.time_ns = T(45 * MS);
+    ev.u.pool_usage.pool = 0xabc000;
+    ev.u.pool_usage.reserved_current = 30 * GiB;
+    ev.u.pool_usage.used_current = 15 * GiB;
+    ev.u.pool_usage.reserved_high = 30 * GiB;
+    ev.u.pool_usage.used_high = 30 * GiB;
+    gen_emit(&ev);
+    gen_memusage(T(46 * MS), 0, 1 * GiB, 32 * GiB);
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_ALLOC_FAILED;
+    ev.time_ns = T(50 * MS);
+    ev.u.alloc_failed.size = 2 * GiB;
+    ev.u.alloc_failed.kind = VT_MEM_DEVICE;
+    ev.u.alloc_failed.api = VT_API_MALLOC_FROM_POOL;
+    ev.u.alloc_failed.error = 2;
+    ev.u.alloc_failed.error_name = "CUDA_ERROR_OUT_OF_MEMORY";
+    ev.u.alloc_failed.pool = 0xabc000;
+    ev.u.alloc_failed.site.frames = other.f;
+    ev.u.alloc_failed.site.nframes = 3;
+    gen_emit(&ev);
+    ev.time_ns = T(51 * MS);
+    ev.u.alloc_failed.size = 0;
+    ev.u.alloc_failed.error = 1;
+    ev.u.alloc_failed.error_name = "CUDA_ERROR_INVALID_VALUE";
+    gen_emit(&ev);
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_POOL;
+    ev.time_ns = T(52 * MS);
+    ev.u.pool.op = VT_POOL_TRIM;
+    ev.u.pool.pool = 0xabc000;
+    gen_emit(&ev);
+    gen_close(VT_END_NORMAL, 0);
+}
+
+static void vmm(vt_evtype type, uint64_t t, uint64_t addr, uint64_t size, uint64_t handle, const gen_stack *s)
+{
+    vt_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = type;
+    ev.time_ns = t;
+    switch (type) {
+    case VT_EV_VMM_CREATE:
+        ev.u.vmm_create.handle = handle;
+        ev.u.vmm_create.size = size;
+        ev.u.vmm_create.kind = VT_MEM_DEVICE;
+        if (s) {
+            ev.u.vmm_create.site.frames = s->f;
+            ev.u.vmm_create.site.nframes = s->n;
+        }
+        break;
+    case VT_EV_VMM_RELEASE:
+        ev.u.vmm_release.handle = handle;
+        break;
+    case VT_EV_VMM_MAP:
+        ev.u.vmm_map.address = addr;
+        ev.u.vmm_map.size = size;
+        ev.u.vmm_map.handle = handle;
+        break;
+    default:
+        ev.u.vmm_range.address = addr;
+        ev.u.vmm_range.size = size;
+        if (s) {
+            ev.u.vmm_range.site.frames = s->f;
+            ev.u.vmm_range.site.nframes = s->n;
+        }
+        break;
+    }
+    gen_emit(&ev);
+}
+
+/* VMM as PyTorch's expandable segments use it: physical memory counted
+ * once per cuMemCreate even when mapped twice; a release while mapped
+ * takes effect at the last unmap; unknown handles/mappings are oddities. */
+static void gen_vmm(void)
+{
+    gen_proc gp = {.program = "train.py", .pid = 6000, .kernels = 1, .native = 1, .python = 1,
+                   .alloc_conf = "expandable_segments:True"};
+    gen_open(P("vmm.zst"), &gp);
+    common_defs();
+    gen_stack s = {.n = 0};
+    gs_native(&s, 0x7f2000004000ull); /* libc10_cuda */
+    gs_py(&s, K_TEMP, 91);
+    gs_py(&s, K_MAIN, 80);
+    const uint64_t base = 0x7e0000000000ull;
+    vmm(VT_EV_VMM_RESERVE, T(1 * MS), base, 64 * GiB, 0, &s);
+    for (int i = 0; i < 4; i++) {
+        vmm(VT_EV_VMM_CREATE, T(2 * MS + i * MS), 0, 20 * MiB, 100 + i, &s);
+        vmm(VT_EV_VMM_MAP, T(2 * MS + i * MS + 100000), base + i * 20 * MiB, 20 * MiB, 100 + i, NULL);
+    }
+    /* handle 100 mapped a second time: still 20 MiB of physical memory */
+    vmm(VT_EV_VMM_MAP, T(7 * MS), base + 32 * GiB, 20 * MiB, 100, NULL);
+    gen_kernel(T(8 * MS), "vectorized_elementwise_kernel", 0, 1 * MS);
+    /* release of 101 while mapped: freed at its unmap */
+    vmm(VT_EV_VMM_RELEASE, T(10 * MS), 0, 0, 101, NULL);
+    gen_kernel(T(11 * MS), "vectorized_elementwise_kernel", 0, 1 * MS);
+    vmm(VT_EV_VMM_UNMAP, T(13 * MS), base + 20 * MiB, 20 * MiB, 0, NULL);
+    vmm(VT_EV_VMM_UNMAP, T(14 * MS), base + 60 * GiB, 20 * MiB, 0, NULL);  /* unknown mapping */
+    vmm(VT_EV_VMM_RELEASE, T(15 * MS), 0, 0, 999, NULL);                  /* unknown handle */
+    gen_kernel(T(16 * MS), "vectorized_elementwise_kernel", 0, 1 * MS);
+    gen_close(VT_END_NORMAL, 0);
+}
+
+/* PyTorch's default caching allocator: few large cudaMalloc segments
+ * from libc10_cuda, never freed. */
+static void gen_caching(void)
+{
+    gen_proc gp = {.program = "train.py", .pid = 6100, .kernels = 1, .native = 1, .python = 1};
+    gen_open(P("caching.zst"), &gp);
+    common_defs();
+    gen_stack s = {.n = 0};
+    gs_native(&s, 0x7f0000001234ull);
+    gs_native(&s, 0x7f2000004000ull);
+    gs_py(&s, K_TEMP, 91);
+    gs_py(&s, K_MAIN, 80);
+    gen_stack s2 = {.n = 0};
+    gs_native(&s2, 0x7f0000001234ull);
+    gs_native(&s2, 0x7f2000004000ull);
+    gs_py(&s2, K_BUILD, 20);
+    gs_py(&s2, K_MAIN, 80);
+    gen_alloc(T(1 * MS), 0x800000000ull, 2 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &s2);
+    gen_alloc(T(2 * MS), 0x810000000ull, 20 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &s2);
+    for (int i = 0; i < 3; i++) {
+        gen_alloc(T(3 * MS + i * MS), 0x900000000ull + i * GiB, 512 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &s);
+        gen_kernel(T(3 * MS + i * MS + 500000), "gemm", 0, 200000);
+    }
+    gen_close(VT_END_NORMAL, 0);
+}
+
+/* Oddities: double free, free of an address allocated before tracing,
+ * an allocation over a live block, dropped events, a warning note, a trace
+ * ended by a signal; the report shows them and goes on. */
+static void gen_oddities(void)
+{
+    gen_proc gp = {.program = "odd", .pid = 31337, .kernels = 0, .native = 0, .python = 0};
+    gen_open(P("oddities.zst"), &gp);
+    gen_device(0, "NVIDIA H200", 140 * GiB);
+    gen_alloc(T(1 * MS), 0xa000, 4096, 0, VT_MEM_DEVICE, VT_API_MALLOC, NULL);
+    gen_free(T(2 * MS), 0xa000, 0);
+    gen_free(T(3 * MS), 0xa000, 0);   /* double free */
+    gen_free(T(4 * MS), 0xdead0000, 0); /* allocated before tracing */
+    gen_alloc(T(5 * MS), 0xb000, 8192, 0, VT_MEM_DEVICE, VT_API_MALLOC, NULL);
+    gen_alloc(T(6 * MS), 0xb000, 1024, 0, VT_MEM_DEVICE, VT_API_MALLOC, NULL); /* free not seen */
+    gen_alloc(T(7 * MS), 0xc000, 1 * MiB, 0, VT_MEM_MANAGED, VT_API_MALLOC_MANAGED, NULL);
+    vt_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_DROPPED;
+    ev.time_ns = T(8 * MS);
+    ev.u.dropped.source = VT_DROP_CUPTI_ACTIVITY;
+    ev.u.dropped.count = 12;
+    gen_emit(&ev);
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_NOTE;
+    ev.time_ns = T(9 * MS);
+    ev.u.note.severity = VT_SEV_WARNING;
+    ev.u.note.text = "python stacks disabled: unknown Python version";
+    gen_emit(&ev);
+    gen_close(VT_END_SIGNAL, 11);
+}
+
+/* Two ranks of one job: the same call site in both, one only in rank 1. */
+static void gen_rank(int rank)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "ranks/rank%d.zst", rank);
+    gen_proc gp = {.program = "train.py", .pid = 9000 + (uint32_t)rank, .rank = rank ? "1" : "0", .kernels = 1,
+                   .native = 1, .python = 1};
+    gen_open(P(path), &gp);
+    gen_device((uint32_t)rank, "NVIDIA H200", 140 * GiB);
+    gen_module(CUDART, 0x7f0000000000ull, 0x7f0000100000ull, 0x7f0000000000ull);
+    /* a different load address per process: keys use module offsets */
+    gen_module(LIBFOO, 0x7f1000000000ull + (uint64_t)rank * 0x100000000ull, 0x7f1000010000ull + (uint64_t)rank * 0x100000000ull,
+               0x7f1000000000ull + (uint64_t)rank * 0x100000000ull);
+    gen_code(K_BUF, TRAIN, "make_buffer");
+    gen_code(K_MAIN, TRAIN, "main");
+    gen_stack buf = {.n = 0};
+    gs_native(&buf, 0x7f0000001234ull);
+    gs_py(&buf, K_BUF, 42);
+    gs_py(&buf, K_MAIN, 80);
+    for (int i = 0; i <= rank; i++)
+        gen_alloc(T(1 * MS + i * MS), 0x100000000ull + i * GiB, 100 * MiB, (uint32_t)rank, VT_MEM_DEVICE, VT_API_MALLOC, &buf);
+    if (rank) {
+        gen_stack foo = {.n = 0};
+        gs_native(&foo, 0x7f1000001234ull + 0x100000000ull);
+        gs_native(&foo, 0x7f1000002000ull + 0x100000000ull);
+        gen_alloc(T(4 * MS), 0x200000000ull, 50 * MiB, 1, VT_MEM_DEVICE, VT_API_MALLOC, &foo);
+    }
+    gen_kernel(T(5 * MS), "all_reduce", (uint32_t)rank, 1 * MS);
+    gen_close(VT_END_NORMAL, 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: gen_traces OUTDIR\n");
+        return 2;
+    }
+    g_dir = argv[1];
+    mkdir(g_dir, 0755);
+    mkdir(P("ranks"), 0755);
+    gen_leak("leak.zst", 0);
+    gen_leak("leak2.zst", 1);
+    gen_growth("growth_nvtx.zst", 1);
+    gen_growth("growth_kernels.zst", 0);
+    gen_oom();
+    gen_vmm();
+    gen_caching();
+    gen_oddities();
+    gen_rank(0);
+    gen_rank(1);
+    return 0;
+}
