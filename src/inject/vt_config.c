@@ -73,7 +73,7 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
     cfg->stack_depth = 32;
     cfg->flush_ms = 100;
     cfg->sample_ms = 200;
-    cfg->static_mem = 1;
+    cfg->static_mem = -1; /* auto */
     cfg->quiet = 0;
     const char *o = env_lookup(lookup, arg, "VRAMTRACE_OUTPUT");
     if (o && *o) {

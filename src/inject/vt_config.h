@@ -9,7 +9,8 @@
  *   VRAMTRACE_STACK_DEPTH    1..256 (default 32): frames per stack
  *   VRAMTRACE_FLUSH_MS       10..60000 (default 100): writer flush period
  *   VRAMTRACE_SAMPLE_MS      0 (off) or 10..60000 (default 200): pool and device memory sampling
- *   VRAMTRACE_STATIC         0|1 (default 1): DEVICE_STATIC module globals (MEMORY2 activity)
+ *   VRAMTRACE_STATIC         0|1 (default auto = -1): DEVICE_STATIC module globals from MEMORY2
+ *                            activity; auto leaves it off for tensor-level allocators
  *   VRAMTRACE_QUIET          0|1 (default 0): no stderr messages
  * Boolean values: 0/1, false/true, no/yes, off/on (any case).  A value
  * that does not parse keeps the default and is reported in `warning`.

@@ -35,7 +35,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.stack_depth, 32);
     assert_int_equal(c.flush_ms, 100);
     assert_int_equal(c.sample_ms, 200);
-    assert_int_equal(c.static_mem, 1);
+    assert_int_equal(c.static_mem, -1); /* auto */
     assert_int_equal(c.quiet, 0);
     assert_string_equal(c.warning, "");
 }

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# scripts/gpu-test.sh - GPU checks of libvramtrace.so, run ON the GPU machine
+# (the device tool), from the repository root:
+#   BUILD=build-inject bash scripts/gpu-test.sh
+# Builds the CUDA test programs of tests/gpu with nvcc, runs each under
+# CUDA_INJECTION64_PATH, checks every trace with vt_gpucheck against the
+# "VT_EXPECT" lines the program printed (addresses, sizes, frees, failed
+# allocations, kernels, stacks in named functions), runs the PyTorch
+# training loop in each allocator mode, then every tests/gpu/check_*.sh
+# with VRAMTRACE_LIB, VRAMTRACE_CLI and OUT.  Logs and small traces go
+# under $OUT (logs.tar.gz, traces.tar.gz, summary.txt); a table is printed last.
+set -u
+cd "$(dirname "$0")/.."
+root=$(pwd)
+BUILD=${BUILD:-build}
+OUT=${OUT:-/tmp/vt-gpu-out}
+export VRAMTRACE_LIB=${VRAMTRACE_LIB:-$root/$BUILD/libvramtrace.so}
+export VRAMTRACE_CLI=${VRAMTRACE_CLI:-$root/$BUILD/vramtrace}
+CHECK=${VT_GPUCHECK:-$(find "$root/$BUILD" -name vt_gpucheck -type f | head -1)}
+ONLY=${VT_GPU_ONLY:-}   # optional regex of test names to run
+W=$OUT/work
+rm -rf "$W"
+mkdir -p "$W/bin" "$W/traces" "$W/logs"
+results=()
+record() { results+=("$(printf '%-28s %-5s %s' "$1" "$2" "$3")"); echo "== $1: $2 $3"; }
+want() { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; }
+
+if [ "${1:-}" = "--build-only" ]; then
+    # compile the CUDA test programs here (no GPU needed) into $BUILD/gpu-bin
+    mkdir -p "$root/$BUILD/gpu-bin"
+    for p in alloc_basic alloc_async alloc_vmm oom threads forkexec crash; do
+        nvcc -O1 -g -arch=sm_90 -I"$root/tests/gpu" -o "$root/$BUILD/gpu-bin/$p" "$root/tests/gpu/$p.cu" -lcuda -ldl -lpthread || exit 1
+    done
+    exit 0
+fi
+ulimit -c 0
+echo "== machine"
+nvidia-smi -L 2>&1 | head -4
+nvcc --version 2>&1 | tail -1
+ls -la "$VRAMTRACE_LIB" "$CHECK" 2>&1
+[ -f "$VRAMTRACE_LIB" ] || { echo "no $VRAMTRACE_LIB"; exit 1; }
+
+# ---- build the CUDA programs
+progs="alloc_basic alloc_async alloc_vmm oom threads forkexec crash"
+for p in $progs; do
+    want "$p" || continue
+    # programs built ahead (scripts/gpu-test.sh --build-only here) travel in $BUILD/gpu-bin
+    if [ -x "$root/$BUILD/gpu-bin/$p" ] && [ "$root/$BUILD/gpu-bin/$p" -nt "$root/tests/gpu/$p.cu" ]; then
+        cp "$root/$BUILD/gpu-bin/$p" "$W/bin/$p"
+        continue
+    fi
+    nvcc -O1 -g -arch=sm_90 -I"$root/tests/gpu" -I"$root/tests/gpu" -o "$W/bin/$p" "$root/tests/gpu/$p.cu" \
+        -lcuda -ldl -lpthread >"$W/logs/build_$p.log" 2>&1 || { record "build $p" FAIL "see logs/build_$p.log"; }
+done
+
+# run NAME EXPECTED_RC PROG ARGS...: run under the tracer, check the one trace it wrote
+run_one() {
+    local name=$1 erc=$2
+    shift 2
+    local tdir=$W/traces/$name
+    mkdir -p "$tdir"
+    local t0=$(date +%s.%N)
+    CUDA_INJECTION64_PATH=$VRAMTRACE_LIB VRAMTRACE_OUTPUT="$tdir/%n.%p.zst" VRAMTRACE_FLUSH_MS=100 \
+        timeout 300 "$@" >"$W/logs/$name.out" 2>"$W/logs/$name.err"
+    local rc=$?
+    local t1=$(date +%s.%N)
+    local secs=$(echo "$t1 - $t0" | bc 2>/dev/null || echo "?")
+    if [ "$erc" != any ] && [ $rc -ne "$erc" ]; then
+        record "$name" FAIL "exit $rc (wanted $erc) $(tail -2 "$W/logs/$name.err" | tr '\n' ' ')"
+        return
+    fi
+    grep -q "vramtrace: recording to" "$W/logs/$name.err" || echo "   (no 'recording to' line on stderr)"
+    local files=("$tdir"/*.zst)
+    if [ ! -f "${files[0]}" ]; then
+        record "$name" FAIL "no trace written"
+        return
+    fi
+    local tf=${files[0]}
+    if [ -n "${PICK_PID:-}" ]; then tf=$(ls "$tdir"/*."$PICK_PID".zst 2>/dev/null | head -1); fi
+    "$CHECK" "$tf" "$W/logs/$name.out" >"$W/logs/$name.check" 2>&1
+    local crc=$?
+    local summ=$(grep -E '^(PASS|FAIL) [0-9]' "$W/logs/$name.check" | tail -1)
+    local sz=$(stat -c %s "$tf")
+    if [ $crc -eq 0 ]; then record "$name" ok "$summ, ${sz} B, ${secs}s"; else record "$name" FAIL "$summ (logs/$name.check)"; fi
+    grep -E '^(FAIL|summary)' "$W/logs/$name.check" | head -12
+}
+
+want alloc_basic && run_one alloc_basic 0 "$W/bin/alloc_basic"
+want alloc_async && run_one alloc_async 0 "$W/bin/alloc_async"
+want alloc_vmm && run_one alloc_vmm 0 "$W/bin/alloc_vmm"
+want oom && run_one oom 0 "$W/bin/oom"
+want threads && run_one threads 0 "$W/bin/threads"
+want crash_segv && run_one crash_segv 139 "$W/bin/crash" segv
+want crash_kill && run_one crash_kill 137 "$W/bin/crash" kill
+
+# natives off / kernels off still produce valid traces
+want nostacks && VRAMTRACE_NATIVE_STACKS=0 VRAMTRACE_KERNELS=0 run_one nostacks 0 "$W/bin/alloc_async"
+
+# fork + exec: parent trace checked; the exec'd child wrote its own
+if want forkexec; then
+    tdir=$W/traces/forkexec
+    mkdir -p "$tdir"
+    CUDA_INJECTION64_PATH=$VRAMTRACE_LIB VRAMTRACE_OUTPUT="$tdir/%n.%p.zst" timeout 120 "$W/bin/forkexec" \
+        >"$W/logs/forkexec.out" 2>"$W/logs/forkexec.err" &
+    ppid=$!
+    wait $ppid
+    rc=$?
+    n=$(ls "$tdir"/*.zst 2>/dev/null | wc -l)
+    "$CHECK" "$tdir/forkexec.$ppid.zst" "$W/logs/forkexec.out" >"$W/logs/forkexec.check" 2>&1
+    prc=$?
+    child=$(ls "$tdir"/*.zst | grep -v "\.$ppid\.zst" | head -1)
+    grep '^CHILD ' "$W/logs/forkexec.out" | sed 's/^CHILD //' >"$W/logs/forkexec_child.out"
+    crc=1
+    [ -n "$child" ] && { "$CHECK" "$child" "$W/logs/forkexec_child.out" >"$W/logs/forkexec_child.check" 2>&1; crc=$?; }
+    if [ $rc -eq 0 ] && [ "$n" -eq 2 ] && [ $prc -eq 0 ] && [ $crc -eq 0 ]; then
+        record forkexec ok "2 traces (parent + exec'd child), fork child wrote none"
+    else
+        record forkexec FAIL "rc=$rc traces=$n parent_check=$prc child_check=$crc"
+        cat "$W/logs/forkexec.check" "$W/logs/forkexec_child.check" 2>/dev/null | grep -E "FAIL|summary" | head
+    fi
+fi
+
+# PyTorch training loop, each allocator mode
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    for mode in default expandable async; do
+        want "torch_$mode" || continue
+        case $mode in
+        default) conf= ;;
+        expandable) conf=expandable_segments:True ;;
+        async) conf=backend:cudaMallocAsync ;;
+        esac
+        PYTORCH_CUDA_ALLOC_CONF=$conf run_one "torch_$mode" 0 python3 "$root/tests/gpu/torch_train.py"
+    done
+else
+    record torch SKIP "no torch with CUDA"
+fi
+
+# every check_*.sh of tests/gpu (other parts' checks too)
+for c in "$root"/tests/gpu/check_*.sh; do
+    [ -f "$c" ] || continue
+    cn=$(basename "$c" .sh)
+    want "$cn" || continue
+    line=$(OUT=$W/checks timeout 600 bash "$c" 2>"$W/logs/$cn.err" | tail -1)
+    rc=$?
+    case "$line" in
+    *SKIP*) record "$cn" SKIP "${line#*: }" ;;
+    *FAIL*) record "$cn" FAIL "${line#*: }" ;;
+    *) if [ $rc -eq 0 ]; then record "$cn" ok "${line#*: }"; else record "$cn" FAIL "rc $rc $line"; fi ;;
+    esac
+done
+
+# bring back: logs and the small traces
+(cd "$W" && tar czf "$OUT/logs.tar.gz" logs checks 2>/dev/null)
+(cd "$W" && find traces -name '*.zst' -size -4M | tar czf "$OUT/traces.tar.gz" -T - 2>/dev/null)
+{
+    echo "== gpu-test summary ($(date -u +%FT%TZ))"
+    printf '%-28s %-5s %s\n' test result detail
+    for r in "${results[@]}"; do echo "$r"; done
+} | tee "$OUT/summary.txt"
+! printf '%s\n' "${results[@]}" | grep -q ' FAIL '

@@ -1,0 +1,37 @@
+/* vt_gputest.h - helpers for the CUDA test programs of tests/gpu: checked
+ * CUDA calls and "VT_EXPECT ..." lines read by vt_gpucheck. */
+#ifndef VT_GPUTEST_H
+#define VT_GPUTEST_H
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CK(x)                                                                                   \
+    do {                                                                                        \
+        cudaError_t e_ = (x);                                                                   \
+        if (e_ != cudaSuccess) {                                                                \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+#define CKD(x)                                                                 \
+    do {                                                                       \
+        CUresult e_ = (x);                                                     \
+        if (e_ != CUDA_SUCCESS) {                                              \
+            const char *s_ = "?";                                              \
+            cuGetErrorName(e_, &s_);                                           \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_);    \
+            exit(1);                                                           \
+        }                                                                      \
+    } while (0)
+
+#define EXPECT(...)                        \
+    do {                                   \
+        printf("VT_EXPECT " __VA_ARGS__);  \
+        printf("\n");                      \
+        fflush(stdout);                    \
+    } while (0)
+
+#define NOINLINE __attribute__((noinline))
+#endif
