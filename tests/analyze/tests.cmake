@@ -6,6 +6,45 @@ add_executable(vt_gen_traces ${CMAKE_CURRENT_LIST_DIR}/gen_traces.c)
 target_include_directories(vt_gen_traces PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(vt_gen_traces PRIVATE vt_core)
 
-set(VT_ANALYZE_TRACES ${CMAKE_BINARY_DIR}/tests/analyze/traces)
+set(VT_ANALYZE_TRACES ${CMAKE_BINARY_DIR}/tests/analyze-traces)
 add_test(NAME analyze.gen COMMAND vt_gen_traces ${VT_ANALYZE_TRACES})
 set_tests_properties(analyze.gen PROPERTIES FIXTURES_SETUP analyze_traces LABELS "analyze")
+
+# Golden reports: NAME EXPECTED_RC ARGS... (run inside the traces directory)
+function(vt_analyze_golden name rc)
+  add_test(NAME analyze.golden.${name}
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES}
+            ${CMAKE_CURRENT_LIST_DIR}/golden/${name} ${rc} ${ARGN})
+  set_tests_properties(analyze.golden.${name} PROPERTIES FIXTURES_REQUIRED analyze_traces
+                       LABELS "analyze;analyze-golden")
+endfunction()
+foreach(t leak growth_nvtx growth_kernels oom vmm caching oddities)
+  vt_analyze_golden(report_${t}.txt 0 report ${t}.zst)
+  vt_analyze_golden(report_${t}.json 0 report --json ${t}.zst)
+endforeach()
+vt_analyze_golden(report_ranks.txt 0 report ranks)
+vt_analyze_golden(report_ranks.json 0 report --json ranks)
+vt_analyze_golden(report_leak_at_end.txt 0 report --at end leak.zst)
+vt_analyze_golden(report_leak_at_time.txt 0 report --at 30ms leak.zst)
+vt_analyze_golden(report_growth_at_marker.txt 0 report --at step --top 2 growth_nvtx.zst)
+vt_analyze_golden(report_leak_fail.txt 3 report --fail-on-leak 1G leak.zst)
+vt_analyze_golden(diff_leak.txt 0 diff leak.zst leak2.zst)
+vt_analyze_golden(diff_leak.json 0 diff --json leak.zst leak2.zst)
+
+# Real traces recorded on the GPU machine (tests/data/gpu-*.zst), when present.
+file(GLOB VT_GPU_FIXTURES ${VT_TEST_DATA}/gpu-*.zst)
+foreach(f ${VT_GPU_FIXTURES})
+  get_filename_component(n ${f} NAME_WE)
+  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/golden/${n}.txt)
+    add_test(NAME analyze.golden.${n}.txt
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
+              ${CMAKE_CURRENT_LIST_DIR}/golden/${n}.txt 0 report --no-symbols ${n}.zst)
+    add_test(NAME analyze.golden.${n}.json
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
+              ${CMAKE_CURRENT_LIST_DIR}/golden/${n}.json 0 report --no-symbols --json ${n}.zst)
+    set_tests_properties(analyze.golden.${n}.txt analyze.golden.${n}.json PROPERTIES LABELS "analyze;analyze-golden")
+  endif()
+endforeach()
+
+add_test(NAME analyze.cli COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/cli.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES})
+set_tests_properties(analyze.cli PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")

@@ -1,0 +1,55 @@
+#!/bin/bash
+# cli.sh VRAMTRACE TRACEDIR - exit codes and error messages of
+# `vramtrace report` and `vramtrace diff` on good and bad input.
+set -u
+vt=$1 dir=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+# expect RC GREP_STDERR(or -) CMD...
+expect() {
+    local want=$1 pat=$2
+    shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" != "$want" ]; then
+        echo "FAIL: $* -> exit $rc, expected $want"; cat "$tmp/err"; fails=$((fails + 1)); return
+    fi
+    if [ "$pat" != - ] && ! grep -q -- "$pat" "$tmp/err"; then
+        echo "FAIL: $* -> stderr lacks '$pat':"; cat "$tmp/err"; fails=$((fails + 1)); return
+    fi
+    echo "ok: exit $rc: $*"
+}
+expect 0 - "$vt" report "$dir/leak.zst"
+expect 3 "exceed --fail-on-leak" "$vt" report --fail-on-leak 1G "$dir/leak.zst"
+expect 0 - "$vt" report --fail-on-leak 2G "$dir/leak.zst"
+expect 3 "exceed --fail-on-growth" "$vt" report --fail-on-growth 10M "$dir/growth_nvtx.zst"
+expect 0 - "$vt" report --fail-on-growth 100MiB "$dir/growth_nvtx.zst"
+expect 0 - "$vt" report --fail-on-growth 1M "$dir/caching.zst"
+expect 3 "fail-on-leak" "$vt" report --json --fail-on-leak 100M "$dir/ranks"
+expect 2 "needs a byte count" "$vt" report --fail-on-leak lots "$dir/leak.zst"
+expect 2 "unknown option" "$vt" report --bogus "$dir/leak.zst"
+expect 2 "usage" "$vt" report
+expect 2 "needs a value" "$vt" report "$dir/leak.zst" --at
+expect 2 "not a positive number" "$vt" report --top 0 "$dir/leak.zst"
+expect 1 "$tmp/missing.zst" "$vt" report "$tmp/missing.zst"
+head -c 3000 /dev/urandom >"$tmp/garbage.zst"
+expect 1 "garbage.zst" "$vt" report "$tmp/garbage.zst"
+mkdir "$tmp/empty"
+expect 1 "no \*.zst trace" "$vt" report "$tmp/empty"
+# a cut trace: the report of what was read, then the error with the offset
+size=$(stat -c %s "$dir/growth_nvtx.zst")
+head -c $((size * 2 / 3)) "$dir/growth_nvtx.zst" >"$tmp/cut.zst"
+expect 1 "cut.zst" "$vt" report "$tmp/cut.zst"
+if ! grep -q "^vramtrace report: 1 process" "$tmp/out" || ! grep -q "INCOMPLETE" "$tmp/out"; then
+    echo "FAIL: no partial report for a cut trace"; fails=$((fails + 1))
+fi
+grep -q "offset" "$tmp/err" || { echo "FAIL: the read error does not give the offset"; cat "$tmp/err"; fails=$((fails + 1)); }
+# a good trace and a bad one: the good one is reported, exit 1
+expect 1 "garbage.zst" "$vt" report "$dir/leak.zst" "$tmp/garbage.zst"
+grep -q "make_buffer" "$tmp/out" || { echo "FAIL: good trace not reported next to a bad one"; fails=$((fails + 1)); }
+expect 0 - "$vt" diff "$dir/leak.zst" "$dir/leak2.zst"
+expect 2 "usage" "$vt" diff "$dir/leak.zst"
+expect 1 "missing.zst" "$vt" diff "$dir/leak.zst" "$tmp/missing.zst"
+expect 0 - "$vt" report --help
+[ "$fails" = 0 ] && echo "all CLI checks passed" || { echo "$fails CLI checks failed"; exit 1; }
