@@ -1526,6 +1526,12 @@ static void *vt_thread_main(void *arg)
         uint64_t now = vt_mono_ns();
         if (req != done_local || (w->dirty && now - w->dirty_since >= w->poll_ns))
             vt_enc_flush(w);
+        /* how long to sleep, decided while the encoder state is ours */
+        uint64_t nap = w->poll_ns;
+        if (w->dirty) {
+            uint64_t age = vt_mono_ns() - w->dirty_since;
+            nap = age >= w->poll_ns ? 0 : w->poll_ns - age;
+        }
         atomic_store(&w->enc_owner, 0);
         if (req != done_local) {
             done_local = req;
@@ -1542,11 +1548,7 @@ static void *vt_thread_main(void *arg)
         atomic_store(&w->sleeping, 1);
         if (atomic_load(&w->flush_req) == done_local && !atomic_load(&w->stop) &&
             !atomic_load(&w->emerg_sig)) {
-            uint64_t t = w->poll_ns;
-            if (w->dirty) {
-                uint64_t age = vt_mono_ns() - w->dirty_since;
-                t = age >= w->poll_ns ? 0 : w->poll_ns - age;
-            }
+            uint64_t t = nap;
             if (t) {
                 struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
                 syscall(SYS_futex, (uint32_t *)&w->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
@@ -1761,6 +1763,10 @@ int vt_writer_create(vt_writer **out, const vt_writer_config *cfg_in, const vt_e
         goto fail_close;
     }
     rc = vt_enc_header(w, hdr);
+    /* Run zstd once now: it allocates its workspace on the first call, which
+     * must not be the emergency flush inside a signal handler. */
+    if (!rc)
+        rc = vt_enc_feed(w, ZSTD_e_continue);
     if (rc) {
         if (!atomic_load(&w->err))
             vt_fail(w, rc, "cannot encode the header: %s", vt_strerror(rc));

@@ -19,14 +19,6 @@
 #include "vt_writer.h"
 #include "wt_decode.h"
 
-#ifdef __has_feature
-#if __has_feature(thread_sanitizer)
-#define WT_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define WT_TSAN 1
-#endif
 #ifdef WT_TSAN
 enum { NTHREADS = 8, PER_THREAD = 20000 }; /* TSan is ~10x slower */
 #else

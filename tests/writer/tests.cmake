@@ -12,3 +12,9 @@ foreach(t roundtrip threads crash files)
     set_tests_properties(writer_${t} PROPERTIES TIMEOUT 300 LABELS writer)
   endif()
 endforeach()
+
+# The crash tests fork children that start writer threads; TSan only allows
+# that with die_after_fork=0.
+if(TARGET test_writer_crash AND VT_SANITIZE MATCHES "thread")
+  set_tests_properties(writer_crash PROPERTIES ENVIRONMENT "TSAN_OPTIONS=die_after_fork=0")
+endif()

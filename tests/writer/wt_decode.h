@@ -65,6 +65,15 @@ size_t wt_stack_frames(const wt_trace *t, uint32_t stack, uint32_t *out, size_t 
 
 
 
+/* WT_TSAN: built with -fsanitize=thread (slower; no threads in fork children). */
+#if defined(__SANITIZE_THREAD__)
+#define WT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WT_TSAN 1
+#endif
+#endif
+
 /* A fresh path "DIR/name" in a per-process temporary directory. */
 void wt_tmp_path(char *buf, size_t n, const char *name);
 /* Monotonic clock, ns. */
