@@ -1,15 +1,65 @@
 #!/usr/bin/env bash
-# The main job on an embedded default: set up, build, then show vramtrace on
-# a real trace from tests/data/.
+# scripts/demo.sh - the main job: set up, build, then show vramtrace at work.
+#  - On a machine with a GPU (`nvidia-smi -L` lists one) where the injection
+#    library was built (build/libvramtrace.so): record the bundled leaky CUDA
+#    program (examples/leaky.cu, built as build/examples/leaky) with
+#    `vramtrace record`, then `vramtrace report` on its traces.
+#  - Elsewhere: `vramtrace report` on a real trace recorded on the GPU
+#    machine (tests/data/gpu-*.zst), or on any trace fixture in tests/data/.
+# `scripts/demo.sh --cpu` takes the second path even where a GPU is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" >/dev/null
-trace=$(ls tests/data/*.zst 2>/dev/null | head -1 || true)
+mkdir -p build
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build/demo-configure.log 2>&1 ||
+    { tail -30 build/demo-configure.log; echo "demo: cmake configure failed" >&2; exit 1; }
+cmake --build build -j"$(nproc)" >build/demo-build.log 2>&1 ||
+    { tail -30 build/demo-build.log; echo "demo: build failed (build/demo-build.log)" >&2; exit 1; }
+
+vt=""
+for c in build/vramtrace build/src/cli/vramtrace; do
+    if [ -x "$c" ]; then vt=$c; break; fi
+done
+[ -n "$vt" ] || { echo "demo: the vramtrace binary was not built" >&2; exit 1; }
+
+# `report` when the build has it, else `dump` (first lines).
+show() {
+    if "$vt" --help 2>/dev/null | grep -q '^  report '; then
+        echo "demo: $vt report $*"
+        "$vt" report "$@"
+    else
+        echo "demo: $vt dump $* (no report command in this build)"
+        "$vt" dump "$@" | head -60
+    fi
+}
+
+if [ "${1:-}" != "--cpu" ] && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' &&
+    [ -e build/libvramtrace.so ]; then
+    if [ -x build/examples/leaky ]; then
+        out=build/demo-traces
+        rm -rf "$out"
+        echo "demo: $vt record -o $out -- build/examples/leaky"
+        "$vt" record -o "$out" -- build/examples/leaky
+        echo
+        show "$out"
+        exit 0
+    fi
+    echo "demo: build/examples/leaky was not built (no nvcc): showing a recorded trace" >&2
+fi
+
+# No GPU here: a real trace recorded on the GPU machine, the leaky one first.
+trace=""
+for pat in 'tests/data/gpu-*leak*.zst' 'tests/data/gpu-*.zst' 'tests/data/*.zst' 'tests/data/*/*.zst'; do
+    # shellcheck disable=SC2086
+    trace=$(ls -1 $pat 2>/dev/null | head -1 || true)
+    [ -n "$trace" ] && break
+done
 if [ -z "$trace" ]; then
-    echo "demo: no trace in tests/data/" >&2
+    echo "demo: no GPU here and no trace in tests/data/" >&2
     exit 1
 fi
-echo "demo: vramtrace dump $trace"
-build/vramtrace dump "$trace" | head -40
+case "$trace" in
+    tests/data/gpu-*) echo "demo: no GPU here (or --cpu): a trace recorded on the GPU machine, $trace" ;;
+    *) echo "demo: no GPU here (or --cpu): the trace fixture $trace" ;;
+esac
+show "$trace"

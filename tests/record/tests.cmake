@@ -41,3 +41,12 @@ if(VT_HAVE_CUPTI AND NOT VT_SANITIZE)
     add_custom_target(vt_example_leaky ALL DEPENDS ${VT_LEAKY})
   endif()
 endif()
+
+# cmake --install: bin/vramtrace finds lib/libvramtrace.so without help.
+if(TARGET vramtrace_inject)
+  set(VT_RECORD_HAVE_LIB 1)
+else()
+  set(VT_RECORD_HAVE_LIB 0)
+endif()
+add_test(NAME record_install
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/install_test.sh ${CMAKE_BINARY_DIR} ${VT_RECORD_HAVE_LIB})
