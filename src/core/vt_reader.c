@@ -83,7 +83,8 @@ struct vt_reader {
     size_t rcap, rpos, rend;
     /* decoder */
     int state, last_err;
-    uint64_t resync_from;
+    uint64_t resync_from;   /* scan for a zstd magic from here */
+    uint64_t skip_from;     /* where the damaged data began (for skipped_bytes) */
     uint64_t frame_records; /* records decoded in the current frame */
     int need_sync;          /* after a resync: the frame must start with a Sync */
     int any_record;
@@ -1407,6 +1408,7 @@ static int corrupt(vt_reader *r, int code, int zstd_ok, const char *fmt, ...)
         drop_frame(r);
         r->state = ST_RESYNC;
         r->resync_from = r->frame_start + 1;
+        r->skip_from = r->frame_start;
     }
     r->need_sync = 1;
     return code;
@@ -1427,7 +1429,8 @@ static int resync(vt_reader *r)
         if (at > pos) /* a pipe moved us forward */
             pos = at;
         if (n < 4) {
-            r->st.skipped_bytes += (pos + n) - r->resync_from;
+            if (pos + n > r->skip_from)
+                r->st.skipped_bytes += (pos + n) - r->skip_from;
             r->in_pos = pos + n;
             r->state = ST_READ;
             return 0;
@@ -1435,7 +1438,8 @@ static int resync(vt_reader *r)
         const uint8_t *m = memmem(p, n, magic, 4);
         if (m) {
             uint64_t found = pos + (uint64_t)(m - p);
-            r->st.skipped_bytes += found - r->resync_from;
+            if (found > r->skip_from)
+                r->st.skipped_bytes += found - r->skip_from;
             r->in_pos = found;
             r->state = ST_READ;
             return 0;
@@ -1524,7 +1528,8 @@ static int begin_frame(vt_reader *r)
                                        : "the traced process did not finish writing");
     }
     if (n < 4) {
-        if (r->in_pos == 0)
+        static const uint8_t zmagic[4] = {0x28, 0xB5, 0x2F, 0xFD};
+        if (r->in_pos == 0 && memcmp(p, zmagic, n))
             return set_final(r, VT_ERR_VERSION, "not a vramtrace trace (only %zu bytes, not a zstd stream)", n);
         return set_final(r, VT_ERR_TRUNCATED, "truncated at offset %llu (inside a zstd frame header at offset %llu)",
                          (unsigned long long)(r->in_pos + n), (unsigned long long)r->in_pos);
@@ -1568,6 +1573,7 @@ int vt_reader_next(vt_reader *r, vt_event *ev)
                 drop_frame(r);
                 r->state = ST_RESYNC;
                 r->resync_from = r->frame_start + 1;
+                r->skip_from = r->in_pos; /* bytes before were counted while discarding */
                 continue;
             }
             if (!r->in_frame) {

@@ -143,7 +143,8 @@ int check_event(check_model *m, const Vramtrace__Record *rec, const vt_event *ev
         const Vramtrace__Device *f = rec->device;
         const vt_ev_device *e = &ev->u.device;
         uint8_t uuid[16] = {0};
-        memcpy(uuid, f->uuid.data, f->uuid.len < 16 ? f->uuid.len : 16);
+        if (f->uuid.len)
+            memcpy(uuid, f->uuid.data, f->uuid.len < 16 ? f->uuid.len : 16);
         EQ(e->index, f->index);
         STREQ(e->name, f->name);
         if (memcmp(e->uuid, uuid, 16)) {
