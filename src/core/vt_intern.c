@@ -91,6 +91,12 @@ int vt_imap_init(vt_imap *m, size_t cap)
     memset(m, 0, sizeof(*m));
     m->cap = vt_pow2(cap);
     m->slots = calloc(m->cap, sizeof(*m->slots));
+    /* first arena chunk now: an emergency flush (no allocation allowed)
+     * must be able to intern the first keys (inject found events dropped) */
+    if (m->slots && !vt_arena_alloc(&m->arena, 0, 1)) {
+        free(m->slots);
+        m->slots = NULL;
+    }
     return m->slots ? 0 : VT_ERR_NOMEM;
 }
 
