@@ -224,13 +224,17 @@ static int line_311(const uint8_t *t, size_t n, int line, int addr)
 
 /* ---- per-thread caches ---- */
 
-#define LINE_CACHE 1024
+/* Frame cache: (key, raw instruction position) -> line, or "incomplete".
+ * The key already encodes the code object (address and a tag of its
+ * filename, name, line table and first line), so a hit needs no decoding. */
+#define FRAME_CACHE 1024
 typedef struct {
     uint64_t key;
-    int32_t addr;
+    uintptr_t instr;
     int32_t line;
-} vt_line_ent;
-static __thread vt_line_ent t_lines[LINE_CACHE];
+    int32_t kind; /* FR_EMIT or FR_SKIP */
+} vt_frame_ent;
+static __thread vt_frame_ent t_frames[FRAME_CACHE];
 
 #define SEEN_CACHE 1024
 static __thread uint64_t t_seen[SEEN_CACHE];
@@ -258,50 +262,73 @@ void vt_pystack_unsee(uint64_t key)
 
 /* ---- the walk ---- */
 
-/* Line of `code` at `addr` (3.10: bytes; 3.11+: code units), cached per
- * thread by (key, addr).  Returns -1 for "no line", -2 for a table that is
- * not what we expect. */
-VT_AI int code_line(int safe, uintptr_t code, uint64_t key, uintptr_t lt, int first, int addr,
-                    vt_line_ent *cache)
+enum { FR_STOP = -1, FR_EMIT = 0, FR_SKIP = 1 };
+
+/* Line of a code object at `addr` (3.10: bytes; 3.11+: code units) from its
+ * line table object `lt`.  -1: no line; -2: not the table we expect. */
+VT_AI int table_line(int safe, int minor, uintptr_t lt, int first, int addr)
 {
     const vt_pylayout *L = &g.L;
     int bad = 0;
-    vt_line_ent *e = NULL;
-    if (cache) {
-        e = &cache[hash_slot(key ^ ((uint64_t)(uint32_t)addr << 47), 10)];
-        if (e->key == key && e->addr == addr)
-            return e->line;
-    }
+    if (addr < 0)
+        return first;
     if (rdp(safe, lt + L->ob_type, &bad) != g.bytes_type || bad)
         return -2;
     long n = (long)rdp(safe, lt + L->ob_size, &bad);
     if (bad || n < 0 || n > (long)MAX_LINETABLE)
         return -2;
-    uint8_t *copy = NULL;
-    const uint8_t *t = (const uint8_t *)(lt + L->bytes_sval);
-    if (safe) {
-        copy = malloc(n ? (size_t)n : 1);
-        if (!copy || safe_read(copy, lt + L->bytes_sval, (size_t)n) < 0) {
-            free(copy);
-            return -2;
-        }
-        t = copy;
+    if (!safe) {
+        const uint8_t *t = (const uint8_t *)(lt + L->bytes_sval);
+        return minor == 10 ? line_310(t, (size_t)n, first, addr) : line_311(t, (size_t)n, first, addr);
     }
-    int line;
-    if (addr < 0)
-        line = first;
-    else if (L->minor == 10)
-        line = line_310(t, (size_t)n, first, addr);
-    else
-        line = line_311(t, (size_t)n, first, addr);
+    uint8_t *copy = malloc(n ? (size_t)n : 1);
+    int line = -2;
+    if (copy && safe_read(copy, lt + L->bytes_sval, (size_t)n) == 0)
+        line = minor == 10 ? line_310(copy, (size_t)n, first, addr) : line_311(copy, (size_t)n, first, addr);
     free(copy);
-    if (e) {
-        e->key = key;
-        e->addr = addr;
-        e->line = line;
-    }
-    (void)code;
     return line;
+}
+
+/* The code key of `code` (type already checked); 0 if unreadable. */
+VT_AI uint64_t code_key(int safe, uintptr_t code, uintptr_t *lt, int *first)
+{
+    const vt_pylayout *L = &g.L;
+    int bad = 0;
+    uintptr_t fn = rdp(safe, code + L->co_filename, &bad);
+    uintptr_t qn = rdp(safe, code + (L->co_qualname >= 0 ? L->co_qualname : L->co_name), &bad);
+    *lt = rdp(safe, code + L->co_linetable, &bad);
+    *first = rdi(safe, code + L->co_firstlineno, &bad);
+    if (bad || !ptr_ok(*lt))
+        return 0;
+    uint64_t h = (fn ^ (qn << 7) ^ (*lt << 13) ^ (uint64_t)(uint32_t)*first) * 0x9E3779B97F4A7C15ull;
+    return ((uint64_t)code >> 3) ^ ((h >> 44) << 44);
+}
+
+/* Position -> line for a frame of `code` at raw position `instr` (3.10:
+ * f_lasti; 3.11+: instruction pointer).  FR_SKIP for frames Python itself
+ * hides (not started yet), FR_STOP when something does not add up. */
+VT_AI int frame_line(int safe, int minor, uintptr_t code, uintptr_t instr, int owner, uintptr_t lt,
+                     int first, int *line)
+{
+    const vt_pylayout *L = &g.L;
+    int bad = 0, addr;
+    if (minor == 10) {
+        int lasti = (int)(int32_t)(uint32_t)instr;
+        addr = lasti < 0 ? -1 : lasti * 2;
+    } else {
+        long size = (long)rdp(safe, code + L->ob_size, &bad);
+        int ft = rdi(safe, code + L->co_firsttraceable, &bad);
+        if (bad || size < 0 || size > (1L << 28))
+            return FR_STOP;
+        long idx = ((long)instr - (long)(code + L->co_adaptive)) >> 1;
+        if (owner != OWNED_BY_GENERATOR && idx < ft)
+            return FR_SKIP; /* incomplete: not started yet, Python hides it too */
+        if (idx < 0 || idx >= size)
+            return FR_STOP;
+        addr = (int)idx;
+    }
+    *line = table_line(safe, minor, lt, first, addr);
+    return FR_EMIT;
 }
 
 VT_AI void boundary(vt_pyframe *out, int n)
@@ -311,12 +338,12 @@ VT_AI void boundary(vt_pyframe *out, int n)
 }
 
 /* Walk from `frame` (the innermost frame pointer read from the tstate).
- * Returns the count, or VT_ERR_CORRUPT when safe and something is off (the
- * fast path just stops early). */
-VT_AI int walk(int safe, uintptr_t frame, vt_pyframe *out, int max, vt_line_ent *cache)
+ * safe: init-time validation, fault-tolerant reads, no cache, returns
+ * VT_ERR_CORRUPT on anything unexpected; else the capture fast path, which
+ * stops early instead.  Returns the count. */
+VT_AI int walk(int safe, int minor, uintptr_t frame, vt_pyframe *out, int max, vt_frame_ent *cache)
 {
     const vt_pylayout *L = &g.L;
-    const int minor = L->minor;
     int n = 0, bad = 0;
     for (int steps = 0; frame; steps++) {
         if (steps >= MAX_WALK_STEPS || !ptr_ok(frame))
@@ -340,52 +367,38 @@ VT_AI int walk(int safe, uintptr_t frame, vt_pyframe *out, int max, vt_line_ent 
             }
             goto stop;
         }
-        int addr;
-        if (minor == 10) {
-            int lasti = rdi(safe, frame + L->f_instr, &bad);
-            addr = lasti < 0 ? -1 : lasti * 2;
-        } else {
-            uintptr_t ip = rdp(safe, frame + L->f_instr, &bad);
-            long size = (long)rdp(safe, code + L->ob_size, &bad);
-            int ft = rdi(safe, code + L->co_firsttraceable, &bad);
-            if (bad || size < 0 || size > (1L << 28))
-                goto stop;
-            long idx = ((long)ip - (long)(code + L->co_adaptive)) / 2;
-            if (owner != OWNED_BY_GENERATOR && idx < ft) {
-                /* incomplete: not started yet, Python hides it too */
-                if (minor == 11 && rdc(safe, frame + L->f_is_entry, &bad))
-                    boundary(out, n);
-                frame = next;
-                continue;
-            }
-            if (idx < 0 || idx >= size)
-                goto stop;
-            addr = (int)idx;
-        }
-        if (n == max) {
-            out[n - 1].flags |= VT_PYFRAME_TRUNCATED;
-            break;
-        }
-        uintptr_t fn = rdp(safe, code + L->co_filename, &bad);
-        uintptr_t qn = rdp(safe, code + (L->co_qualname >= 0 ? L->co_qualname : L->co_name), &bad);
-        uintptr_t lt = rdp(safe, code + L->co_linetable, &bad);
-        int first = rdi(safe, code + L->co_firstlineno, &bad);
-        if (bad || !ptr_ok(lt))
+        uintptr_t instr = minor == 10 ? (uint32_t)rdi(safe, frame + L->f_instr, &bad)
+                                      : rdp(safe, frame + L->f_instr, &bad);
+        uintptr_t lt;
+        int first, line = 0, kind;
+        uint64_t key = code_key(safe, code, &lt, &first);
+        if (bad || !key)
             goto stop;
-        uint64_t h = (uint64_t)fn * 0x9E3779B97F4A7C15ull ^ (uint64_t)qn * 0xC2B2AE3D27D4EB4Full ^
-                     (uint64_t)lt * 0x165667B19E3779F9ull ^ (uint64_t)(uint32_t)first;
-        h ^= h >> 29;
-        uint64_t key = ((uint64_t)code >> 3) ^ ((h >> 40) << 44);
-        int line = code_line(safe, code, key, lt, first, addr, cache);
-        if (safe && line < -1)
-            return VT_ERR_CORRUPT;
-        out[n].key = key;
-        out[n].code = code;
-        out[n].line = line > 0 ? (uint32_t)line : 0;
-        out[n].nentry = 0;
-        out[n].flags = 0;
-        n++;
-        if (minor == 10 || (minor == 11 && rdc(safe, frame + L->f_is_entry, &bad)))
+        vt_frame_ent *e = cache ? &cache[hash_slot(key ^ instr, 10)] : NULL;
+        if (e && e->key == key && e->instr == instr) {
+            kind = e->kind;
+            line = e->line;
+        } else {
+            kind = frame_line(safe, minor, code, instr, owner, lt, first, &line);
+            if (kind == FR_STOP || (safe && line < -1))
+                goto stop;
+            if (e)
+                *e = (vt_frame_ent){.key = key, .instr = instr, .line = line, .kind = kind};
+        }
+        int entry = minor == 10 || (minor == 11 && rdc(safe, frame + L->f_is_entry, &bad));
+        if (kind == FR_EMIT) {
+            if (n == max) {
+                out[n - 1].flags |= VT_PYFRAME_TRUNCATED;
+                break;
+            }
+            out[n].key = key;
+            out[n].code = code;
+            out[n].line = line > 0 ? (uint32_t)line : 0;
+            out[n].nentry = 0;
+            out[n].flags = 0;
+            n++;
+        }
+        if (entry)
             boundary(out, n);
         frame = next;
     }
@@ -393,6 +406,17 @@ VT_AI int walk(int safe, uintptr_t frame, vt_pyframe *out, int max, vt_line_ent 
 stop:
     return safe ? VT_ERR_CORRUPT : n;
 }
+
+#define VT_WALK_FOR(m)                                                                        \
+    static __attribute__((noinline)) int walk##m(uintptr_t f, vt_pyframe *out, int max,        \
+                                                 vt_frame_ent *cache)                          \
+    {                                                                                          \
+        return walk(0, m, f, out, max, cache);                                                 \
+    }
+VT_WALK_FOR(10)
+VT_WALK_FOR(11)
+VT_WALK_FOR(12)
+VT_WALK_FOR(13)
 
 /* Innermost frame pointer of thread state `ts`, 0 if none. */
 VT_AI uintptr_t top_frame(int safe, uintptr_t ts, int *bad)
@@ -419,7 +443,16 @@ int vt_pystack_capture(vt_pyframe *out, int max)
         return 0;
     int bad = 0;
     uintptr_t f = top_frame(0, ts, &bad);
-    return walk(0, f, out, max, t_lines);
+    /* One TLS lookup per capture: the barrier stops the compiler from
+     * re-deriving the address (a __tls_get_addr call) at every frame. */
+    vt_frame_ent *cache = t_frames;
+    __asm__("" : "+r"(cache));
+    switch (g.L.minor) { /* one specialised copy of the loop per version */
+    case 10: return walk10(f, out, max, cache);
+    case 11: return walk11(f, out, max, cache);
+    case 12: return walk12(f, out, max, cache);
+    default: return walk13(f, out, max, cache);
+    }
 }
 
 /* ---- strings ---- */
@@ -711,7 +744,7 @@ static int do_init(void)
         uintptr_t f = top_frame(1, ts, &bad);
         if (bad)
             return fail(VT_ERR_CORRUPT, "Python %s: unreadable frame pointer", g.version);
-        int n = walk(1, f, fr, VT_PYSTACK_MAX_DEPTH, NULL);
+        int n = walk(1, (int)minor, f, fr, VT_PYSTACK_MAX_DEPTH, NULL);
         if (n < 0)
             return fail(VT_ERR_CORRUPT, "Python %s: frame layout mismatch", g.version);
         for (int i = 0; i < n; i++) {

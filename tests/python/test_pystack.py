@@ -36,6 +36,7 @@ INLINE_COMP = V >= (3, 12)   # PEP 709: list/dict comprehensions inlined
 INLINE_CALLS = V >= (3, 11)  # Python-to-Python calls share one C eval call
 THIS = sys._getframe().f_code.co_filename
 MAX = 256
+REPEAT = 2000000
 
 with open(THIS, encoding="utf-8") as fh:
     LINES = {}
@@ -337,18 +338,20 @@ def test_concurrent():
     stats = {"captures": 0, "bad": 0}
     t = threading.Thread(target=mutate, args=(stop, stats))
     t.start()
+    while stats["captures"] < 5:  # the mutator is running
+        threading.Event().wait(0.001)
     try:
-        bad = LIB.vtpt_repeat(300000, MAX)  # GIL released: runs beside the mutator
+        bad = LIB.vtpt_repeat(REPEAT, MAX)  # GIL released: runs beside the mutator
         got, exp = C(), E()
         got = parse(got)
         if bad != 0:
-            fail("concurrent: %d of 300000 captures differed from the first" % bad)
+            fail("concurrent: %d of %d captures differed from the first" % (bad, REPEAT))
         if [g[:3] for g in got] != exp:
             fail("concurrent: final capture differs")
     finally:
         stop.set()
         t.join()
-    if stats["bad"] or stats["captures"] < 10:
+    if stats["bad"] or stats["captures"] < 20:
         fail("concurrent: mutator %s" % stats)
     return stats
 

@@ -170,3 +170,38 @@ VTPT_EXPORT const char *vtpt_stack_twice(int pymax)
 /* vtpt_capture(VT_PYSTACK_MAX_DEPTH) without arguments, so test code calls
  * the foreign function directly (no Python wrapper frame). */
 VTPT_EXPORT const char *vtpt_capture0(void) { return vtpt_capture(VT_PYSTACK_MAX_DEPTH); }
+
+static int noop_define(void *ctx, uint64_t key, const char *file, const char *function)
+{
+    (void)ctx, (void)key, (void)file, (void)function;
+    return 0;
+}
+
+/* Mean ns per vt_pystack_stack() (capture + define check + merge with a
+ * glibc backtrace() taken once, replayed each time) over `iters` calls. */
+VTPT_EXPORT double vtpt_bench_stack(int iters, int max)
+{
+    void *raw[128];
+    uint64_t ips[128];
+    vt_frame out[VT_PYSTACK_MAX_MERGED];
+    struct timespec t0, t1;
+    volatile int sink = 0;
+    int nips = backtrace(raw, 128);
+    for (int i = 0; i < nips; i++)
+        ips[i] = (uint64_t)(uintptr_t)raw[i];
+    sink += vt_pystack_stack(ips, nips, out, VT_PYSTACK_MAX_MERGED, max, noop_define, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < iters; i++)
+        sink += vt_pystack_stack(ips, nips, out, VT_PYSTACK_MAX_MERGED, max, noop_define, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    (void)sink;
+    double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+    return ns / iters;
+}
+
+/* Depth of the native stack glibc backtrace() sees here (bench report). */
+VTPT_EXPORT int vtpt_native_depth(void)
+{
+    void *raw[128];
+    return backtrace(raw, 128);
+}
