@@ -266,6 +266,14 @@ uint64_t vt_analysis_grown_bytes(const vt_analysis *a)
     return s;
 }
 
+uint64_t vt_analysis_records(const vt_analysis *a)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < a->nprocs; i++)
+        s += a->procs[i]->records;
+    return s;
+}
+
 unsigned vt_analysis_nprocs(const vt_analysis *a)
 {
     return (unsigned)a->nprocs;

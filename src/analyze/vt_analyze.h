@@ -83,6 +83,9 @@ int vt_diff_json(vt_analysis *a, vt_analysis *b, FILE *out);
 uint64_t vt_analysis_leaked_bytes(const vt_analysis *a);
 uint64_t vt_analysis_grown_bytes(const vt_analysis *a);
 
+/* Records replayed in all (every record of every trace, definitions included). */
+uint64_t vt_analysis_records(const vt_analysis *a);
+
 /* Number of processes, and read errors recorded ("FILE: ... at offset N"). */
 unsigned vt_analysis_nprocs(const vt_analysis *a);
 unsigned vt_analysis_nerrors(const vt_analysis *a);

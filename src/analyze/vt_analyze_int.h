@@ -54,6 +54,7 @@ typedef struct {
 typedef struct {
     vt_block *slots;
     size_t cap, len;
+    unsigned shift; /* 64 - log2(cap) */
 } vt_blockmap;
 
 /* --- an accounting unit: one call stack on one device in one memory kind --- */
@@ -244,6 +245,8 @@ typedef struct {
     /* state */
     vt_unit *units; size_t nunits, capunits;
     vt_map unitmap;
+    uint32_t *stack_unit; size_t nstack_unit; /* stack id -> last unit + 1 (cache) */
+    uint32_t *lstat_by_launch; size_t nlstat_by_launch; /* launch id -> lstats index + 1 */
     vt_blockmap blocks;
     vt_map vmm_handles;   /* handle -> index+1 into vmms */
     vt_vmm *vmms; size_t nvmms, capvmms; uint32_t *vmm_free; size_t nvmm_free, capvmm_free;

@@ -29,7 +29,7 @@
 #include "vt_error.h"
 
 #define VT_MAX_ID (1u << 26)
-#define VT_FREED_CACHE (1u << 16)
+#define VT_FREED_CACHE (1u << 14)
 #define VT_TAIL_CAP (8u << 20)
 #define VT_G_SHIFT0 20 /* first bucket width: 2^20 ns ~ 1 ms */
 #define VT_POOL_SAMPLES 256
@@ -129,32 +129,40 @@ void vt_map_free(vt_map *m)
     memset(m, 0, sizeof(*m));
 }
 
-/* live blocks: same scheme, inline 32-byte slots */
+/* live blocks: same scheme, inline 32-byte slots, Fibonacci hashing (the
+ * top bits of addr * golden ratio: cheap, and mixes aligned addresses) */
+static inline size_t blk_home(const vt_blockmap *b, uint64_t addr)
+{
+    return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> b->shift);
+}
+
 static int blocks_grow(vt_blockmap *b)
 {
     size_t ncap = b->cap ? b->cap * 2 : 1024;
     vt_block *ns = calloc(ncap, sizeof(*ns));
     if (!ns)
         return VT_ERR_NOMEM;
+    vt_blockmap nb = {ns, ncap, b->len, 64};
+    for (size_t c = ncap; c > 1; c >>= 1)
+        nb.shift--;
     for (size_t i = 0; i < b->cap; i++) {
         if (!b->slots[i].addr)
             continue;
-        size_t j = vt_hash64(b->slots[i].addr) & (ncap - 1);
+        size_t j = blk_home(&nb, b->slots[i].addr);
         while (ns[j].addr)
             j = (j + 1) & (ncap - 1);
         ns[j] = b->slots[i];
     }
     free(b->slots);
-    b->slots = ns;
-    b->cap = ncap;
+    *b = nb;
     return 0;
 }
 
-static vt_block *blocks_find(const vt_blockmap *b, uint64_t addr)
+static inline vt_block *blocks_find(const vt_blockmap *b, uint64_t addr)
 {
     if (!b->cap)
         return NULL;
-    size_t mask = b->cap - 1, j = vt_hash64(addr) & mask;
+    size_t mask = b->cap - 1, j = blk_home(b, addr);
     while (b->slots[j].addr) {
         if (b->slots[j].addr == addr)
             return &b->slots[j];
@@ -163,15 +171,14 @@ static vt_block *blocks_find(const vt_blockmap *b, uint64_t addr)
     return NULL;
 }
 
-static vt_block *blocks_insert(vt_blockmap *b, uint64_t addr)
+/* the block at addr, or the empty slot where it goes (addr == 0 then) */
+static inline vt_block *blocks_probe(vt_blockmap *b, uint64_t addr)
 {
     if ((b->len + 1) * 2 > b->cap && blocks_grow(b))
         return NULL;
-    size_t mask = b->cap - 1, j = vt_hash64(addr) & mask;
-    while (b->slots[j].addr)
+    size_t mask = b->cap - 1, j = blk_home(b, addr);
+    while (b->slots[j].addr && b->slots[j].addr != addr)
         j = (j + 1) & mask;
-    b->len++;
-    b->slots[j].addr = addr;
     return &b->slots[j];
 }
 
@@ -182,7 +189,7 @@ static void blocks_remove(vt_blockmap *b, vt_block *s)
         j = (j + 1) & mask;
         if (!b->slots[j].addr)
             break;
-        size_t home = vt_hash64(b->slots[j].addr) & mask;
+        size_t home = blk_home(b, b->slots[j].addr);
         if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
             b->slots[i] = b->slots[j];
             i = j;
@@ -245,6 +252,8 @@ void vt_proc_free(vt_proc *p)
     free(p->units);
     vt_map_free(&p->unitmap);
     free(p->blocks.slots);
+    free(p->stack_unit);
+    free(p->lstat_by_launch);
     vt_map_free(&p->vmm_handles);
     free(p->vmms);
     free(p->vmm_free);
@@ -351,10 +360,28 @@ int vt_stack_is_c10(const vt_proc *p, uint32_t stack)
 static vt_unit *get_unit(vt_proc *p, uint32_t stack, uint32_t device, unsigned kind, unsigned api,
                          uint32_t *idx)
 {
+    /* fast path: the unit last used by this stack */
+    if (stack < p->nstack_unit && p->stack_unit[stack]) {
+        vt_unit *c = &p->units[p->stack_unit[stack] - 1];
+        if (c->device == device && c->kind == kind) {
+            *idx = p->stack_unit[stack] - 1;
+            return c;
+        }
+    }
+    if (stack >= p->nstack_unit && stack < p->nstacks) {
+        uint32_t *ns = realloc(p->stack_unit, p->nstacks * sizeof(*ns));
+        if (ns) {
+            memset(ns + p->nstack_unit, 0, (p->nstacks - p->nstack_unit) * sizeof(*ns));
+            p->stack_unit = ns;
+            p->nstack_unit = p->nstacks;
+        }
+    }
     uint64_t key = (1ULL << 63) | (uint64_t)stack | ((uint64_t)device << 32) | ((uint64_t)(kind & 0xff) << 48);
     uint64_t *v = vt_map_get(&p->unitmap, key);
     if (v) {
         *idx = (uint32_t)*v;
+        if (stack < p->nstack_unit)
+            p->stack_unit[stack] = *idx + 1;
         return &p->units[*v];
     }
     if (p->nunits == p->capunits) {
@@ -378,6 +405,8 @@ static vt_unit *get_unit(vt_proc *p, uint32_t stack, uint32_t device, unsigned k
         p->c10_units++;
     u->pk_epoch = p->dev[device].peak_epoch;
     *idx = (uint32_t)p->nunits++;
+    if (stack < p->nstack_unit)
+        p->stack_unit[stack] = *idx + 1;
     return u;
 }
 
@@ -644,23 +673,30 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
         p->zero_frees++;
         return 0;
     }
-    vt_block *b = blocks_find(&p->blocks, e->address);
-    if (b) {
+    vt_block *b = blocks_probe(&p->blocks, e->address);
+    if (!b)
+        return VT_ERR_NOMEM;
+    if (b->addr) {
         /* the old block's free was not seen: drop it here */
         p->overlap_allocs++;
         uint32_t old = b->unit;
         uint64_t sz = b->size, ta = b->t;
-        blocks_remove(&p->blocks, b);
+        if (!get_unit(p, e->site.stack, device, e->kind < VT_MEM__COUNT ? e->kind : 0,
+                      e->api < VT_API__COUNT ? e->api : 0, &ui))
+            return VT_ERR_NOMEM;
+        b->size = e->size;
+        b->t = t;
+        b->unit = ui;
         int rc = account_free(a, p, old, sz, ta, t);
         if (rc)
             return rc;
+        return account_alloc(a, p, ui, e->size, t);
     }
     if (!get_unit(p, e->site.stack, device, e->kind < VT_MEM__COUNT ? e->kind : 0,
                   e->api < VT_API__COUNT ? e->api : 0, &ui))
         return VT_ERR_NOMEM;
-    b = blocks_insert(&p->blocks, e->address);
-    if (!b)
-        return VT_ERR_NOMEM;
+    b->addr = e->address;
+    p->blocks.len++;
     b->size = e->size;
     b->t = t;
     b->unit = ui;
@@ -1036,7 +1072,28 @@ static int on_kernel(vt_analysis *a, vt_proc *p, const vt_ev_kernel *e, uint64_t
         cand_raise(p, end);
     /* per launch signature: count and regularity of the gaps (in kernels) */
     uint64_t key = e->launch_id ? e->launch_id : ((uint64_t)e->name_id | (1ULL << 32));
-    uint64_t *v = vt_map_get(&p->lstat_map, key);
+    uint64_t *v, direct;
+    if (e->launch_id && e->launch_id < p->nlstat_by_launch && p->lstat_by_launch[e->launch_id]) {
+        direct = p->lstat_by_launch[e->launch_id] - 1;
+        v = &direct;
+    } else {
+        v = vt_map_get(&p->lstat_map, key);
+        if (v && e->launch_id && e->launch_id < (1u << 20)) {
+            if (e->launch_id >= p->nlstat_by_launch) {
+                size_t nn = p->nlstat_by_launch ? p->nlstat_by_launch : 64;
+                while (nn <= e->launch_id)
+                    nn *= 2;
+                uint32_t *nl = realloc(p->lstat_by_launch, nn * sizeof(*nl));
+                if (nl) {
+                    memset(nl + p->nlstat_by_launch, 0, (nn - p->nlstat_by_launch) * sizeof(*nl));
+                    p->lstat_by_launch = nl;
+                    p->nlstat_by_launch = nn;
+                }
+            }
+            if (e->launch_id < p->nlstat_by_launch)
+                p->lstat_by_launch[e->launch_id] = (uint32_t)*v + 1;
+        }
+    }
     vt_launch_stat *s;
     if (!v) {
         if (p->nlstats >= (1u << 20))

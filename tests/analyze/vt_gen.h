@@ -27,13 +27,13 @@ static uint64_t gen_clock(void)
     return g_now;
 }
 
-static void gen_die(const char *what, int rc)
+static __attribute__((unused)) void gen_die(const char *what, int rc)
 {
     fprintf(stderr, "gen: %s: %s\n", what, vt_strerror(rc));
     exit(1);
 }
 
-static void gen_emit(vt_event *ev)
+static __attribute__((unused)) void gen_emit(vt_event *ev)
 {
     if (ev->time_ns)
         g_now = ev->time_ns;
@@ -54,7 +54,7 @@ typedef struct {
     int kernels, native, python;
 } gen_proc;
 
-static void gen_open(const char *path, const gen_proc *gp)
+static __attribute__((unused)) void gen_open(const char *path, const gen_proc *gp)
 {
     unlink(path);
     vt_writer_config cfg;
@@ -100,7 +100,7 @@ static void gen_open(const char *path, const gen_proc *gp)
         gen_die(path, rc);
 }
 
-static void gen_close(vt_endreason reason, int sig)
+static __attribute__((unused)) void gen_close(vt_endreason reason, int sig)
 {
     int rc = vt_writer_close(g_w, reason, sig);
     if (rc)
@@ -109,12 +109,12 @@ static void gen_close(vt_endreason reason, int sig)
     g_w = NULL;
 }
 
-static uint64_t T(uint64_t ns)
+static __attribute__((unused)) uint64_t T(uint64_t ns)
 {
     return GEN_BASE + ns;
 }
 
-static void gen_device(uint32_t index, const char *name, uint64_t total)
+static __attribute__((unused)) void gen_device(uint32_t index, const char *name, uint64_t total)
 {
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
@@ -126,7 +126,7 @@ static void gen_device(uint32_t index, const char *name, uint64_t total)
     gen_emit(&ev);
 }
 
-static void gen_module(const char *path, uint64_t start, uint64_t end, uint64_t bias)
+static __attribute__((unused)) void gen_module(const char *path, uint64_t start, uint64_t end, uint64_t bias)
 {
     static const uint8_t bid[4] = {0xde, 0xad, 0xbe, 0xef};
     vt_event ev;
@@ -141,7 +141,7 @@ static void gen_module(const char *path, uint64_t start, uint64_t end, uint64_t 
     gen_emit(&ev);
 }
 
-static void gen_code(uint64_t key, const char *file, const char *fn)
+static __attribute__((unused)) void gen_code(uint64_t key, const char *file, const char *fn)
 {
     int rc;
     while ((rc = vt_writer_define_code(g_w, key, file, fn)) == VT_ERR_DROPPED)
@@ -155,7 +155,7 @@ typedef struct {
     uint32_t n;
 } gen_stack;
 
-static void gs_py(gen_stack *s, uint64_t key, uint32_t line)
+static __attribute__((unused)) void gs_py(gen_stack *s, uint64_t key, uint32_t line)
 {
     s->f[s->n].pc = key;
     s->f[s->n].line = line;
@@ -163,7 +163,7 @@ static void gs_py(gen_stack *s, uint64_t key, uint32_t line)
     s->n++;
 }
 
-static void gs_native(gen_stack *s, uint64_t ip)
+static __attribute__((unused)) void gs_native(gen_stack *s, uint64_t ip)
 {
     s->f[s->n].pc = ip;
     s->f[s->n].line = 0;
@@ -171,7 +171,7 @@ static void gs_native(gen_stack *s, uint64_t ip)
     s->n++;
 }
 
-static void gen_alloc(uint64_t t, uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api,
+static __attribute__((unused)) void gen_alloc(uint64_t t, uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api,
                       const gen_stack *s)
 {
     vt_event ev;
@@ -190,7 +190,7 @@ static void gen_alloc(uint64_t t, uint64_t addr, uint64_t size, uint32_t dev, vt
     gen_emit(&ev);
 }
 
-static void gen_free(uint64_t t, uint64_t addr, uint32_t dev)
+static __attribute__((unused)) void gen_free(uint64_t t, uint64_t addr, uint32_t dev)
 {
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
@@ -202,7 +202,7 @@ static void gen_free(uint64_t t, uint64_t addr, uint32_t dev)
     gen_emit(&ev);
 }
 
-static void gen_kernel(uint64_t t, const char *name, uint32_t dev, uint64_t dur)
+static __attribute__((unused)) void gen_kernel(uint64_t t, const char *name, uint32_t dev, uint64_t dur)
 {
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
@@ -218,7 +218,7 @@ static void gen_kernel(uint64_t t, const char *name, uint32_t dev, uint64_t dur)
     gen_emit(&ev);
 }
 
-static void gen_nvtx(uint64_t t, vt_nvtxop op, const char *msg)
+static __attribute__((unused)) void gen_nvtx(uint64_t t, vt_nvtxop op, const char *msg)
 {
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
@@ -229,7 +229,7 @@ static void gen_nvtx(uint64_t t, vt_nvtxop op, const char *msg)
     gen_emit(&ev);
 }
 
-static void gen_memusage(uint64_t t, uint32_t dev, uint64_t free_b, uint64_t total)
+static __attribute__((unused)) void gen_memusage(uint64_t t, uint32_t dev, uint64_t free_b, uint64_t total)
 {
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
