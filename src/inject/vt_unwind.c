@@ -588,6 +588,8 @@ struct vt_unwinder {
     _Atomic uint64_t st_captures, st_frames, st_misses, st_fp, st_rescans, st_unknown;
 };
 
+static __thread uint64_t tls_captures, tls_frames; /* not yet added to the totals */
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -740,8 +742,10 @@ void vt_unwinder_get_stats(const vt_unwinder *u, vt_unwind_stats *st)
     memset(st, 0, sizeof(*st));
     if (!u)
         return;
-    st->captures = atomic_load(&w->st_captures);
-    st->frames = atomic_load(&w->st_frames);
+    /* totals are added per thread in batches of 64 captures: include the
+     * calling thread's pending part */
+    st->captures = atomic_load(&w->st_captures) + (tls_captures & 63);
+    st->frames = atomic_load(&w->st_frames) + tls_frames;
     st->cache_misses = atomic_load(&w->st_misses);
     st->cache_hits = st->frames > st->cache_misses ? st->frames - st->cache_misses : 0;
     st->fp_steps = atomic_load(&w->st_fp);
@@ -878,8 +882,15 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
         if (ip < 4096)
             break;
     }
-    atomic_fetch_add_explicit(&u->st_captures, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&u->st_frames, (uint64_t)n, memory_order_relaxed);
+    /* batched per thread: a shared counter per capture would bounce a
+     * cache line between every allocating thread */
+    tls_captures++;
+    tls_frames += (uint64_t)n;
+    if ((tls_captures & 63) == 0) {
+        atomic_fetch_add_explicit(&u->st_captures, 64, memory_order_relaxed);
+        atomic_fetch_add_explicit(&u->st_frames, tls_frames, memory_order_relaxed);
+        tls_frames = 0;
+    }
     return n;
 #else
     (void)u; (void)ip; (void)sp; (void)bp; (void)ips; (void)max;

@@ -78,6 +78,7 @@ int vt_unwind_capture(vt_unwinder *u, uint64_t *ips, int max);
  * address).  For tests and for callers that have a ucontext. */
 int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max);
 
+/* captures/frames of other threads are counted in batches of 64 captures */
 typedef struct {
     uint64_t captures, frames;
     uint64_t cache_hits, cache_misses;

@@ -24,6 +24,8 @@ extern "C" NOINLINE void *exec_child_alloc_site(size_t n)
 
 int main(int argc, char **argv)
 {
+    printf("%sPID %d\n", argc > 1 ? "CHILD " : "", (int)getpid());
+    fflush(stdout);
     if (argc > 1 && !strcmp(argv[1], "child")) {
         void *p = exec_child_alloc_site(7654321);
         printf("CHILD VT_EXPECT alloc malloc %p %d exec_child_alloc_site\n", p, 7654321);

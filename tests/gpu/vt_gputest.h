@@ -26,11 +26,11 @@
         }                                                                      \
     } while (0)
 
-#define EXPECT(...)                        \
-    do {                                   \
-        printf("VT_EXPECT " __VA_ARGS__);  \
-        printf("\n");                      \
-        fflush(stdout);                    \
+/* one printf per line: threads print expectations concurrently */
+#define EXPECT(fmt, ...)                                   \
+    do {                                                   \
+        printf("VT_EXPECT " fmt "\n", ##__VA_ARGS__);      \
+        fflush(stdout);                                    \
     } while (0)
 
 #define NOINLINE __attribute__((noinline))
