@@ -193,7 +193,7 @@ typedef struct {
     uint64_t events, allocs, frees, failed, kernels;
     char rank[16];   /* RANK from the header, "" if none */
     uint32_t pid;
-    int counted;     /* events were counted (the reader is built in) */
+    int counted;     /* events were counted */
     int read_ok;     /* the reader could open it */
     int complete;    /* an End record was seen */
     char err[200];   /* the reader's message when it stopped early */
@@ -214,16 +214,10 @@ static int is_definition(vt_evtype t)
 static void read_trace(const char *path, trace_info *ti)
 {
     memset(ti, 0, sizeof(*ti));
-#if !VT_RECORD_HAVE_CORE_IO
-    (void)path;
-    (void)is_definition;
-    ti->read_ok = ti->complete = 1;
-#else
-    ti->counted = 1;
     vt_reader *r = NULL;
     if (vt_reader_open(&r, path, ti->err, sizeof(ti->err)))
         return;
-    ti->read_ok = 1;
+    ti->read_ok = ti->counted = 1;
     vt_event ev;
     int rc;
     for (;;) {
@@ -254,7 +248,6 @@ static void read_trace(const char *path, trace_info *ti)
     vt_reader_get_stats(r, &st);
     ti->complete = st.complete;
     vt_reader_free(r);
-#endif
 }
 
 static void human_bytes(uint64_t b, char *out, size_t len)
@@ -272,9 +265,15 @@ static void human_bytes(uint64_t b, char *out, size_t len)
         snprintf(out, len, "%.1f %s", v, u[i]);
 }
 
-/* Print the summary of a recording to stderr. */
-static void summarize(const char *shown_dir, const char *absdir, char **before, size_t nbefore,
-                      int quiet_list)
+/* Traces larger than this in all are not read back for the summary (it
+ * would take more than a few seconds): `vramtrace report` reads them. */
+#define SUMMARY_READ_MAX_BYTES (1ull << 30)
+/* Files listed one by one in the summary. */
+#define SUMMARY_LIST_MAX 16
+
+/* Print the summary of a recording to stderr: the trace files that are in
+ * absdir now and were not in `before`. */
+static void summarize(const char *shown_dir, const char *absdir, char **before, size_t nbefore)
 {
     size_t nafter = 0;
     char **after = list_traces(absdir, &nafter);
@@ -282,6 +281,7 @@ static void summarize(const char *shown_dir, const char *absdir, char **before, 
     uint64_t tot_bytes = 0, tot_events = 0, tot_allocs = 0, tot_frees = 0, tot_failed = 0,
              tot_kernels = 0;
     int unreadable = 0, incomplete = 0;
+    char path[PATH_MAX + 256], hb[32];
 
     for (size_t i = 0; i < nafter; i++) {
         if (in_list(before, nbefore, after[i])) {
@@ -289,6 +289,10 @@ static void summarize(const char *shown_dir, const char *absdir, char **before, 
             continue;
         }
         nnew++;
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", absdir, after[i]);
+        if (stat(path, &st) == 0)
+            tot_bytes += (uint64_t)st.st_size;
     }
     if (nnew == 0) {
         fprintf(stderr,
@@ -297,24 +301,31 @@ static void summarize(const char *shown_dir, const char *absdir, char **before, 
         free_list(after, nafter);
         return;
     }
+    int count = tot_bytes <= SUMMARY_READ_MAX_BYTES;
 
     fprintf(stderr, PFX "%zu process%s traced; traces in %s/\n", nnew, nnew == 1 ? "" : "es",
             shown_dir);
+    size_t listed = 0;
     for (size_t i = 0; i < nafter; i++) {
         if (in_list(before, nbefore, after[i]))
             continue;
-        char path[PATH_MAX + 256];
         snprintf(path, sizeof(path), "%s/%s", absdir, after[i]);
         struct stat st;
         uint64_t size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
-        tot_bytes += size;
-        trace_info ti;
-        read_trace(path, &ti);
-        char hb[32];
         human_bytes(size, hb, sizeof(hb));
+        trace_info ti;
+        memset(&ti, 0, sizeof(ti));
+        if (count)
+            read_trace(path, &ti);
+        int show = listed++ < SUMMARY_LIST_MAX;
+        if (!count) {
+            if (show)
+                fprintf(stderr, "  %-44s %9s\n", after[i], hb);
+            continue;
+        }
         if (!ti.read_ok) {
             unreadable++;
-            if (!quiet_list)
+            if (show)
                 fprintf(stderr, "  %-44s %9s  unreadable: %s\n", after[i], hb, ti.err);
             continue;
         }
@@ -325,28 +336,28 @@ static void summarize(const char *shown_dir, const char *absdir, char **before, 
         tot_kernels += ti.kernels;
         if (!ti.complete)
             incomplete++;
-        if (quiet_list)
+        if (!show)
             continue;
         char rank[40] = "";
         if (ti.rank[0])
             snprintf(rank, sizeof(rank), "  rank %s", ti.rank);
-        char evs[40] = "";
-        if (ti.counted)
-            snprintf(evs, sizeof(evs), "  %10llu events", (unsigned long long)ti.events);
-        fprintf(stderr, "  %-44s %9s%s%s%s\n", after[i], hb, evs, rank,
+        fprintf(stderr, "  %-44s %9s  %10llu events%s%s\n", after[i], hb,
+                (unsigned long long)ti.events, rank,
                 ti.complete ? "" : "  incomplete (the process died?)");
     }
-    char hb[32];
+    if (listed > SUMMARY_LIST_MAX)
+        fprintf(stderr, "  ... and %zu more\n", listed - SUMMARY_LIST_MAX);
     human_bytes(tot_bytes, hb, sizeof(hb));
-    if (!VT_RECORD_HAVE_CORE_IO)
-        fprintf(stderr, PFX "%s of traces (events not counted: this build has no trace reader)\n", hb);
+    if (!count)
+        fprintf(stderr, PFX "%s of traces (too large to count events here; the report reads "
+                            "them)\n", hb);
     else
         fprintf(stderr,
-            PFX "%llu events: %llu allocations, %llu frees, %llu failed allocations, "
-                "%llu kernels (%s)\n",
-            (unsigned long long)tot_events, (unsigned long long)tot_allocs,
-            (unsigned long long)tot_frees, (unsigned long long)tot_failed,
-            (unsigned long long)tot_kernels, hb);
+                PFX "%llu events: %llu allocations, %llu frees, %llu failed allocations, "
+                    "%llu kernels (%s)\n",
+                (unsigned long long)tot_events, (unsigned long long)tot_allocs,
+                (unsigned long long)tot_frees, (unsigned long long)tot_failed,
+                (unsigned long long)tot_kernels, hb);
     if (incomplete)
         fprintf(stderr,
                 PFX "%d trace%s without an end record: the process ended without closing it "
@@ -580,7 +591,11 @@ int cmd_record(int argc, char **argv)
                 cmd[0], WTERMSIG(ws), strsignal(WTERMSIG(ws)), secs, status);
     else
         fprintf(stderr, PFX "%s exited with status %d after %.1f s\n", cmd[0], status, secs);
-    summarize(shown, absdir, before, nbefore, 0);
+    /* From here on a signal ends vramtrace as it normally would (a long
+     * summary can be interrupted). */
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        signal(forwarded_signals[i], SIG_DFL);
+    summarize(shown, absdir, before, nbefore);
     if (created)
         rmdir(absdir); /* nothing traced: leave no empty directory behind */
 

@@ -18,13 +18,6 @@
  * %p (pid), e.g. vramtrace.train.node1.r1.4242.zst: rank before pid, so
  * that a listing sorts by rank.  Every trace file of a recording matches
  * VT_RECORD_FILE_PREFIX*VT_RECORD_FILE_SUFFIX. */
-/* 1 once the core writer and reader are implemented (src/core): the
- * summary then counts events, and the tests write real traces.  0: files
- * and bytes only. */
-#ifndef VT_RECORD_HAVE_CORE_IO
-#define VT_RECORD_HAVE_CORE_IO 1
-#endif
-
 #define VT_RECORD_FILE_TEMPLATE "vramtrace.%n.%h.r%r.%p.zst"
 #define VT_RECORD_FILE_PREFIX "vramtrace."
 #define VT_RECORD_FILE_SUFFIX ".zst"

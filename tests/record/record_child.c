@@ -16,6 +16,9 @@
  *   record_child fork-quiet N    fork a child that never "uses CUDA" (writes
  *                                nothing, like a DataLoader worker); the
  *                                parent writes one trace
+ *   record_child procs K N       K processes (forked), each writes a trace
+ *   record_child trace-die N     write N allocations, flush, then SIGKILL
+ *                                itself: a trace without an end record
  */
 #include <errno.h>
 #include <signal.h>
@@ -66,7 +69,7 @@ static void expand(const char *tmpl, char *out, size_t len)
     out[o < len ? o : len - 1] = 0;
 }
 
-static int write_trace(int n)
+static int write_trace_ex(int n, int die)
 {
     const char *tmpl = getenv("VRAMTRACE_OUTPUT");
     if (!tmpl) {
@@ -75,7 +78,6 @@ static int write_trace(int n)
     }
     char path[4096];
     expand(tmpl, path, sizeof(path));
-#if VT_RECORD_HAVE_CORE_IO
     vt_writer_config cfg;
     vt_writer_config_default(&cfg);
     cfg.path = path;
@@ -113,17 +115,19 @@ static int write_trace(int n)
         while (vt_writer_emit(w, &ev) == VT_ERR_DROPPED)
             vt_writer_flush(w);
     }
+    if (die) {
+        vt_writer_flush(w);
+        signal(SIGKILL, SIG_DFL);
+        raise(SIGKILL);
+    }
     int rc = vt_writer_close(w, VT_END_NORMAL, 0);
     vt_writer_free(w);
     return rc ? 1 : 0;
-#else
-    (void)n;
-    FILE *f = fopen(path, "wx");
-    if (!f)
-        return 1;
-    fputs("not a trace: the core writer is not built yet\n", f);
-    return fclose(f) ? 1 : 0;
-#endif
+}
+
+static int write_trace(int n)
+{
+    return write_trace_ex(n, 0);
 }
 
 int main(int argc, char **argv)
@@ -167,6 +171,25 @@ int main(int argc, char **argv)
     int n = argc > 2 ? atoi(argv[2]) : 10;
     if (!strcmp(mode, "trace"))
         return write_trace(n);
+    if (!strcmp(mode, "trace-die"))
+        return write_trace_ex(n, 1);
+    if (!strcmp(mode, "procs") && argc > 3) {
+        int k = atoi(argv[2]), per = atoi(argv[3]), bad = 0;
+        fflush(NULL);
+        for (int i = 0; i < k; i++) {
+            pid_t pid = fork();
+            if (pid == 0)
+                _exit(write_trace(per));
+            if (pid < 0)
+                return 1;
+        }
+        for (int i = 0; i < k; i++) {
+            int ws;
+            if (wait(&ws) < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws))
+                bad++;
+        }
+        return bad ? 1 : 0;
+    }
     if (!strcmp(mode, "fork-trace") || !strcmp(mode, "fork-quiet")) {
         fflush(NULL);
         pid_t pid = fork();
