@@ -2,3 +2,11 @@
 add_executable(bench_unwind ${CMAKE_CURRENT_LIST_DIR}/bench_unwind.c)
 target_link_libraries(bench_unwind PRIVATE vt_inject_common Threads::Threads)
 target_compile_options(bench_unwind PRIVATE -O2 -fomit-frame-pointer -fno-optimize-sibling-calls)
+
+# The CUPTI cost floor for the GPU benchmarks (bench/gpu_bench.py).
+if(VT_HAVE_CUPTI)
+  add_library(vt_cupti_floor SHARED ${CMAKE_CURRENT_LIST_DIR}/cupti_floor.c)
+  set_target_properties(vt_cupti_floor PROPERTIES C_VISIBILITY_PRESET hidden
+    BUILD_RPATH "${CUDAToolkit_LIBRARY_DIR};/usr/local/cuda/lib64;/usr/local/cuda/targets/x86_64-linux/lib")
+  target_link_libraries(vt_cupti_floor PRIVATE CUDA::cupti)
+endif()

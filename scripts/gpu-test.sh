@@ -31,6 +31,7 @@ if [ "${1:-}" = "--build-only" ]; then
     for p in alloc_basic alloc_async alloc_vmm oom threads forkexec crash; do
         nvcc -O1 -g -arch=sm_90 -I"$root/tests/gpu" -o "$root/$BUILD/gpu-bin/$p" "$root/tests/gpu/$p.cu" -lcuda -ldl -lpthread || exit 1
     done
+    nvcc -O2 -arch=sm_90 -o "$root/$BUILD/gpu-bin/gpu_micro" "$root/bench/gpu_micro.cu" || exit 1 # bench/gpu_bench.py
     exit 0
 fi
 ulimit -c 0

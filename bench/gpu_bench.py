@@ -1,0 +1,106 @@
+"""gpu_bench.py - GPU benchmarks of libvramtrace.so, run ON the GPU machine:
+    python3 bench/gpu_bench.py BUILD_DIR [REPS]
+A. PyTorch transformer training step (bench/torch_step.py), untraced vs
+   traced, default caching allocator and backend:cudaMallocAsync, plus the
+   CUPTI floor (bench/cupti_floor.c: same callbacks, empty bodies, kernel
+   activity) and traced without stacks; processes interleaved round-robin,
+   REPS rounds; per config the median of the per-process median step times.
+B. Microbenchmarks (bench/gpu_micro.cu): launch, cudaMalloc+cudaFree,
+   cudaMallocAsync+cudaFreeAsync, ns per op, same configs.
+Trace bytes per event from the library's closing stderr line.
+Writes $OUT/bench.json and prints a table last."""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+reps = int(sys.argv[2] if len(sys.argv) > 2 else "3")
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+out = os.environ.get("OUT", "/tmp")
+lib = os.path.join(build, "libvramtrace.so")
+floor = os.path.join(build, "bench", "libvt_cupti_floor.so")
+micro = os.path.join(build, "gpu-bin", "gpu_micro")
+tmp = tempfile.mkdtemp(prefix="vtbench")
+
+TRACED = {"CUDA_INJECTION64_PATH": lib, "VRAMTRACE_QUIET": "0"}
+configs = {
+    "untraced": {},
+    "floor": {"CUDA_INJECTION64_PATH": floor},
+    "traced": dict(TRACED),
+    "traced-nostacks": dict(TRACED, VRAMTRACE_NATIVE_STACKS="0", VRAMTRACE_PYTHON_STACKS="0"),
+}
+WROTE = re.compile(r"wrote \S+ \((\d+) events, (\d+) dropped, (\d+) bytes\)")
+
+
+def run(cmd, env_extra, mode_conf):
+    env = dict(os.environ)
+    env.pop("CUDA_INJECTION64_PATH", None)
+    env.update(env_extra)
+    env["VRAMTRACE_OUTPUT"] = os.path.join(tmp, "t.%p.zst")
+    if mode_conf:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = mode_conf
+    else:
+        env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    m = WROTE.search(p.stderr)
+    for f in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, f))
+    if p.returncode != 0:
+        print("FAILED", cmd, env_extra, mode_conf, p.stderr[-800:], flush=True)
+        return None, None
+    return p.stdout, (tuple(int(x) for x in m.groups()) if m else None)
+
+
+results = {"torch": {}, "micro": {}, "bytes": {}}
+modes = {"default": "", "async": "backend:cudaMallocAsync"}
+torch_cfgs = [("default", "untraced"), ("default", "traced"), ("async", "untraced"), ("async", "floor"),
+              ("async", "traced"), ("async", "traced-nostacks")]
+for r in range(reps):
+    for mode, cfg in torch_cfgs:
+        so, wrote = run([sys.executable, os.path.join(root, "bench", "torch_step.py"), f"{mode}/{cfg}"],
+                        configs[cfg], modes[mode])
+        if so is None:
+            continue
+        d = json.loads(so.strip().splitlines()[-1])
+        results["torch"].setdefault(f"{mode}/{cfg}", []).append(d["median_ms"])
+        if wrote:
+            results["bytes"].setdefault(f"torch {mode}/{cfg}", []).append(wrote)
+        print(f"round {r} {mode}/{cfg}: {d['median_ms']:.3f} ms", flush=True)
+
+if os.path.exists(micro):
+    for r in range(reps):
+        for cfg in ["untraced", "floor", "traced", "traced-nostacks"]:
+            so, wrote = run([micro], configs[cfg], "")
+            if so is None:
+                continue
+            for line in so.splitlines():
+                k, v = line.split()
+                results["micro"].setdefault(f"{k}/{cfg}", []).append(float(v))
+            if wrote:
+                results["bytes"].setdefault(f"micro/{cfg}", []).append(wrote)
+
+with open(os.path.join(out, "bench.json"), "w") as f:
+    json.dump(results, f, indent=1)
+
+med = {k: statistics.median(v) for k, v in results["torch"].items()}
+print("\n== transformer step (median of per-process medians, %d rounds)" % reps)
+print(f"{'config':32s} {'ms/step':>9s} {'x untraced':>11s}  runs")
+for k in sorted(med):
+    base = med.get(k.split("/")[0] + "/untraced")
+    ratio = med[k] / base if base else float("nan")
+    print(f"{k:32s} {med[k]:9.3f} {ratio:11.3f}  {', '.join('%.3f' % x for x in results['torch'][k])}")
+print("\n== microbenchmarks (ns per op, median of rounds)")
+mm = {k: statistics.median(v) for k, v in results["micro"].items()}
+for op in ["launch", "malloc_free", "malloc_async_free"]:
+    row = [f"{cfg}={mm.get(op + '/' + cfg, float('nan')):.0f}" for cfg in ["untraced", "floor", "traced", "traced-nostacks"]]
+    print(f"{op:20s} " + "  ".join(row))
+print("\n== trace size")
+for k, v in sorted(results["bytes"].items()):
+    ev = statistics.median(x[0] for x in v)
+    by = statistics.median(x[2] for x in v)
+    dr = max(x[1] for x in v)
+    print(f"{k:32s} {ev:9.0f} events {by:10.0f} bytes {by / max(ev, 1):6.2f} B/event dropped<={dr}")

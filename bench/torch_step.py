@@ -1,0 +1,40 @@
+"""torch_step.py - one process of the transformer step benchmark: a 6-layer
+transformer encoder training step (bf16 autocast, AdamW), median step time
+over STEPS steps after WARM warm-up steps.  Prints one JSON line."""
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+steps = int(os.environ.get("VT_BENCH_STEPS", "60"))
+warm = int(os.environ.get("VT_BENCH_WARM", "15"))
+torch.manual_seed(0)
+layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True, dropout=0.1)
+model = torch.nn.TransformerEncoder(layer, 6).cuda()
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+x = torch.randn(16, 256, 512, device="cuda")
+
+
+def step():
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x).float().pow(2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+times = []
+for i in range(warm + steps):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    torch.cuda.nvtx.range_push("step")
+    step()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    if i >= warm:
+        times.append(time.perf_counter() - t0)
+print(json.dumps({"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3,
+                  "steps": steps, "tag": sys.argv[1] if len(sys.argv) > 1 else ""}), flush=True)
