@@ -9,14 +9,23 @@
 set -u
 name=check_record_ddp
 here=$(cd "$(dirname "$0")" && pwd)
-cli=${VRAMTRACE_CLI:?VRAMTRACE_CLI must name the vramtrace binary}
 export VRAMTRACE_LIB=${VRAMTRACE_LIB:?VRAMTRACE_LIB must name libvramtrace.so}
+# The vramtrace binary: VRAMTRACE_CLI, else where a build tree has it.
+cli=${VRAMTRACE_CLI:-}
+if [ ! -x "$cli" ]; then
+    libdir=$(dirname "$VRAMTRACE_LIB")
+    for c in "$libdir/vramtrace" "$libdir/src/cli/vramtrace" "$libdir/../cli/vramtrace" \
+        "$here/../../build/src/cli/vramtrace"; do
+        if [ -x "$c" ]; then cli=$c; break; fi
+    done
+fi
 work=${OUT:-/tmp}/record_ddp
 rm -rf "$work"
 mkdir -p "$work"
 log=$work/log.txt
 
 fail() { echo "$name: FAIL: $* (log: $log)"; exit 1; }
+[ -x "$cli" ] || fail "no vramtrace binary (VRAMTRACE_CLI='${VRAMTRACE_CLI:-}')"
 
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "${ngpu:-0}" -lt 2 ]; then
@@ -54,4 +63,7 @@ grep -qi "merged" "$work/report.txt" || fail "the report has no merged view of t
 nccl=$(grep -i 'nccl' "$work/report.txt" | grep -v -E '^(trace|command|== )' | wc -l)
 [ "$nccl" -gt 0 ] || fail "no call site through NCCL in the report"
 
+# Keep what comes back small (scripts/gpu-test.sh tars $OUT): traces of
+# 4 MiB and more are dropped once checked; the report stays.
+find "$traces" -name '*.zst' -size +4M -delete 2>/dev/null
 echo "$name: PASS: 2 traces (${files[*]}), both ranks in the report and merged, $nccl report lines through NCCL"
