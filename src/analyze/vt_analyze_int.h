@@ -165,7 +165,10 @@ typedef struct {
 typedef struct {
     uint64_t key;     /* launch id, or name id | 1<<32 */
     uint64_t count, last_idx, first_t, last_t;
-    double gap_sum, gap2_sum;
+    /* Misra-Gries summary of the gaps (in kernels) between occurrences:
+     * the most frequent gap is the candidate period */
+    uint64_t gap[4];
+    uint32_t gcnt[4];
 } vt_launch_stat;
 
 typedef struct { uint32_t id; uint32_t msg; uint64_t t; } vt_nvtx_open;

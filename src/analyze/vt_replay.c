@@ -1114,9 +1114,22 @@ static int on_kernel(vt_analysis *a, vt_proc *p, const vt_ev_kernel *e, uint64_t
         s->first_t = t;
     } else {
         s = &p->lstats[*v];
-        double gap = (double)(p->kernels - s->last_idx);
-        s->gap_sum += gap;
-        s->gap2_sum += gap * gap;
+        uint64_t gap = p->kernels - s->last_idx;
+        int k, empty = -1;
+        for (k = 0; k < 4; k++) {
+            if (s->gcnt[k] && s->gap[k] == gap)
+                break;
+            if (!s->gcnt[k] && empty < 0)
+                empty = k;
+        }
+        if (k < 4)
+            s->gcnt[k]++;
+        else if (empty >= 0) {
+            s->gap[empty] = gap;
+            s->gcnt[empty] = 1;
+        } else
+            for (k = 0; k < 4; k++)
+                s->gcnt[k]--;
     }
     s->count++;
     s->last_idx = p->kernels;
@@ -1539,54 +1552,57 @@ static void detect_steps(vt_proc *p)
             snprintf(p->step_source, len, "nvtx:%s", s->msg);
         return;
     }
-    /* Kernels: launch signatures recurring at a regular gap; the gap shared
-     * by most signatures is the loop's period (one occurrence per step). */
-    double best_gap = 0;
+    /* Kernels: launch signatures recurring at a regular gap (the same gap
+     * for most of their occurrences); the gap shared by most signatures is
+     * the loop's period (one occurrence per step). */
+    uint64_t best_gap = 0;
     uint32_t best_members = 0;
     uint64_t best_count = 0;
     size_t anchor = 0;
+    uint64_t *period = calloc(p->nlstats + 1, sizeof(uint64_t));
+    if (!period)
+        return;
     for (size_t i = 0; i < p->nlstats; i++) {
         const vt_launch_stat *s = &p->lstats[i];
         if (s->count < 3)
             continue;
-        double k = (double)(s->count - 1), mean = s->gap_sum / k;
-        double var = s->gap2_sum / k - mean * mean;
-        if (var < 0)
-            var = 0;
-        if (sqrt(var) > 0.2 * mean)
+        int top = 0;
+        for (int k = 1; k < 4; k++)
+            if (s->gcnt[k] > s->gcnt[top] || (s->gcnt[k] == s->gcnt[top] && s->gap[k] < s->gap[top]))
+                top = k;
+        if (s->gcnt[top] * 10 >= (s->count - 1) * 6) /* at least 60% of the gaps */
+            period[i] = s->gap[top];
+    }
+    for (size_t i = 0; i < p->nlstats; i++) {
+        if (!period[i])
             continue;
         uint32_t members = 0;
         uint64_t maxc = 0;
         size_t anc = i;
         for (size_t j = 0; j < p->nlstats; j++) {
+            if (period[j] != period[i])
+                continue;
             const vt_launch_stat *o = &p->lstats[j];
-            if (o->count < 3)
-                continue;
-            double ok = (double)(o->count - 1), om = o->gap_sum / ok;
-            double ov = o->gap2_sum / ok - om * om;
-            if (ov < 0)
-                ov = 0;
-            if (sqrt(ov) > 0.2 * om || fabs(om - mean) > 0.02 * mean + 0.5)
-                continue;
             members++;
             if (o->count > maxc || (o->count == maxc && o->first_t < p->lstats[anc].first_t)) {
                 maxc = o->count;
                 anc = j;
             }
         }
-        if (members > best_members || (members == best_members && mean > best_gap)) {
+        if (members > best_members || (members == best_members && period[i] > best_gap)) {
             best_members = members;
-            best_gap = mean;
+            best_gap = period[i];
             best_count = maxc;
             anchor = anc;
         }
     }
+    free(period);
     if (best_members && best_count >= 3) {
         const vt_launch_stat *s = &p->lstats[anchor];
         p->steps = s->count;
         p->step_period_ns = (double)(s->last_t - s->first_t) / (double)(s->count - 1);
         char buf[64];
-        snprintf(buf, sizeof(buf), "kernels:%.0f", best_gap);
+        snprintf(buf, sizeof(buf), "kernels:%llu", (unsigned long long)best_gap);
         p->step_source = xstrdup(buf);
     }
 }

@@ -245,27 +245,46 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
         size_t nfiles = 0;
         if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
             files = NULL;
-        const char *cur_file = file;
-        int cur_line = line;
-        for (int i = 0; i < n; i++) {
+        int i = 0;
+        for (; i < n; i++) {
             int tag = dwarf_tag(&scopes[i]);
-            if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-                continue;
-            const char *fn = die_name(&scopes[i]);
-            if (tag == DW_TAG_subprogram) {
-                add_line(r, fn ? fn : symname, cur_file, cur_line, 0);
+            if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram)
                 break;
+        }
+        if (i < n) {
+            Dwarf_Die die = scopes[i];
+            int tag = dwarf_tag(&die);
+            const char *fn = die_name(&die);
+            add_line(r, fn ? fn : (tag == DW_TAG_subprogram ? symname : NULL), file, line,
+                     tag == DW_TAG_inlined_subroutine);
+            if (tag == DW_TAG_inlined_subroutine) {
+                /* dwarf_getscopes continues into the inline's abstract
+                 * definition; the physical callers come from the DIE's own
+                 * nesting, each inline's caller at its DW_AT_call_* */
+                Dwarf_Die *chain = NULL;
+                int nc = dwarf_getscopes_die(&die, &chain);
+                Dwarf_Die prev = die;
+                for (int j = 1; j < nc; j++) {
+                    int t2 = dwarf_tag(&chain[j]);
+                    if (t2 != DW_TAG_inlined_subroutine && t2 != DW_TAG_subprogram)
+                        continue;
+                    Dwarf_Attribute at;
+                    Dwarf_Word w;
+                    const char *cf = NULL;
+                    int cl = 0;
+                    if (files && dwarf_attr(&prev, DW_AT_call_file, &at) && dwarf_formudata(&at, &w) == 0)
+                        cf = dwarf_filesrc(files, w, NULL, NULL);
+                    if (dwarf_attr(&prev, DW_AT_call_line, &at) && dwarf_formudata(&at, &w) == 0)
+                        cl = (int)w;
+                    const char *fn2 = die_name(&chain[j]);
+                    add_line(r, fn2 ? fn2 : (t2 == DW_TAG_subprogram ? symname : NULL), cf, cl,
+                             t2 == DW_TAG_inlined_subroutine);
+                    prev = chain[j];
+                    if (t2 == DW_TAG_subprogram)
+                        break;
+                }
+                free(chain);
             }
-            add_line(r, fn, cur_file, cur_line, 1);
-            /* the caller continues at the call site of this inline */
-            Dwarf_Attribute at;
-            Dwarf_Word w;
-            cur_file = NULL;
-            cur_line = 0;
-            if (files && dwarf_attr(&scopes[i], DW_AT_call_file, &at) && dwarf_formudata(&at, &w) == 0)
-                cur_file = dwarf_filesrc(files, w, NULL, NULL);
-            if (dwarf_attr(&scopes[i], DW_AT_call_line, &at) && dwarf_formudata(&at, &w) == 0)
-                cur_line = (int)w;
         }
         free(scopes);
     }

@@ -48,3 +48,10 @@ endforeach()
 
 add_test(NAME analyze.cli COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/cli.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES})
 set_tests_properties(analyze.cli PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
+
+add_executable(test_analyze ${CMAKE_CURRENT_LIST_DIR}/test_analyze.c ${CMAKE_CURRENT_LIST_DIR}/cxx_frame.cc)
+target_link_libraries(test_analyze PRIVATE vt_analyze vt_core vt_cmocka ${CMAKE_DL_LIBS})
+set_target_properties(test_analyze PROPERTIES LINKER_LANGUAGE CXX)
+target_compile_options(test_analyze PRIVATE -g)
+add_test(NAME analyze.unit COMMAND test_analyze)
+set_tests_properties(analyze.unit PROPERTIES LABELS "analyze")
