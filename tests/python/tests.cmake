@@ -2,7 +2,9 @@
 #  - pystack_merge: cmocka, no interpreter (init refusal, merge rules);
 #  - pystack_offsets_3XX: the layout table vs each version's own headers;
 #  - pystack_py_3XX: real interpreters (pyenv) calling the capture through
-#    ctypes from every kind of frame, threads, recursion, concurrency.
+#    ctypes from every kind of frame, threads, recursion, concurrency;
+#  - pystack_trace_3XX: those stacks through vt_writer, `vramtrace dump`
+#    and tests/gpu/pylines_check.py (the GPU check's own checker).
 set(VT_PY_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(VT_PY_VERSIONS 3.10.13 3.11.7 3.12.1 3.13.0 CACHE STRING "pyenv versions tested by tests/python")
 if(DEFINED ENV{PYENV_ROOT})
@@ -15,9 +17,11 @@ if(NOT VT_PYENV_PYTHON3)
   set(VT_PYENV_PYTHON3 python3)
 endif()
 
-add_library(vt_pystack_testlib SHARED ${VT_PY_DIR}/vt_pystack_testlib.c)
-target_link_libraries(vt_pystack_testlib PRIVATE vt_pystack Threads::Threads)
+add_library(vt_pystack_testlib SHARED ${VT_PY_DIR}/vt_pystack_testlib.c ${VT_PY_DIR}/vt_pystack_tracelib.c)
+target_link_libraries(vt_pystack_testlib PRIVATE vt_pystack vt_core Threads::Threads)
 set_target_properties(vt_pystack_testlib PROPERTIES C_VISIBILITY_PRESET hidden)
+# Debian's static protobuf-c is not PIC: bind its symbols inside the library.
+target_link_options(vt_pystack_testlib PRIVATE -Wl,-Bsymbolic)
 
 add_executable(test_pystack_merge ${VT_PY_DIR}/test_pystack_merge.c)
 target_link_libraries(test_pystack_merge PRIVATE vt_pystack vt_cmocka)
@@ -41,6 +45,13 @@ foreach(v ${VT_PY_VERSIONS})
                      ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack.py
                      $<TARGET_FILE:vt_pystack_testlib> ${v})
     set_tests_properties(pystack_py_3${minor} PROPERTIES TIMEOUT 300)
+    # the same stacks through vt_writer, `vramtrace dump` and the GPU checker
+    add_test(NAME pystack_trace_3${minor}
+             COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v}
+                     ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack_trace.py
+                     $<TARGET_FILE:vt_pystack_testlib> $<TARGET_FILE:vramtrace>
+                     ${CMAKE_CURRENT_BINARY_DIR}/pystack_trace)
+    set_tests_properties(pystack_trace_3${minor} PROPERTIES TIMEOUT 120)
   else()
     message(WARNING "tests/python: Python ${v} is not installed under ${VT_PYENV_ROOT}")
   endif()

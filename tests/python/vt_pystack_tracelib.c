@@ -1,0 +1,71 @@
+/* vt_pystack_tracelib.c - part of the Python test library: writes a real
+ * trace (vt_writer) whose allocation events carry merged native + Python
+ * stacks made by vt_pystack_stack(), as libvramtrace.so does in its CUPTI
+ * callback, so tests can read them back with `vramtrace dump`.  Test-only.
+ */
+#define _GNU_SOURCE
+#include <execinfo.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vt_error.h"
+#include "vt_pystack.h"
+#include "vt_writer.h"
+
+#define VTPT_EXPORT __attribute__((visibility("default")))
+
+static vt_writer *g_w;
+
+static int define_code(void *ctx, uint64_t key, const char *file, const char *function)
+{
+    return vt_writer_define_code((vt_writer *)ctx, key, file, function);
+}
+
+VTPT_EXPORT int vtpt_trace_open(const char *path)
+{
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.path = path;
+    cfg.quiet = 1;
+    vt_ev_header h;
+    memset(&h, 0, sizeof h);
+    h.pid = (uint32_t)getpid();
+    h.program = "test_pystack_trace";
+    h.python_stacks = 1;
+    h.native_stacks = 1;
+    h.clock = VT_CLOCK_MONOTONIC;
+    return vt_writer_create(&g_w, &cfg, &h);
+}
+
+/* An allocation event at (addr, size) with this thread's merged stack. */
+VTPT_EXPORT int vtpt_trace_alloc(unsigned long long addr, unsigned long long size)
+{
+    void *raw[128];
+    uint64_t ips[128];
+    vt_frame fr[VT_PYSTACK_MAX_MERGED];
+    int nips = backtrace(raw, 128);
+    for (int i = 0; i < nips; i++)
+        ips[i] = (uint64_t)(uintptr_t)raw[i];
+    int n = vt_pystack_stack(ips, nips, fr, VT_PYSTACK_MAX_MERGED, VT_PYSTACK_MAX_DEPTH,
+                             define_code, g_w);
+    if (n < 0)
+        return n;
+    vt_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = VT_EV_ALLOC;
+    ev.u.alloc.address = addr;
+    ev.u.alloc.size = size;
+    ev.u.alloc.kind = VT_MEM_DEVICE;
+    ev.u.alloc.api = VT_API_MALLOC_ASYNC;
+    ev.u.alloc.site.frames = fr;
+    ev.u.alloc.site.nframes = (uint32_t)n;
+    return vt_writer_emit(g_w, &ev);
+}
+
+VTPT_EXPORT int vtpt_trace_close(void)
+{
+    int rc = vt_writer_close(g_w, VT_END_NORMAL, 0);
+    vt_writer_free(g_w);
+    g_w = NULL;
+    return rc;
+}
