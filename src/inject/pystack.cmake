@@ -6,3 +6,4 @@ target_include_directories(vt_pystack PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}
 set_target_properties(vt_pystack PROPERTIES POSITION_INDEPENDENT_CODE ON
                                             C_VISIBILITY_PRESET hidden)
 target_link_libraries(vt_pystack PRIVATE ${CMAKE_DL_LIBS})
+target_compile_options(vt_pystack PRIVATE -O2)  # hot path: keep it optimised in any build type

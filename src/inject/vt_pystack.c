@@ -244,14 +244,16 @@ VT_AI unsigned hash_slot(uint64_t k, unsigned bits)
     return (unsigned)((k * 0x9E3779B97F4A7C15ull) >> (64 - bits));
 }
 
-int vt_pystack_seen(uint64_t key)
+VT_AI int seen_in(uint64_t *tab, uint64_t key)
 {
-    uint64_t *e = &t_seen[hash_slot(key, 10)];
+    uint64_t *e = &tab[hash_slot(key, 10)];
     if (*e == key)
         return 1;
     *e = key;
     return 0;
 }
+
+int vt_pystack_seen(uint64_t key) { return seen_in(t_seen, key); }
 
 void vt_pystack_unsee(uint64_t key)
 {
@@ -631,8 +633,10 @@ int vt_pystack_stack(const uint64_t *ips, int nips, vt_frame *out, int max, int 
     int npy = vt_pystack_capture(py, pydepth);
     if (npy < 0)
         return npy;
+    uint64_t *seen = t_seen; /* one TLS lookup, not one per frame */
+    __asm__("" : "+r"(seen));
     for (int i = 0; define && i < npy; i++) {
-        if (vt_pystack_seen(py[i].key))
+        if (seen_in(seen, py[i].key))
             continue;
         char file[512], func[256];
         describe(0, py[i].code, file, sizeof file, func, sizeof func);
