@@ -28,6 +28,36 @@ void vt_fmt_bytes(char *buf, size_t len, double b)
         snprintf(buf, len, "%s%.2f %s", b < 0 ? "-" : "", v, u[i]);
 }
 
+/* length of a valid UTF-8 sequence at p (1..4), 0 if invalid */
+static int utf8_len(const unsigned char *p)
+{
+    int n;
+    uint32_t c;
+    if (p[0] < 0x80)
+        return 1;
+    if ((p[0] & 0xe0) == 0xc0) {
+        n = 2;
+        c = p[0] & 0x1f;
+    } else if ((p[0] & 0xf0) == 0xe0) {
+        n = 3;
+        c = p[0] & 0x0f;
+    } else if ((p[0] & 0xf8) == 0xf0) {
+        n = 4;
+        c = p[0] & 0x07;
+    } else
+        return 0;
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        c = (c << 6) | (p[i] & 0x3f);
+    }
+    if ((n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+        (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* a JSON string; invalid UTF-8 bytes become U+FFFD so the output always parses */
 void vt_json_str(FILE *f, const char *s)
 {
     if (!s) {
@@ -35,19 +65,28 @@ void vt_json_str(FILE *f, const char *s)
         return;
     }
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
         switch (*p) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
-        default:
-            if (*p < 0x20)
-                fprintf(f, "\\u%04x", *p);
-            else
-                fputc(*p, f);
+        case '"': fputs("\\\"", f); p++; continue;
+        case '\\': fputs("\\\\", f); p++; continue;
+        case '\n': fputs("\\n", f); p++; continue;
+        case '\r': fputs("\\r", f); p++; continue;
+        case '\t': fputs("\\t", f); p++; continue;
+        default: break;
         }
+        if (*p < 0x20) {
+            fprintf(f, "\\u%04x", *p);
+            p++;
+            continue;
+        }
+        int n = utf8_len(p);
+        if (!n) {
+            fputs("\\ufffd", f);
+            p++;
+            continue;
+        }
+        fwrite(p, 1, (size_t)n, f);
+        p += n;
     }
     fputc('"', f);
 }

@@ -672,10 +672,25 @@ static void test_site_frames_native(void **state)
     vt_analysis_free(a);
 }
 
+static void test_json_str(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    vt_json_str(f, "a\"b\\c\n\x01 \xc3\xa9 \xff \xe2\x82 end");
+    fputc(' ', f);
+    vt_json_str(f, NULL);
+    fclose(f);
+    assert_string_equal(buf, "\"a\\\"b\\\\c\\n\\u0001 \xc3\xa9 \\ufffd \\ufffd\\ufffd end\" null");
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_json_str),
         cmocka_unit_test(test_map_random),
         cmocka_unit_test(test_blocks_random),
         cmocka_unit_test(test_leak_oddities),
