@@ -78,6 +78,9 @@ struct vt_reader {
     uint64_t raw_base;   /* decompressed offset in the frame of raw[0] */
     size_t zerr;         /* zstd error code waiting to be reported */
     uint64_t zerr_at;
+    int careful;          /* re-decoding a damaged frame byte by byte */
+    uint64_t careful_skip;/* decompressed bytes to drop while doing so */
+    uint64_t in_counted;  /* input counted in st.bytes_in so far */
     /* decompressed bytes: [rpos, rend) not decoded yet */
     uint8_t *raw;
     size_t rcap, rpos, rend;
@@ -1380,6 +1383,8 @@ static void drop_frame(vt_reader *r)
 {
     ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
     r->in_frame = 0;
+    r->careful = 0;
+    r->careful_skip = 0;
     r->rpos = r->rend = 0;
     r->zerr = 0;
 }
@@ -1478,16 +1483,28 @@ static int decompress_more(vt_reader *r, size_t need)
         int rc = in_peek(r, &at, 1, &p, &n);
         if (rc)
             return rc;
+        if (r->careful && n > 1)
+            n = 1;
         ZSTD_inBuffer in = {p, n, 0};
         ZSTD_outBuffer out = {r->raw, r->rcap, r->rend};
         size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
+        size_t got = out.pos - r->rend;
+        if (r->careful_skip && got) { /* decoded before the damage was found: already out */
+            size_t d = got < r->careful_skip ? got : (size_t)r->careful_skip;
+            memmove(r->raw + r->rend, r->raw + r->rend + d, got - d);
+            r->careful_skip -= d;
+            got -= d;
+        }
         r->in_pos += in.pos;
-        r->st.bytes_in += in.pos;
-        r->st.bytes_raw += out.pos - r->rend;
-        r->rend = out.pos;
+        if (r->in_pos > r->in_counted) {
+            r->st.bytes_in += r->in_pos - r->in_counted;
+            r->in_counted = r->in_pos;
+        }
+        r->st.bytes_raw += got;
+        r->rend += got;
         if (ZSTD_isError(ret)) {
             r->zerr = ret;
-            r->zerr_at = r->in_pos;
+            r->zerr_at = r->in_pos; /* exact when careful; else somewhere in [in_pos, in_pos + n) */
             return 0;
         }
         if (ret == 0) {
@@ -1503,6 +1520,27 @@ static int decompress_more(vt_reader *r, size_t need)
         }
         start_end = r->rend;
     }
+}
+
+/* zstd failed somewhere in the input of one call, and reports neither where
+ * nor the output of the blocks it decoded before the damage.  Decode the
+ * frame again one input byte at a time (slow, rare), dropping the output
+ * already delivered, so that every block before the damage comes out and
+ * the error gets its exact offset.  Returns 0 if that started, -1 if the
+ * input cannot go back (a pipe): report the error at once. */
+static int zstd_go_careful(vt_reader *r)
+{
+    const uint8_t *p;
+    size_t n;
+    uint64_t at = r->frame_start;
+    if (r->careful || in_peek(r, &at, 1, &p, &n) || at != r->frame_start)
+        return -1;
+    ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+    r->careful = 1;
+    r->careful_skip = r->raw_base + r->rend; /* decompressed bytes of this frame already produced */
+    r->zerr = 0;
+    r->in_pos = r->frame_start;
+    return 0;
 }
 
 /* Between frames: start the next one, or end the stream. */
@@ -1546,6 +1584,8 @@ static int begin_frame(vt_reader *r)
     }
     r->frame_start = r->in_pos;
     r->in_frame = 1;
+    r->careful = 0;
+    r->careful_skip = 0;
     r->raw_base = 0;
     r->rpos = r->rend = 0;
     r->frame_records = 0;
@@ -1683,6 +1723,10 @@ int vt_reader_next(vt_reader *r, vt_event *ev)
         /* not enough bytes for the next entry */
         if (r->zerr) {
             size_t e = r->zerr;
+            if (zstd_go_careful(r) == 0)
+                continue;
+            if (r->state == ST_FINAL)
+                return r->last_err;
             return corrupt(r, VT_ERR_CORRUPT, 0, "corrupt zstd frame at offset %llu (frame starting at offset %llu): %s",
                            (unsigned long long)r->zerr_at, (unsigned long long)r->frame_start,
                            ZSTD_getErrorName(e));

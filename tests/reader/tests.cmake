@@ -9,3 +9,13 @@ add_executable(test_reader ${CMAKE_CURRENT_LIST_DIR}/test_reader.c)
 target_link_libraries(test_reader PRIVATE vt_reader_testlib)
 add_test(NAME reader.unit COMMAND test_reader)
 set_tests_properties(reader.unit PROPERTIES LABELS "reader")
+
+# Fixture generator for tests/data/reader-sample.zst (scripts/update-golden.sh).
+add_executable(vt_gen_fixture ${CMAKE_CURRENT_LIST_DIR}/gen_fixture.c)
+target_link_libraries(vt_gen_fixture PRIVATE vt_reader_testlib)
+
+# Writer -> reader round trip (src/core/vt_writer.c output read back).
+add_executable(test_reader_roundtrip ${CMAKE_CURRENT_LIST_DIR}/test_roundtrip.c)
+target_link_libraries(test_reader_roundtrip PRIVATE vt_reader_testlib)
+add_test(NAME reader.roundtrip COMMAND test_reader_roundtrip)
+set_tests_properties(reader.roundtrip PROPERTIES LABELS "reader" TIMEOUT 300)

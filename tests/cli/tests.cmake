@@ -1,0 +1,21 @@
+# tests/cli: `vramtrace dump` (src/cli/builtin-dump.c): golden outputs on the
+# small deterministic fixtures of tests/data (refresh with
+# scripts/update-golden.sh), exit codes and error messages.
+function(vt_dump_golden name rc)
+  add_test(NAME cli.dump.${name}
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
+            ${CMAKE_CURRENT_LIST_DIR}/golden/${name} ${rc} ${ARGN})
+  set_tests_properties(cli.dump.${name} PROPERTIES LABELS "cli;golden")
+endfunction()
+vt_dump_golden(dump-sample.txt 0 dump reader-sample.zst)
+vt_dump_golden(dump-sample.jsonl 0 dump --json reader-sample.zst)
+vt_dump_golden(dump-sample-stacks.txt 0 dump --no-defs --stacks reader-sample.zst)
+vt_dump_golden(dump-sample-stacks.jsonl 0 dump --json --no-defs --stacks reader-sample.zst)
+vt_dump_golden(dump-writer.txt 0 dump --stacks reader-writer.zst)
+vt_dump_golden(dump-writer.jsonl 0 dump --json reader-writer.zst)
+vt_dump_golden(dump-truncated.txt 1 dump reader-sample-truncated.zst)
+vt_dump_golden(dump-damaged.txt 1 dump reader-sample-damaged.zst)
+
+add_test(NAME cli.dump.errors
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dump_errors.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA})
+set_tests_properties(cli.dump.errors PROPERTIES LABELS "cli")
