@@ -68,8 +68,12 @@ static void usage(FILE *f)
             "environment: VRAMTRACE_LIB=PATH uses that libvramtrace.so instead of the one\n"
             "beside the vramtrace binary (PREFIX/lib, or the build tree).\n"
             "\n"
+            "signals: HUP, INT, QUIT, TERM, USR1 and USR2 sent to vramtrace are passed on\n"
+            "to COMMAND; one typed on the terminal (Ctrl-C) reaches it once, directly.\n"
+            "\n"
             "exit status: COMMAND's; 128+N if signal N killed it; 127 if COMMAND is not\n"
-            "found, 126 if it cannot be run; 1 if libvramtrace.so is missing; 2 usage.\n");
+            "found, 126 if it cannot be run; 1 if libvramtrace.so is missing or the\n"
+            "output directory cannot be made; 2 usage.\n");
 }
 
 /* ---- signals ------------------------------------------------------------- */

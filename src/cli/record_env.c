@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -278,7 +279,9 @@ static int try_candidate(const char *path, char *out, size_t outlen, char *tried
     char real[PATH_MAX];
     if (tried)
         appendf(tried, triedlen, "%s%s", tried[0] ? "\n" : "", path);
-    if (access(path, R_OK) != 0 || !realpath(path, real))
+    struct stat st;
+    if (access(path, R_OK) != 0 || stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+        !realpath(path, real))
         return 0;
     if (strlen(real) + 1 > outlen)
         return 0;

@@ -403,6 +403,29 @@ static void test_command_not_found(void **state)
     assert_int_equal(count_entries(cwd), 0);
 }
 
+static void test_bad_outdir(void **state)
+{
+    (void)state;
+    char file[PATH_MAX + 16], sub[PATH_MAX + 32];
+    path_in_tmp(file, sizeof(file), "plainfile");
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(sub, sizeof(sub), "%s/x", file);
+    const char *a1[] = {g_vramtrace, "record", "-o", file, "--", g_child, "env", "X", NULL};
+    assert_int_equal(exit_code(run(g_tmp, lib_env(), a1)), 1);
+    check_contains(g_err, "cannot create output directory");
+    assert_string_equal(g_out, "");
+    const char *a2[] = {g_vramtrace, "record", "-o", sub, "--", g_child, "env", "X", NULL};
+    assert_int_equal(exit_code(run(g_tmp, lib_env(), a2)), 1);
+    /* -o a/b/c creates the missing parents. */
+    char deep[PATH_MAX + 32];
+    path_in_tmp(deep, sizeof(deep), "a/b/c");
+    const char *a3[] = {g_vramtrace, "record", "-o", deep, "--", g_child, "trace", "1", NULL};
+    assert_int_equal(exit_code(run(g_tmp, lib_env(), a3)), 0);
+    assert_int_equal(count_traces(deep), 1);
+}
+
 static void test_usage_errors(void **state)
 {
     (void)state;
@@ -613,6 +636,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_terminal_ctrl_c, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_library, setup, teardown),
         cmocka_unit_test_setup_teardown(test_command_not_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_outdir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_usage_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_trace_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rank_in_name, setup, teardown),

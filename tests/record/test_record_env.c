@@ -400,6 +400,10 @@ static void test_find_library(void **state)
                      0);
     assert_string_equal(out, want);
 
+    /* A directory is not a library. */
+    assert_int_equal(vt_record_find_library(exe, tmpdir, out, sizeof(out), tried, sizeof(tried)),
+                     VT_ERR_NOT_FOUND);
+
     /* Nothing there: every place tried is listed. */
     assert_int_equal(vt_record_find_library("/nowhere/bin/vramtrace", NULL, out, sizeof(out), tried,
                                             sizeof(tried)),
