@@ -652,16 +652,9 @@ static void freed_mark(vt_proc *p, uint64_t addr)
     p->freed_cache[vt_hash64(addr) & (VT_FREED_CACHE - 1)] = addr;
 }
 
-static int freed_check(vt_proc *p, uint64_t addr, int clear)
+static int freed_check(const vt_proc *p, uint64_t addr)
 {
-    if (!p->freed_cache)
-        return 0;
-    uint64_t *s = &p->freed_cache[vt_hash64(addr) & (VT_FREED_CACHE - 1)];
-    if (*s != addr)
-        return 0;
-    if (clear)
-        *s = 0;
-    return 1;
+    return p->freed_cache && p->freed_cache[vt_hash64(addr) & (VT_FREED_CACHE - 1)] == addr;
 }
 
 static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t)
@@ -700,7 +693,8 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
     b->size = e->size;
     b->t = t;
     b->unit = ui;
-    freed_check(p, e->address, 1);
+    /* no need to forget the address in the freed cache: a later free of a
+     * non-live address that was freed before is a double free either way */
     return account_alloc(a, p, ui, e->size, t);
 }
 
@@ -710,7 +704,7 @@ static int on_free(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
     if (!b) {
         if (!e->address)
             p->zero_frees++;
-        else if (freed_check(p, e->address, 0))
+        else if (freed_check(p, e->address))
             p->double_frees++;
         else
             p->unknown_frees++;
