@@ -6,8 +6,10 @@
 set -eu
 build=$1
 have_lib=$2
-prefix=$(mktemp -d /tmp/vt_install.XXXXXX)
-trap 'rm -rf "$prefix"' EXIT
+tmp=$(mktemp -d /tmp/vt_install.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+# Two levels down, so that no lookup path of the binary leaves $tmp.
+prefix=$tmp/a/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 [ -x "$prefix/bin/vramtrace" ] || { echo "FAIL: no $prefix/bin/vramtrace"; exit 1; }
 unset VRAMTRACE_LIB CUDA_INJECTION64_PATH
