@@ -26,6 +26,8 @@ log=$work/log.txt
 
 fail() { echo "$name: FAIL: $* (log: $log)"; exit 1; }
 [ -x "$cli" ] || fail "no vramtrace binary (VRAMTRACE_CLI='${VRAMTRACE_CLI:-}')"
+"$cli" --version >/dev/null 2>&1 ||
+    fail "$cli does not run here: $(ldd "$cli" 2>&1 | grep 'not found' | tr -s ' \t\n' ' ')"
 
 if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     echo "$name: SKIP: python3 with torch and a CUDA device is not available"

@@ -26,6 +26,8 @@ log=$work/log.txt
 
 fail() { echo "$name: FAIL: $* (log: $log)"; exit 1; }
 [ -x "$cli" ] || fail "no vramtrace binary (VRAMTRACE_CLI='${VRAMTRACE_CLI:-}')"
+"$cli" --version >/dev/null 2>&1 ||
+    fail "$cli does not run here: $(ldd "$cli" 2>&1 | grep 'not found' | tr -s ' \t\n' ' ')"
 
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "${ngpu:-0}" -lt 2 ]; then
