@@ -32,11 +32,16 @@ configs = {
     "floor": {"CUDA_INJECTION64_PATH": floor},
     "traced": dict(TRACED),
     "traced-nostacks": dict(TRACED, VRAMTRACE_NATIVE_STACKS="0", VRAMTRACE_PYTHON_STACKS="0"),
+    "traced-nostatic": dict(TRACED, VRAMTRACE_STATIC="0"),
 }
+for c in configs.values():
+    if "VRAMTRACE_QUIET" in c:
+        c["VRAMTRACE_SELFTIME"] = "1"
+SELF = re.compile(r"self time: (.*)")
 WROTE = re.compile(r"wrote \S+ \((\d+) events, (\d+) dropped, (\d+) bytes\)")
 
 
-def run(cmd, env_extra, mode_conf):
+def run(cmd, env_extra, mode_conf, tag):
     env = dict(os.environ)
     env.pop("CUDA_INJECTION64_PATH", None)
     env.update(env_extra)
@@ -47,6 +52,9 @@ def run(cmd, env_extra, mode_conf):
         env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     m = WROTE.search(p.stderr)
+    sm = SELF.search(p.stderr)
+    if sm:
+        results["self"].setdefault(tag, []).append(sm.group(1))
     for f in os.listdir(tmp):
         os.unlink(os.path.join(tmp, f))
     if p.returncode != 0:
@@ -55,14 +63,14 @@ def run(cmd, env_extra, mode_conf):
     return p.stdout, (tuple(int(x) for x in m.groups()) if m else None)
 
 
-results = {"torch": {}, "micro": {}, "bytes": {}}
+results = {"torch": {}, "micro": {}, "bytes": {}, "self": {}}
 modes = {"default": "", "async": "backend:cudaMallocAsync"}
-torch_cfgs = [("default", "untraced"), ("default", "traced"), ("async", "untraced"), ("async", "floor"),
-              ("async", "traced"), ("async", "traced-nostacks")]
+torch_cfgs = [("default", "untraced"), ("default", "floor"), ("default", "traced"), ("default", "traced-nostatic"),
+              ("async", "untraced"), ("async", "floor"), ("async", "traced"), ("async", "traced-nostacks")]
 for r in range(reps):
     for mode, cfg in torch_cfgs:
         so, wrote = run([sys.executable, os.path.join(root, "bench", "torch_step.py"), f"{mode}/{cfg}"],
-                        configs[cfg], modes[mode])
+                        configs[cfg], modes[mode], f"torch {mode}/{cfg}")
         if so is None:
             continue
         d = json.loads(so.strip().splitlines()[-1])
@@ -74,7 +82,7 @@ for r in range(reps):
 if os.path.exists(micro):
     for r in range(reps):
         for cfg in ["untraced", "floor", "traced", "traced-nostacks"]:
-            so, wrote = run([micro], configs[cfg], "")
+            so, wrote = run([micro], configs[cfg], "", f"micro/{cfg}")
             if so is None:
                 continue
             for line in so.splitlines():
@@ -98,6 +106,9 @@ mm = {k: statistics.median(v) for k, v in results["micro"].items()}
 for op in ["launch", "malloc_free", "malloc_async_free"]:
     row = [f"{cfg}={mm.get(op + '/' + cfg, float('nan')):.0f}" for cfg in ["untraced", "floor", "traced", "traced-nostacks"]]
     print(f"{op:20s} " + "  ".join(row))
+print("\n== self time (last run of each)")
+for k, v in sorted(results["self"].items()):
+    print(f"{k:28s} {v[-1]}")
 print("\n== trace size")
 for k, v in sorted(results["bytes"].items()):
     ev = statistics.median(x[0] for x in v)

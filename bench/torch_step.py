@@ -9,8 +9,8 @@ import time
 
 import torch
 
-steps = int(os.environ.get("VT_BENCH_STEPS", "60"))
-warm = int(os.environ.get("VT_BENCH_WARM", "15"))
+steps = int(os.environ.get("VT_BENCH_STEPS", "40"))
+warm = int(os.environ.get("VT_BENCH_WARM", "10"))
 torch.manual_seed(0)
 layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True, dropout=0.1)
 model = torch.nn.TransformerEncoder(layer, 6).cuda()

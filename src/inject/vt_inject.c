@@ -39,6 +39,7 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include "vt_config.h"
 #include "vt_error.h"
@@ -99,6 +100,20 @@ static struct {
 static __thread int tls_internal; /* nonzero: our own driver calls, or the sampler thread */
 static __thread CUcontext tls_ctx;
 static __thread uint32_t tls_dev;
+
+/* Self time: TSC cycles spent in our driver callbacks and in stack capture,
+ * per thread, added to the totals every 64 callbacks; reported in a Note at
+ * the end (and on stderr with VRAMTRACE_SELFTIME=1). */
+static __thread uint64_t t_cb_n, t_cb_cyc, t_stk_cyc;
+static _Atomic uint64_t g_cb_n, g_cb_cyc, g_stk_cyc;
+static uint64_t g_tsc0, g_ns0;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -166,15 +181,19 @@ static uint32_t capture_stack(vt_frame *fr, int max)
     ips[0] = 0;
     int depth = g.cfg.stack_depth < 256 ? g.cfg.stack_depth : 256;
     int n = 0;
+    uint64_t c0 = __rdtsc();
     if (g.uw)
         n = vt_unwind_capture(g.uw, ips, depth);
 #ifdef VT_HAVE_PYSTACK
     if (g.pystack) {
         int m = vt_pystack_stack(ips, n, fr, max, depth, define_code, g.w);
-        if (m >= 0)
+        if (m >= 0) {
+            t_stk_cyc += __rdtsc() - c0;
             return (uint32_t)m;
+        }
     }
 #endif
+    t_stk_cyc += __rdtsc() - c0;
     if (n > max)
         n = max;
     for (int i = 0; i < n; i++) {
@@ -770,8 +789,17 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
     switch (dom) {
     case CUPTI_CB_DOMAIN_DRIVER_API: {
         const CUpti_CallbackData *cd = data;
-        if (cd->callbackSite == CUPTI_API_EXIT)
+        if (cd->callbackSite == CUPTI_API_EXIT) {
+            uint64_t c0 = __rdtsc();
             on_driver(cbid, cd);
+            t_cb_cyc += __rdtsc() - c0;
+            if ((++t_cb_n & 63) == 0) {
+                atomic_fetch_add_explicit(&g_cb_n, 64, memory_order_relaxed);
+                atomic_fetch_add_explicit(&g_cb_cyc, t_cb_cyc, memory_order_relaxed);
+                atomic_fetch_add_explicit(&g_stk_cyc, t_stk_cyc, memory_order_relaxed);
+                t_cb_cyc = t_stk_cyc = 0;
+            }
+        }
         break;
     }
     case CUPTI_CB_DOMAIN_RESOURCE: on_resource(cbid, data); break;
@@ -845,19 +873,108 @@ static void on_memory(const CUpti_ActivityMemory4 *m)
     emit(&ev);
 }
 
+/* Completed activity buffers go to our own drain thread: CUPTI's thread
+ * returns at once, and the drain thread may wait for the writer (a buffer
+ * holds ~15k kernels, more than a producer ring) without stalling CUPTI. */
+typedef struct act_buf {
+    struct act_buf *next;
+    uint8_t *buf;
+    size_t valid;
+} act_buf;
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv, idle_cv;
+    act_buf *head, *tail;
+    int stop, busy, started;
+    pthread_t thread;
+    uint64_t records, buffers, cycles;
+} act = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .idle_cv = PTHREAD_COND_INITIALIZER};
+
+#define VT_ACT_PACE 2048 /* records between writer flushes in the drain thread */
+
+static void process_buffer(uint8_t *buf, size_t valid, int may_wait)
+{
+    CUpti_Activity *rec = NULL;
+    uint64_t n = 0, c0 = __rdtsc();
+    while (cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
+        switch (rec->kind) {
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        case CUPTI_ACTIVITY_KIND_KERNEL: on_kernel((const CUpti_ActivityKernel10 *)rec); break;
+        case CUPTI_ACTIVITY_KIND_MEMORY2: on_memory((const CUpti_ActivityMemory4 *)rec); break;
+        default: break;
+        }
+        if (may_wait && (++n % VT_ACT_PACE) == 0)
+            vt_writer_flush(g.w); /* let the writer drain our ring */
+    }
+    act.cycles += __rdtsc() - c0;
+    act.records += n;
+    act.buffers++;
+}
+
+static void *drain_main(void *arg)
+{
+    (void)arg;
+    tls_internal = 1;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    pthread_mutex_lock(&act.mu);
+    for (;;) {
+        while (!act.head && !act.stop)
+            pthread_cond_wait(&act.cv, &act.mu);
+        act_buf *b = act.head;
+        if (!b)
+            break; /* stop with an empty queue */
+        act.head = b->next;
+        if (!act.head)
+            act.tail = NULL;
+        act.busy = 1;
+        pthread_mutex_unlock(&act.mu);
+        if (g.w)
+            process_buffer(b->buf, b->valid, 1);
+        free(b->buf);
+        free(b);
+        pthread_mutex_lock(&act.mu);
+        act.busy = 0;
+        if (!act.head)
+            pthread_cond_broadcast(&act.idle_cv);
+    }
+    pthread_mutex_unlock(&act.mu);
+    return NULL;
+}
+
+/* Wait until the drain thread has processed everything queued so far. */
+static void drain_wait_idle(void)
+{
+    if (!act.started)
+        return;
+    pthread_mutex_lock(&act.mu);
+    while (act.head || act.busy)
+        pthread_cond_wait(&act.idle_cv, &act.mu);
+    pthread_mutex_unlock(&act.mu);
+}
+
 static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
 {
     int saved = tls_internal;
     tls_internal = 1;
     if (buf && valid && g.w) {
-        CUpti_Activity *rec = NULL;
-        while (cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
-            switch (rec->kind) {
-            case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-            case CUPTI_ACTIVITY_KIND_KERNEL: on_kernel((const CUpti_ActivityKernel10 *)rec); break;
-            case CUPTI_ACTIVITY_KIND_MEMORY2: on_memory((const CUpti_ActivityMemory4 *)rec); break;
-            default: break;
-            }
+        act_buf *b = act.started ? malloc(sizeof(*b)) : NULL;
+        if (b) {
+            b->next = NULL;
+            b->buf = buf;
+            b->valid = valid;
+            pthread_mutex_lock(&act.mu);
+            if (act.tail)
+                act.tail->next = b;
+            else
+                act.head = b;
+            act.tail = b;
+            pthread_cond_signal(&act.cv);
+            pthread_mutex_unlock(&act.mu);
+            buf = NULL; /* the drain thread frees it */
+        } else {
+            process_buffer(buf, valid, 0);
         }
         size_t dropped = 0;
         if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
@@ -942,6 +1059,7 @@ static void *sampler_main(void *arg)
     if (!meminfo)
         note(VT_SEV_WARNING, "NVML not available: no device memory usage samples");
     void *handles[VT_MAX_DEVICES] = {0};
+    unsigned ticks = 0;
     while (!atomic_load(&g.sampler_stop)) {
         struct timespec ts = {g.cfg.sample_ms / 1000, (long)(g.cfg.sample_ms % 1000) * 1000000L};
         /* sleep in slices so that exit does not wait a whole period */
@@ -952,7 +1070,10 @@ static void *sampler_main(void *arg)
         (void)ts;
         if (atomic_load(&g.sampler_stop) || !atomic_load(&g.active))
             break;
-        if (meminfo) {
+        /* the driver's view every ~1 s: an NVML query can take milliseconds */
+        if (meminfo && (++ticks * g.cfg.sample_ms >= 1000 || ticks == 1)) {
+            if (ticks * g.cfg.sample_ms >= 1000)
+                ticks = 1;
             for (uint32_t d = 0; d < VT_MAX_DEVICES; d++) {
                 if (!atomic_load(&g.described[d]) || !g.pci[d][0])
                     continue;
@@ -999,6 +1120,26 @@ static void report_unwind_stats(void)
     note(VT_SEV_INFO, text);
 }
 
+static void report_self_time(void)
+{
+    uint64_t tsc1 = __rdtsc(), ns1 = mono_ns();
+    double ns_per_cyc = tsc1 > g_tsc0 ? (double)(ns1 - g_ns0) / (double)(tsc1 - g_tsc0) : 0;
+    /* include this thread's pending counts */
+    uint64_t n = atomic_load(&g_cb_n) + (t_cb_n & 63);
+    uint64_t cb = atomic_load(&g_cb_cyc) + t_cb_cyc, stk = atomic_load(&g_stk_cyc) + t_stk_cyc;
+    char text[400];
+    snprintf(text, sizeof(text),
+             "self time: %llu driver callbacks, mean %.0f ns (stack capture %.0f ns of it), %.1f ms in all; "
+             "activity: %llu buffers, %llu records, %.1f ms",
+             (unsigned long long)n, n ? cb * ns_per_cyc / (double)n : 0.0, n ? stk * ns_per_cyc / (double)n : 0.0,
+             cb * ns_per_cyc / 1e6, (unsigned long long)act.buffers, (unsigned long long)act.records,
+             act.cycles * ns_per_cyc / 1e6);
+    note(VT_SEV_INFO, text);
+    const char *st = getenv("VRAMTRACE_SELFTIME");
+    if (st && vt_config_bool(st) == 1)
+        say("vramtrace: %s", text);
+}
+
 static void finish(void)
 {
     if (atomic_exchange(&g.finished, 1))
@@ -1014,8 +1155,18 @@ static void finish(void)
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         tls_internal = saved;
     }
+    if (act.started) {
+        drain_wait_idle();
+        pthread_mutex_lock(&act.mu);
+        act.stop = 1;
+        pthread_cond_signal(&act.cv);
+        pthread_mutex_unlock(&act.mu);
+        pthread_join(act.thread, NULL);
+        act.started = 0;
+    }
     atomic_store(&g.active, 0);
     report_unwind_stats();
+    report_self_time();
     vt_writer_stats st;
     vt_writer_get_stats(g.w, &st);
     int rc = vt_writer_close(g.w, VT_END_NORMAL, 0);
@@ -1083,6 +1234,7 @@ static void on_fork_child(void)
     /* The writer disables itself in the child; stop producing too. */
     atomic_store(&g.active, 0);
     g.sampler_started = 0;
+    act.started = 0;
     atomic_store(&g.finished, 1);
 }
 
@@ -1221,6 +1373,7 @@ static int init_once(void)
     wc.quiet = g.cfg.quiet;
     wc.clock = VT_CLOCK_CUPTI;
     wc.clock_fn = cupti_now;
+    wc.ring_bytes = 4u << 20; /* per producer thread; pages are touched only as used */
     int rc = vt_writer_create(&g.w, &wc, &hdr);
     free(cl.buf);
     if (rc != 0) {
@@ -1296,6 +1449,10 @@ static int init_once(void)
             note(VT_SEV_INFO, "module globals (DEVICE_STATIC) not recorded: tensor-level allocator "
                               "(VRAMTRACE_STATIC=1 records them at about 1 us per allocation)");
     }
+    g_tsc0 = __rdtsc();
+    g_ns0 = mono_ns();
+    if ((g.cfg.kernels || g.static_on) && pthread_create(&act.thread, NULL, drain_main, NULL) == 0)
+        act.started = 1;
     if (g.cfg.kernels || g.static_on) {
         if (cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed) != CUPTI_SUCCESS) {
             note(VT_SEV_WARNING, "CUPTI activity API unavailable: no kernels, no module globals");
