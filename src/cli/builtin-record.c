@@ -583,8 +583,6 @@ int cmd_record(int argc, char **argv)
         else
             fprintf(stderr, PFX "%s: cannot execute: %s\n", cmd[0], strerror(exec_errno));
         status = exec_errno == ENOENT ? 127 : 126;
-        if (created)
-            rmdir(absdir); /* only if still empty */
         goto cleanup;
     }
 
@@ -600,10 +598,12 @@ int cmd_record(int argc, char **argv)
     for (size_t i = 0; i < N_FORWARDED; i++)
         signal(forwarded_signals[i], SIG_DFL);
     summarize(shown, absdir, before, nbefore);
-    if (created)
-        rmdir(absdir); /* nothing traced: leave no empty directory behind */
 
 cleanup:
+    /* A default directory that nothing was written to goes away again
+     * (rmdir fails, as wanted, when it holds anything). */
+    if (created)
+        rmdir(absdir);
     vt_record_plan_free(&plan);
     free_list(before, nbefore);
     return status;
