@@ -61,8 +61,11 @@ rc=$?
 grep -q "rank 0" "$work/report.txt" && grep -q "rank 1" "$work/report.txt" ||
     fail "the report does not show both ranks"
 grep -qi "merged" "$work/report.txt" || fail "the report has no merged view of the ranks"
-# NCCL's buffers: call-site frames in libnccl (function names or the module).
-nccl=$(grep -i 'nccl' "$work/report.txt" | grep -v -E '^(trace|command|== )' | wc -l)
+# NCCL's buffers: call-site frames in libnccl (function names or the
+# module), looked for in a report with more rows and frames per stack.
+"$cli" report --top 100 --frames 64 "$traces" >"$work/report_full.txt" 2>>"$log" ||
+    fail "vramtrace report --top 100 --frames 64 failed"
+nccl=$(grep -i 'nccl' "$work/report_full.txt" | grep -v -E '^(trace|command|== )' | wc -l)
 [ "$nccl" -gt 0 ] || fail "no call site through NCCL in the report"
 
 # Keep what comes back small (scripts/gpu-test.sh tars $OUT): traces of
