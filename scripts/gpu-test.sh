@@ -28,8 +28,8 @@ want() { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; }
 if [ "${1:-}" = "--build-only" ]; then
     # compile the CUDA test programs here (no GPU needed) into $BUILD/gpu-bin
     mkdir -p "$root/$BUILD/gpu-bin"
-    for p in alloc_basic alloc_async alloc_vmm oom threads forkexec crash; do
-        nvcc -O1 -g -arch=sm_90 -I"$root/tests/gpu" -o "$root/$BUILD/gpu-bin/$p" "$root/tests/gpu/$p.cu" -lcuda -ldl -lpthread || exit 1
+    for p in alloc_basic alloc_async alloc_vmm oom threads forkexec crash subscriber_conflict; do
+        nvcc -O1 -g -arch=sm_90 -I"$root/tests/gpu" -o "$root/$BUILD/gpu-bin/$p" "$root/tests/gpu/$p.cu" -lcuda -lcupti -ldl -lpthread -Xlinker -rpath,/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/extras/CUPTI/lib64 || exit 1
     done
     nvcc -O2 -arch=sm_90 -o "$root/$BUILD/gpu-bin/gpu_micro" "$root/bench/gpu_micro.cu" || exit 1 # bench/gpu_bench.py
     exit 0
@@ -42,7 +42,7 @@ ls -la "$VRAMTRACE_LIB" "$CHECK" 2>&1
 [ -f "$VRAMTRACE_LIB" ] || { echo "no $VRAMTRACE_LIB"; exit 1; }
 
 # ---- build the CUDA programs
-progs="alloc_basic alloc_async alloc_vmm oom threads forkexec crash"
+progs="alloc_basic alloc_async alloc_vmm oom threads forkexec crash subscriber_conflict"
 for p in $progs; do
     want "$p" || continue
     # programs built ahead (scripts/gpu-test.sh --build-only here) travel in $BUILD/gpu-bin
@@ -51,7 +51,7 @@ for p in $progs; do
         continue
     fi
     nvcc -O1 -g -arch=sm_90 -I"$root/tests/gpu" -I"$root/tests/gpu" -o "$W/bin/$p" "$root/tests/gpu/$p.cu" \
-        -lcuda -ldl -lpthread >"$W/logs/build_$p.log" 2>&1 || { record "build $p" FAIL "see logs/build_$p.log"; }
+        -lcuda -lcupti -ldl -lpthread -Xlinker -rpath,/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/extras/CUPTI/lib64 >"$W/logs/build_$p.log" 2>&1 || { record "build $p" FAIL "see logs/build_$p.log"; }
 done
 
 # run NAME EXPECTED_RC PROG ARGS...: run under the tracer, check the one trace it wrote
@@ -102,6 +102,28 @@ want crash_kill && run_one crash_kill 137 "$W/bin/crash" kill
 if want nostacks; then
     # expectations without call sites: the same program, stacks not checked
     NOSTACK_EXPECT=1 VRAMTRACE_NATIVE_STACKS=0 VRAMTRACE_KERNELS=0 run_one nostacks 0 "$W/bin/alloc_async"
+fi
+
+# staying out of the way: another CUPTI subscriber first; an unwritable output path
+if want conflict; then
+    CUDA_INJECTION64_PATH=$VRAMTRACE_LIB VRAMTRACE_OUTPUT="$W/traces/conflict.%p.zst" timeout 60 \
+        "$W/bin/subscriber_conflict" >"$W/logs/conflict.out" 2>"$W/logs/conflict.err"
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "program ran normally" "$W/logs/conflict.out" &&
+        [ "$(grep -c 'cuptiSubscribe failed' "$W/logs/conflict.err")" -eq 1 ]; then
+        record conflict ok "one message: $(grep -o 'cuptiSubscribe failed[^;]*' "$W/logs/conflict.err")"
+    else
+        record conflict FAIL "rc=$rc $(head -c 300 "$W/logs/conflict.err")"
+    fi
+    CUDA_INJECTION64_PATH=$VRAMTRACE_LIB VRAMTRACE_OUTPUT="/nonexistent-dir/x.%p.zst" timeout 60 \
+        "$W/bin/alloc_basic" >"$W/logs/badpath.out" 2>"$W/logs/badpath.err"
+    rc=$?
+    nl=$(grep -c vramtrace "$W/logs/badpath.err")
+    if [ $rc -eq 0 ] && [ "$nl" -eq 1 ]; then
+        record badpath ok "program ran, one message: $(grep vramtrace "$W/logs/badpath.err" | head -c 120)"
+    else
+        record badpath FAIL "rc=$rc lines=$nl $(head -c 300 "$W/logs/badpath.err")"
+    fi
 fi
 
 # fork + exec: parent trace checked; the exec'd child wrote its own
