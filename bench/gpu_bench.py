@@ -67,6 +67,8 @@ results = {"torch": {}, "micro": {}, "bytes": {}, "self": {}}
 modes = {"default": "", "async": "backend:cudaMallocAsync"}
 torch_cfgs = [("default", "untraced"), ("default", "floor"), ("default", "traced"), ("default", "traced-nostatic"),
               ("async", "untraced"), ("async", "floor"), ("async", "traced"), ("async", "traced-nostacks")]
+if os.environ.get("VT_BENCH_TORCH"):
+    torch_cfgs = [tuple(x.split("/")) for x in os.environ["VT_BENCH_TORCH"].split(",")]
 for r in range(reps):
     for mode, cfg in torch_cfgs:
         so, wrote = run([sys.executable, os.path.join(root, "bench", "torch_step.py"), f"{mode}/{cfg}"],
