@@ -15,6 +15,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,10 @@ static struct {
     uintptr_t code_type, bytes_type, unicode_type, main_interp;
     void *(*get_tstate)(void);
     int (*is_initialized)(void);
+    int (*addr2line)(void *code, int addr_bytes); /* PyCode_Addr2Line, init checks only */
+    int validated;  /* layouts checked on a real frame chain (atomic) */
+    int validating; /* a thread is checking now (atomic) */
+    int quiet;      /* VRAMTRACE_QUIET: no stderr line on a late failure */
     int neval;
     uint64_t eval_start[MAX_EVAL_RANGES], eval_end[MAX_EVAL_RANGES];
     int pipe_fd[2];
@@ -306,6 +311,21 @@ VT_AI uint64_t code_key(int safe, uintptr_t code, uintptr_t *lt, int *first)
     return ((uint64_t)code >> 3) ^ ((h >> 44) << 44);
 }
 
+/* Init check of co_firsttraceable and co_code_adaptive: the first
+ * traceable instruction is a RESUME (or its specialised/instrumented form). */
+static int resume_at(uintptr_t code, int ft, long size, int minor)
+{
+    uint8_t op = 0;
+    if (ft < 0 || ft >= size || safe_read(&op, code + g.L.co_adaptive + 2 * (uintptr_t)ft, 1) < 0)
+        return 0;
+    switch (minor) {
+    case 11: return op == 151 || op == 150;            /* RESUME, RESUME_QUICK */
+    case 12: return op == 151 || op == 240;            /* RESUME, INSTRUMENTED_RESUME */
+    case 13: return op == 149 || op == 207 || op == 236; /* RESUME, RESUME_CHECK, INSTRUMENTED_RESUME */
+    default: return 0;
+    }
+}
+
 /* Position -> line for a frame of `code` at raw position `instr` (3.10:
  * f_lasti; 3.11+: instruction pointer).  FR_SKIP for frames Python itself
  * hides (not started yet), FR_STOP when something does not add up. */
@@ -323,13 +343,24 @@ VT_AI int frame_line(int safe, int minor, uintptr_t code, uintptr_t instr, int o
         if (bad || size < 0 || size > (1L << 28))
             return FR_STOP;
         long idx = ((long)instr - (long)(code + L->co_adaptive)) >> 1;
-        if (owner != OWNED_BY_GENERATOR && idx < ft)
-            return FR_SKIP; /* incomplete: not started yet, Python hides it too */
+        if (safe && !resume_at(code, ft, size, minor))
+            return FR_STOP;
+        /* not started yet (3.11/3.12: prev_instr = first unit - 1): Python
+         * hides these frames too */
+        if (owner != OWNED_BY_GENERATOR && idx < ft && idx >= -1)
+            return FR_SKIP;
         if (idx < 0 || idx >= size)
             return FR_STOP;
         addr = (int)idx;
     }
     *line = table_line(safe, minor, lt, first, addr);
+    if (safe && *line >= -1 && g.addr2line) {
+        /* ground truth: the interpreter's own decoder (pure reads of this
+         * live code object, no allocation, no GIL needed) */
+        int want = g.addr2line((void *)code, minor == 10 ? addr : addr * 2);
+        if (want != *line)
+            return FR_STOP;
+    }
     return FR_EMIT;
 }
 
@@ -432,9 +463,11 @@ VT_AI uintptr_t top_frame(int safe, uintptr_t ts, int *bad)
     return rdp(safe, cf + L->cf_current, bad);
 }
 
+static int validate_late(void);
+
 int vt_pystack_capture(vt_pyframe *out, int max)
 {
-    if (!g.ready)
+    if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE))
         return VT_ERR_DISABLED;
     if (max > VT_PYSTACK_MAX_DEPTH)
         max = VT_PYSTACK_MAX_DEPTH;
@@ -443,6 +476,11 @@ int vt_pystack_capture(vt_pyframe *out, int max)
     uintptr_t ts = (uintptr_t)g.get_tstate();
     if (!ptr_ok(ts) || *(const uintptr_t *)(ts + g.L.ts_interp) != g.main_interp)
         return 0;
+    if (__builtin_expect(!__atomic_load_n(&g.validated, __ATOMIC_ACQUIRE), 0)) {
+        int rc = validate_late();
+        if (rc <= 0)
+            return rc < 0 ? VT_ERR_DISABLED : 0;
+    }
     int bad = 0;
     uintptr_t f = top_frame(0, ts, &bad);
     /* One TLS lookup per capture: the barrier stops the compiler from
@@ -520,6 +558,8 @@ VT_AI int read_str(int safe, uintptr_t s, char *buf, size_t n)
         } else if (rd(safe, &c, d + 4 * (uintptr_t)i, 4) < 0) {
             return VT_ERR_CORRUPT;
         }
+        if (safe && c < 0x20)
+            return VT_ERR_CORRUPT; /* init check: names and paths have no control characters */
         if (c > 0x10FFFF || (c >= 0xD800 && c < 0xE000))
             c = 0xFFFD;
         size_t k = put_utf8(buf, n, o, c);
@@ -570,14 +610,16 @@ int vt_pystack_test_add_eval(uint64_t start, uint64_t end)
     return 0;
 }
 
-int vt_pystack_is_eval(uint64_t ip)
+/* ip is a return address: the call lies in (start, end]. */
+VT_AI int in_ranges(uint64_t ip, int n, const uint64_t *start, const uint64_t *end)
 {
-    /* ip is a return address: the call lies in (start, end]. */
-    for (int i = 0; i < g.neval; i++)
-        if (ip > g.eval_start[i] && ip <= g.eval_end[i])
+    for (int i = 0; i < n; i++)
+        if (ip - start[i] - 1 < end[i] - start[i])
             return 1;
     return 0;
 }
+
+int vt_pystack_is_eval(uint64_t ip) { return in_ranges(ip, g.neval, g.eval_start, g.eval_end); }
 
 static void add_eval_symbol(const char *name)
 {
@@ -594,8 +636,13 @@ int vt_pystack_merge(const uint64_t *ips, int nips, const vt_pyframe *py, int np
 {
     int n = 0, pi = 0, pending = 0;
     int truncated = npy > 0 && (py[npy - 1].flags & VT_PYFRAME_TRUNCATED);
+    /* local copies: stores to out[] cannot alias them */
+    uint64_t es[MAX_EVAL_RANGES], ee[MAX_EVAL_RANGES];
+    const int ne = g.neval;
+    memcpy(es, g.eval_start, sizeof es);
+    memcpy(ee, g.eval_end, sizeof ee);
     for (int i = 0; i < nips && n < max; i++) {
-        if (!vt_pystack_is_eval(ips[i])) {
+        if (!in_ranges(ips[i], ne, es, ee)) {
             out[n++] = (vt_frame){.pc = ips[i], .line = 0, .kind = VT_FRAME_NATIVE};
             continue;
         }
@@ -694,6 +741,142 @@ static int check_debug_offsets(void)
     return 0;
 }
 
+/* Test hook state: a layout field to get wrong on purpose. */
+static const char *t_break_field;
+static long t_break_delta;
+
+static const struct {
+    const char *name;
+    size_t off;
+} k_fields[] = {
+#define F(n) {#n, offsetof(vt_pylayout, n)}
+    F(ts_interp), F(ts_frame), F(ts_cframe), F(cf_current), F(f_previous), F(f_code),
+    F(f_instr), F(f_owner), F(f_is_entry), F(co_filename), F(co_name), F(co_qualname),
+    F(co_linetable), F(co_firstlineno), F(co_firsttraceable), F(co_adaptive), F(ob_type),
+    F(ob_size), F(bytes_sval), F(u_length), F(u_state), F(u_ascii_size), F(u_compact_size),
+#undef F
+};
+
+static long *field_of(vt_pylayout *L, const char *name)
+{
+    for (size_t i = 0; i < sizeof k_fields / sizeof k_fields[0]; i++)
+        if (!strcmp(k_fields[i].name, name))
+            return (long *)((char *)L + k_fields[i].off);
+    return NULL;
+}
+
+static void break_field(vt_pylayout *L, const char *name, long delta)
+{
+    long *f = field_of(L, name);
+    if (f && *f >= 0)
+        *f += delta;
+}
+
+int vt_pystack_test_reset(const char *field, long delta)
+{
+    static char name[64];
+    t_break_field = NULL;
+    if (field) {
+        vt_pylayout probe = k_layouts[0];
+        if (!field_of(&probe, field))
+            return VT_ERR_INVALID;
+        snprintf(name, sizeof name, "%s", field);
+        t_break_field = name;
+        t_break_delta = delta;
+    }
+    g.done = g.ready = g.result = 0;
+    g.why[0] = 0;
+    return 0;
+}
+
+/* Check the layouts on the calling thread's own frame chain with reads that
+ * cannot fault: structure (types, pointers, bounds, RESUME at the first
+ * traceable instruction, entry marks), lines against PyCode_Addr2Line,
+ * names (filename != function; 3.11+ qualname ends with name).  Returns 1
+ * checked, 0 nothing to check (no Python frame), or VT_ERR_CORRUPT with
+ * g.why set. */
+static int validate_here(void)
+{
+    int bad = 0;
+    uintptr_t ts = (uintptr_t)g.get_tstate();
+    if (!ts)
+        return 0;
+    if (!ptr_ok(ts) || rdp(1, ts + g.L.ts_interp, &bad) != g.main_interp || bad)
+        return fail(VT_ERR_CORRUPT, "Python %s: thread state layout mismatch", g.version);
+    vt_pyframe fr[VT_PYSTACK_MAX_DEPTH];
+    if (g.L.ts_cframe >= 0) {
+        /* 3.11/3.12: the _PyCFrame is the root one inside the thread state
+         * or lives on this thread's C stack, in an eval loop below us */
+        uintptr_t cf = rdp(1, ts + g.L.ts_cframe, &bad), here = (uintptr_t)&cf;
+        if (bad || !ptr_ok(cf) ||
+            !((cf >= ts && cf < ts + 4096) || (cf > here && cf - here < (64u << 20))))
+            return fail(VT_ERR_CORRUPT, "Python %s: thread state cframe layout mismatch", g.version);
+    }
+    uintptr_t f = top_frame(1, ts, &bad);
+    if (bad)
+        return fail(VT_ERR_CORRUPT, "Python %s: unreadable frame pointer", g.version);
+    int n = walk(1, g.L.minor, f, fr, VT_PYSTACK_MAX_DEPTH, NULL);
+    if (n < 0)
+        return fail(VT_ERR_CORRUPT, "Python %s: frame layout mismatch", g.version);
+    /* Our own native stack says how many C-level eval calls are running:
+     * at least that many entry marks (the unwind may stop early, never
+     * invent frames), and frames if there is any. */
+    void *raw[256];
+    int nraw = backtrace(raw, 256), nev = 0, marks = 0;
+    for (int i = 0; i < nraw; i++)
+        nev += vt_pystack_is_eval((uint64_t)(uintptr_t)raw[i]);
+    for (int i = 0; i < n; i++)
+        marks += fr[i].nentry;
+    if (n == 0 && nev == 0)
+        return 0;
+    if (nev > marks && !(n > 0 && (fr[n - 1].flags & VT_PYFRAME_TRUNCATED)))
+        return fail(VT_ERR_CORRUPT, "Python %s: frame chain shorter than the native stack", g.version);
+    for (int i = 0; i < n; i++) {
+        char file[512], func[256], name[256];
+        if (describe(1, fr[i].code, file, sizeof file, func, sizeof func) < 0 || !file[0] ||
+            !func[0] || !strcmp(file, func))
+            return fail(VT_ERR_CORRUPT, "Python %s: code object layout mismatch", g.version);
+        if (g.L.co_qualname >= 0) {
+            size_t lf, ln;
+            if (read_str(1, rdp(1, fr[i].code + g.L.co_name, &bad), name, sizeof name) < 0 || bad ||
+                (lf = strlen(func)) < (ln = strlen(name)) || strcmp(func + lf - ln, name) != 0)
+                return fail(VT_ERR_CORRUPT, "Python %s: code name layout mismatch", g.version);
+        }
+    }
+    if (!(fr[n - 1].flags & VT_PYFRAME_TRUNCATED) && fr[n - 1].nentry == 0)
+        return fail(VT_ERR_CORRUPT, "Python %s: entry-frame layout mismatch", g.version);
+    return 1;
+}
+
+/* First capture on a thread with frames when init could not check: check
+ * now, once; on failure disable and say so once. */
+static int validate_late(void)
+{
+    int expect = 0;
+    if (!__atomic_compare_exchange_n(&g.validating, &expect, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return 0; /* another thread is checking: no frames this time */
+    int rc = __atomic_load_n(&g.validated, __ATOMIC_ACQUIRE) ? 1 : validate_here();
+    if (rc < 0) {
+        g.result = rc;
+        __atomic_store_n(&g.ready, 0, __ATOMIC_RELEASE);
+        if (!g.quiet) {
+            char line[256];
+            int k = snprintf(line, sizeof line, "vramtrace: python stacks off: %s\n", g.why);
+            if (k > 0 && write(2, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1) < 0)
+                k = 0;
+        }
+    } else if (rc == 1) {
+        __atomic_store_n(&g.validated, 1, __ATOMIC_RELEASE);
+    }
+    if (g.pipe_fd[0] >= 0) {
+        close(g.pipe_fd[0]);
+        close(g.pipe_fd[1]);
+        g.pipe_fd[0] = g.pipe_fd[1] = -1;
+    }
+    __atomic_store_n(&g.validating, 0, __ATOMIC_RELEASE);
+    return rc;
+}
+
 static int do_init(void)
 {
     unsigned major = 0, minor = 0, micro = 0;
@@ -715,16 +898,19 @@ static int do_init(void)
     for (size_t i = 0; i < sizeof k_layouts / sizeof k_layouts[0]; i++)
         if (k_layouts[i].minor == (int)minor)
             g.L = k_layouts[i];
+    if (t_break_field)
+        break_field(&g.L, t_break_field, t_break_delta);
 
     g.code_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
     g.bytes_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");
     g.unicode_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
     g.get_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
     g.is_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    g.addr2line = (int (*)(void *, int))dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
     void *(*get_main)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
     void *(*thread_head)(void *) = (void *(*)(void *))dlsym(RTLD_DEFAULT, "PyInterpreterState_ThreadHead");
     if (!g.code_type || !g.bytes_type || !g.unicode_type || !g.get_tstate || !g.is_initialized ||
-        !get_main || !thread_head)
+        !get_main || !thread_head || !g.addr2line)
         return fail(VT_ERR_NOT_FOUND, "Python %s: missing interpreter symbols", g.version);
     if (!g.is_initialized())
         return fail(VT_ERR_NOT_FOUND, "Python %s is not initialized yet", g.version);
@@ -743,24 +929,14 @@ static int do_init(void)
     uintptr_t any = ts ? ts : (uintptr_t)thread_head((void *)g.main_interp);
     if (ptr_ok(any) && rdp(1, any + g.L.ts_interp, &bad) != g.main_interp)
         return fail(VT_ERR_CORRUPT, "Python %s: thread state layout mismatch", g.version);
-    if (ts) {
-        vt_pyframe fr[VT_PYSTACK_MAX_DEPTH];
-        uintptr_t f = top_frame(1, ts, &bad);
-        if (bad)
-            return fail(VT_ERR_CORRUPT, "Python %s: unreadable frame pointer", g.version);
-        int n = walk(1, (int)minor, f, fr, VT_PYSTACK_MAX_DEPTH, NULL);
-        if (n < 0)
-            return fail(VT_ERR_CORRUPT, "Python %s: frame layout mismatch", g.version);
-        for (int i = 0; i < n; i++) {
-            char a[256], b[256];
-            if (describe(1, fr[i].code, a, sizeof a, b, sizeof b) < 0 || !a[0] || !b[0])
-                return fail(VT_ERR_CORRUPT, "Python %s: code object layout mismatch", g.version);
-        }
-        if (n > 0 && !(fr[n - 1].flags & VT_PYFRAME_TRUNCATED) && fr[n - 1].nentry == 0)
-            return fail(VT_ERR_CORRUPT, "Python %s: entry-frame layout mismatch", g.version);
-    }
+    const char *q = getenv("VRAMTRACE_QUIET");
+    g.quiet = q && *q && strcmp(q, "0") != 0;
     if (g.neval == 0)
         add_eval_symbol("_PyEval_EvalFrameDefault");
+    int rc = validate_here();
+    if (rc < 0)
+        return rc;
+    g.validated = rc; /* 0: no Python frame here, the first capture that has some checks */
     return 0;
 }
 
@@ -793,17 +969,10 @@ long vt_pystack_layout_offset(int minor, const char *field)
             L = &k_layouts[i];
     if (!L || !field)
         return -1;
-    static const struct { const char *name; size_t off; } f[] = {
-#define F(n) {#n, offsetof(vt_pylayout, n)}
-        F(ts_interp), F(ts_frame), F(ts_cframe), F(cf_current), F(f_previous), F(f_code),
-        F(f_instr), F(f_owner), F(f_is_entry), F(co_filename), F(co_name), F(co_qualname),
-        F(co_linetable), F(co_firstlineno), F(co_firsttraceable), F(co_adaptive), F(ob_type),
-        F(ob_size), F(bytes_sval), F(u_length), F(u_state), F(u_ascii_size), F(u_compact_size),
-#undef F
-    };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        if (!strcmp(f[i].name, field))
-            return *(const long *)((const char *)L + f[i].off);
+    vt_pylayout copy = *L;
+    const long *f = field_of(&copy, field);
+    if (f)
+        return *f;
     if (minor == 13 && !strncmp(field, "dbg_", 4)) {
         static const struct { const char *name; long off; } d[] = {
             {"dbg_ts_interp", DBG_TS_INTERP}, {"dbg_ts_current_frame", DBG_TS_CURRENT_FRAME},

@@ -21,10 +21,17 @@
  * What it does: reads PyThreadState -> frame chain -> code objects with plain
  * loads, per-version layouts (3.13: checked against _Py_DebugOffsets).  No
  * GIL, no Python call that allocates or touches reference counts, no lock.
+ * Layouts are checked against the calling thread's real frames with
+ * fault-tolerant reads (types, bounds, RESUME at the first traceable
+ * instruction, lines vs PyCode_Addr2Line, entry marks vs the eval frames
+ * on our native stack).  If init runs where there is no Python frame, the
+ * first capture that finds some checks them; if that check fails, captures
+ * return VT_ERR_DISABLED from then on and one line goes to stderr
+ * ("vramtrace: python stacks off: ...", not with VRAMTRACE_QUIET set).
  * Only the calling thread's own frames are read: they cannot change while it
  * is inside the callback.  Every pointer and size is sanity-checked; any
- * surprise ends the walk early (fewer frames), never a crash.  Nothing here
- * prints; callers report the init message.
+ * surprise ends the walk early (fewer frames), never a crash.  Apart from
+ * that late-check line nothing here prints; callers report init's message.
  *
  * Thread safety: init once (idempotent; not concurrently with captures);
  * everything else may be called from any thread at any time.  Per-thread
@@ -125,5 +132,10 @@ long vt_pystack_layout_offset(int minor, const char *field);
 /* Add an eval-loop address range [start, end) used by vt_pystack_is_eval()
  * (tests of the merge without an interpreter).  Returns 0 or VT_ERR_NOSPACE. */
 int vt_pystack_test_add_eval(uint64_t start, uint64_t end);
+/* Forget the init result; the next init uses layout field `field` (a name
+ * as in vt_pystack_layout_offset(), NULL for none) shifted by `delta`, to
+ * prove that a wrong table disables us instead of crashing.  Not for use
+ * while other threads capture.  Returns 0 or VT_ERR_INVALID. */
+int vt_pystack_test_reset(const char *field, long delta);
 
 #endif

@@ -4,7 +4,9 @@
 #  - pystack_py_3XX: real interpreters (pyenv) calling the capture through
 #    ctypes from every kind of frame, threads, recursion, concurrency;
 #  - pystack_trace_3XX: those stacks through vt_writer, `vramtrace dump`
-#    and tests/gpu/pylines_check.py (the GPU check's own checker).
+#    and tests/gpu/pylines_check.py (the GPU check's own checker);
+#  - pystack_layout_3XX: every layout field made wrong on purpose: init
+#    refuses (or the field is unused), nothing ever crashes.
 set(VT_PY_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(VT_PY_VERSIONS 3.10.13 3.11.7 3.12.1 3.13.0 CACHE STRING "pyenv versions tested by tests/python")
 if(DEFINED ENV{PYENV_ROOT})
@@ -52,6 +54,12 @@ foreach(v ${VT_PY_VERSIONS})
                      $<TARGET_FILE:vt_pystack_testlib> $<TARGET_FILE:vramtrace>
                      ${CMAKE_CURRENT_BINARY_DIR}/pystack_trace)
     set_tests_properties(pystack_trace_3${minor} PROPERTIES TIMEOUT 120)
+    # a wrong layout table disables, never crashes
+    add_test(NAME pystack_layout_3${minor}
+             COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v}
+                     ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack_layout.py
+                     $<TARGET_FILE:vt_pystack_testlib>)
+    set_tests_properties(pystack_layout_3${minor} PROPERTIES TIMEOUT 300)
   else()
     message(WARNING "tests/python: Python ${v} is not installed under ${VT_PYENV_ROOT}")
   endif()

@@ -205,3 +205,6 @@ VTPT_EXPORT int vtpt_native_depth(void)
     void *raw[128];
     return backtrace(raw, 128);
 }
+
+/* Test hook: forget init, get one layout field wrong for the next one. */
+VTPT_EXPORT int vtpt_reset(const char *field, long delta) { return vt_pystack_test_reset(field, delta); }
