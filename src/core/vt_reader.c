@@ -362,17 +362,55 @@ static int rd_varint_slow(const uint8_t **pp, const uint8_t *end, uint64_t *out)
     return -1;
 }
 
-static inline int rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+/* 3..10 bytes with at least 10 readable: no bounds checks per byte. */
+static int rd_varint_long(const uint8_t **pp, uint64_t *out)
 {
     const uint8_t *p = *pp;
-    if (__builtin_expect(p < end && *p < 0x80, 1)) {
+    uint64_t v = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7, b;
+    int i;
+    for (i = 2; i < 9; i++) {
+        b = p[i];
+        v |= (b & 0x7f) << (7 * i);
+        if (b < 0x80)
+            goto done;
+    }
+    b = p[9];
+    if (b > 1)
+        return -1;
+    v |= b << 63;
+done:
+    *pp = p + i + 1;
+    *out = v;
+    return 0;
+}
+
+static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    if (__builtin_expect(end - p >= 10, 1)) {
+        uint64_t b0 = p[0];
+        if (b0 < 0x80) {
+            *out = b0;
+            *pp = p + 1;
+            return 0;
+        }
+        uint64_t b1 = p[1];
+        if (b1 < 0x80) {
+            *out = (b0 & 0x7f) | b1 << 7;
+            *pp = p + 2;
+            return 0;
+        }
+        uint64_t b2 = p[2];
+        if (b2 < 0x80) {
+            *out = (b0 & 0x7f) | (b1 & 0x7f) << 7 | b2 << 14;
+            *pp = p + 3;
+            return 0;
+        }
+        return rd_varint_long(pp, out);
+    }
+    if (p < end && *p < 0x80) {
         *out = *p;
         *pp = p + 1;
-        return 0;
-    }
-    if (p + 1 < end && !(p[1] & 0x80)) {
-        *out = (uint64_t)(p[0] & 0x7f) | ((uint64_t)p[1] << 7);
-        *pp = p + 2;
         return 0;
     }
     return rd_varint_slow(pp, end, out);
@@ -1207,7 +1245,8 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
             r->stack_frames = nf;
             r->sf_cap = (uint32_t)cap;
         }
-        memcpy(r->stack_frames + r->sf_len, a->frames, a->nframes * sizeof(uint32_t));
+        if (a->nframes)
+            memcpy(r->stack_frames + r->sf_len, a->frames, a->nframes * sizeof(uint32_t));
         slot->id = a->id;
         slot->n = a->nframes;
         slot->parent = parent;

@@ -4,12 +4,15 @@
  *                            zstd frames (tests/reader/vt_testenc.c)
  *   gen_fixture writer OUT   the same kind of content through the real
  *                            writer (src/core/vt_writer.c)
+ *   gen_fixture corpus DIR   small valid and hostile seeds for the fuzz
+ *                            corpus (tests/fuzz/corpus/seed-*)
  * Run by scripts/update-golden.sh --fixtures. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "vt_event.h"
 #include "vt_testenc.h"
 #include "vt_writer.h"
 
@@ -129,12 +132,94 @@ static int writer(const char *out)
     return rc ? 1 : 0;
 }
 
+static int put(const char *dir, const char *name, vt_tenc *e)
+{
+    char path[4096];
+    size_t n;
+    const uint8_t *d = vt_tenc_data(e, &n);
+    snprintf(path, sizeof(path), "%s/seed-%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(d, 1, n, f) != n || fclose(f)) {
+        perror(path);
+        return 1;
+    }
+    vt_tenc_free(e);
+    return 0;
+}
+
+static vt_tenc *random_trace(uint64_t seed, int nrec, int frames)
+{
+    uint64_t rng = seed;
+    vt_tenc *e = vt_tenc_new((int)(seed & 1));
+    Vramtrace__Record rec;
+    vt_tenc_random_record(&rng, VRAMTRACE__RECORD__BODY_HEADER, 6, &rec);
+    vt_tenc_rec(e, &rec);
+    vt_tenc_sync(e, 0, 100, 50);
+    for (int f = 0; f < frames; f++) {
+        if (f) {
+            vt_tenc_end_frame(e);
+            vt_tenc_sync(e, (uint64_t)f, 1000 * (uint64_t)f, 900 * (uint64_t)f);
+        }
+        for (int i = 0; i < nrec; i++) {
+            int c = 4 + (int)(vt_tenc_rand(&rng) % 23);
+            vt_tenc_random_record(&rng, (Vramtrace__Record__BodyCase)c, 6, &rec);
+            vt_tenc_rec(e, &rec);
+            if (i % 7 == 6)
+                vt_tenc_flush(e);
+        }
+    }
+    vt_tenc_end(e, 0);
+    vt_tenc_end_frame(e);
+    vt_tenc_random_reset();
+    return e;
+}
+
+static int corpus(const char *dir)
+{
+    int rc = 0;
+    rc |= put(dir, "random1", random_trace(1, 30, 1));
+    rc |= put(dir, "random2", random_trace(2, 12, 3));
+    rc |= put(dir, "random3", random_trace(3, 60, 2));
+    vt_tenc *e = vt_tenc_new(1);
+    vt_tenc_sample(e, 1);
+    rc |= put(dir, "sample1", e);
+    e = vt_tenc_new(0);
+    vt_tenc_header(e, VT_FORMAT_MAGIC, 99);
+    vt_tenc_end_frame(e);
+    rc |= put(dir, "version99", e);
+    e = vt_tenc_new(0);
+    vt_tenc_header(e, VT_FORMAT_MAGIC, VT_FORMAT_VERSION);
+    vt_tenc_sync(e, 0, 1, 1);
+    static const uint8_t huge[] = {0x0A, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 0, 0, 0};
+    vt_tenc_stream_bytes(e, huge, sizeof(huge));
+    vt_tenc_end_frame(e);
+    vt_tenc_sync(e, 1, 2, 2);
+    vt_tenc_end(e, 0);
+    vt_tenc_end_frame(e);
+    rc |= put(dir, "hugelen", e);
+    e = vt_tenc_new(0);
+    vt_tenc_header(e, VT_FORMAT_MAGIC, VT_FORMAT_VERSION);
+    vt_tenc_sync(e, 0, 1, 1);
+    /* Alloc with unknown fields of every wire type and nested groups; a future record kind */
+    static const uint8_t unk[] = {0x0A, 0x21, 0x08, 0x04, 0x3A, 0x1d, 0x08, 0x7b, 0xa0, 0x06, 0x05, 0xa9, 0x06,
+                                  1, 2, 3, 4, 5, 6, 7, 8, 0xb2, 0x06, 0x01, 0x61, 0xa3, 0x06, 0xab, 0x06,
+                                  0x08, 0x01, 0xac, 0x06, 0xa4, 0x06,
+                                  0x0A, 0x05, 0x08, 0x02, 0xc2, 0x02, 0x00};
+    vt_tenc_stream_bytes(e, unk, sizeof(unk));
+    vt_tenc_end(e, 1);
+    vt_tenc_end_frame(e);
+    rc |= put(dir, "unknown", e);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "corpus"))
+        return corpus(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "sample"))
         return sample(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "writer"))
         return writer(argv[2]);
-    fprintf(stderr, "usage: gen_fixture sample|writer OUT.zst\n");
+    fprintf(stderr, "usage: gen_fixture sample|writer OUT.zst | corpus DIR\n");
     return 2;
 }
