@@ -320,8 +320,10 @@ static int resume_at(uintptr_t code, int ft, long size, int minor)
         return 0;
     switch (minor) {
     case 11: return op == 151 || op == 150;            /* RESUME, RESUME_QUICK */
-    case 12: return op == 151 || op == 240;            /* RESUME, INSTRUMENTED_RESUME */
-    case 13: return op == 149 || op == 207 || op == 236; /* RESUME, RESUME_CHECK, INSTRUMENTED_RESUME */
+    /* 3.12+: sys.monitoring (and settrace through it) may put
+     * INSTRUMENTED_LINE / INSTRUMENTED_INSTRUCTION there too */
+    case 12: return op == 151 || op == 240 || op == 253 || op == 254;
+    case 13: return op == 149 || op == 207 || op == 236 || op == 247 || op == 254;
     default: return 0;
     }
 }
@@ -831,18 +833,29 @@ static int validate_here(void)
         return 0;
     if (nev > marks && !(n > 0 && (fr[n - 1].flags & VT_PYFRAME_TRUNCATED)))
         return fail(VT_ERR_CORRUPT, "Python %s: frame chain shorter than the native stack", g.version);
+    /* names: a neighbouring field is often a str too, so compare them:
+     * a file named like its function is possible, in most frames it is
+     * not; a qualified name ends with the name (code objects rebuilt with
+     * replace() may differ: a majority must agree) */
+    int same_file = 0, qual_ok = 0;
     for (int i = 0; i < n; i++) {
         char file[512], func[256], name[256];
-        if (describe(1, fr[i].code, file, sizeof file, func, sizeof func) < 0 || !file[0] ||
-            !func[0] || !strcmp(file, func))
+        if (describe(1, fr[i].code, file, sizeof file, func, sizeof func) < 0 || !file[0] || !func[0])
             return fail(VT_ERR_CORRUPT, "Python %s: code object layout mismatch", g.version);
         if (g.L.co_qualname >= 0) {
             size_t lf, ln;
-            if (read_str(1, rdp(1, fr[i].code + g.L.co_name, &bad), name, sizeof name) < 0 || bad ||
-                (lf = strlen(func)) < (ln = strlen(name)) || strcmp(func + lf - ln, name) != 0)
+            if (read_str(1, rdp(1, fr[i].code + g.L.co_name, &bad), name, sizeof name) < 0 || bad)
                 return fail(VT_ERR_CORRUPT, "Python %s: code name layout mismatch", g.version);
+            lf = strlen(func);
+            ln = strlen(name);
+            qual_ok += lf >= ln && !strcmp(func + lf - ln, name);
+        } else {
+            snprintf(name, sizeof name, "%s", func);
         }
+        same_file += !strcmp(file, name) || !strcmp(file, func);
     }
+    if (n > 0 && (2 * same_file > n || (g.L.co_qualname >= 0 && 2 * qual_ok < n)))
+        return fail(VT_ERR_CORRUPT, "Python %s: code name layout mismatch", g.version);
     if (!(fr[n - 1].flags & VT_PYFRAME_TRUNCATED) && fr[n - 1].nentry == 0)
         return fail(VT_ERR_CORRUPT, "Python %s: entry-frame layout mismatch", g.version);
     return 1;
