@@ -158,7 +158,7 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
                     vt_reader_get_stats(r, &rs);
                     fprintf(stderr, "\rvramtrace report: %s: %.0f%% (%llu M events)", path,
                             fsize ? 100.0 * (double)rs.bytes_in / (double)fsize : 0.0,
-                            (unsigned long long)(n >> 20));
+                            (unsigned long long)(n / 1000000));
                     t_shown = t;
                     shown = 1;
                 }

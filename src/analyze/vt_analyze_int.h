@@ -78,9 +78,12 @@ typedef struct {
     /* growth floors */
     uint64_t *floor;
     uint32_t gcur;
+    uint32_t g_shift;      /* bucket width = 2^g_shift ns */
+    uint64_t g_t0;         /* start of the site's window: its first allocation */
     /* results of finish */
     int growth_flag;
     double growth_rate;    /* bytes / s over the late window */
+    double growth_per_step;/* bytes per step over the late window, < 0 if unknown */
     double growth_conf;    /* 0..1 */
     uint64_t grown;        /* floor at the end of the window - lowest floor */
     uint32_t growth_rises; /* number of rises in the late window */
@@ -155,8 +158,18 @@ typedef struct {
     uint64_t c10_reserved;           /* live bytes of caching-allocator segments on the device */
 } vt_oom;
 
+/* Times of the occurrences of a step candidate, decimated to at most
+ * VT_OCC_MAX (every stride-th occurrence kept), to count steps in a window. */
+#define VT_OCC_MAX 256
+typedef struct {
+    uint64_t *t;
+    uint32_t n, stride;
+    uint64_t seen;
+} vt_occ;
+
 typedef struct {
     char *msg;      /* normalized message (trailing digits stripped) */
+    vt_occ occ;
     uint64_t count, first_t, last_t;
     uint64_t dur_sum;
     uint32_t min_depth;
@@ -165,6 +178,7 @@ typedef struct {
 typedef struct {
     uint64_t key;     /* launch id, or name id | 1<<32 */
     uint64_t count, last_idx, first_t, last_t;
+    vt_occ occ;     /* only for the first 1024 launch signatures */
     /* Misra-Gries summary of the gaps (in kernels) between occurrences:
      * the most frequent gap is the candidate period */
     uint64_t gap[4];
@@ -280,10 +294,9 @@ typedef struct {
     /* steps (finish) */
     uint64_t steps;
     double step_period_ns;
+    const vt_occ *step_occ;  /* occurrences of the chosen step marker, or NULL */
     char *step_source;
     /* growth timeline */
-    uint64_t g_t0, g_width;
-    int g_started;
     /* pools */
     vt_pool *pools; size_t npools, cappools;
     /* oddities */

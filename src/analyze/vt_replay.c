@@ -212,7 +212,6 @@ int vt_proc_create(vt_proc **out, const char *name)
     if (!p)
         return VT_ERR_NOMEM;
     p->name = xstrdup(name ? name : "-");
-    p->g_width = VT_G_SHIFT0;
     *out = p;
     return 0;
 }
@@ -266,8 +265,12 @@ void vt_proc_free(vt_proc *p)
     free(p->tail);
     free(p->lstats);
     vt_map_free(&p->lstat_map);
-    for (size_t i = 0; i < p->nnvtx; i++)
+    for (size_t i = 0; i < p->nnvtx; i++) {
         free(p->nvtx[i].msg);
+        free(p->nvtx[i].occ.t);
+    }
+    for (size_t i = 0; i < p->nlstats; i++)
+        free(p->lstats[i].occ.t);
     free(p->nvtx);
     vt_map_free(&p->nv_ranges);
     free(p->step_source);
@@ -412,37 +415,32 @@ static vt_unit *get_unit(vt_proc *p, uint32_t stack, uint32_t device, unsigned k
 
 /* --- growth floors --- */
 
-static void growth_merge(vt_proc *p)
+/* halve a site's resolution: neighbouring buckets merge (min of floors) */
+static void growth_merge(vt_unit *u)
 {
-    for (size_t k = 0; k < p->nunits; k++) {
-        vt_unit *u = &p->units[k];
-        if (!u->floor)
-            continue;
-        uint64_t *f = u->floor;
-        for (uint32_t i = 0; i < VT_GROWTH_BUCKETS / 2; i++) {
-            uint32_t a = 2 * i, b = 2 * i + 1;
-            if (b <= u->gcur)
-                f[i] = f[a] < f[b] ? f[a] : f[b];
-            else if (a <= u->gcur)
-                f[i] = f[a];
-        }
-        u->gcur /= 2;
+    uint64_t *f = u->floor;
+    for (uint32_t i = 0; i < VT_GROWTH_BUCKETS / 2; i++) {
+        uint32_t a = 2 * i, b = 2 * i + 1;
+        if (b <= u->gcur)
+            f[i] = f[a] < f[b] ? f[a] : f[b];
+        else if (a <= u->gcur)
+            f[i] = f[a];
     }
-    p->g_width++; /* g_width holds the shift */
+    u->gcur /= 2;
+    u->g_shift++;
 }
 
-static uint32_t growth_bucket(vt_proc *p, uint64_t t)
+/* bucket of time t in the site's own window, which starts at its first
+ * allocation (so a site born late has the same resolution as one born
+ * early) and doubles its bucket width when t falls beyond the last one */
+static uint32_t growth_bucket(vt_unit *u, uint64_t t)
 {
-    if (!p->g_started) {
-        p->g_started = 1;
-        p->g_t0 = p->have_t0 ? p->t0 : t;
-    }
-    if (t < p->g_t0)
+    if (t < u->g_t0)
         return 0;
-    uint64_t b = (t - p->g_t0) >> p->g_width;
+    uint64_t b = (t - u->g_t0) >> u->g_shift;
     while (b >= VT_GROWTH_BUCKETS) {
-        growth_merge(p);
-        b = (t - p->g_t0) >> p->g_width;
+        growth_merge(u);
+        b = (t - u->g_t0) >> u->g_shift;
     }
     return (uint32_t)b;
 }
@@ -450,13 +448,16 @@ static uint32_t growth_bucket(vt_proc *p, uint64_t t)
 /* called before a change of u->live_bytes at time t */
 static int growth_touch(vt_proc *p, vt_unit *u, uint64_t t)
 {
-    uint32_t b = growth_bucket(p, t);
+    (void)p;
     if (!u->floor) {
         u->floor = calloc(VT_GROWTH_BUCKETS, sizeof(uint64_t));
         if (!u->floor)
             return VT_ERR_NOMEM;
         u->gcur = 0;
+        u->g_t0 = t;
+        u->g_shift = VT_G_SHIFT0;
     }
+    uint32_t b = growth_bucket(u, t);
     if (b > u->gcur) {
         uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
         for (uint32_t i = u->gcur + 1; i <= b; i++)
@@ -549,6 +550,42 @@ static void cand_raise(vt_proc *p, uint64_t t)
         p->cand = t;
         p->cand_set = 1;
     }
+}
+
+/* --- step occurrences --- */
+
+static void occ_add(vt_occ *o, uint64_t t, int alloc_ok)
+{
+    if (!o->t) {
+        if (!alloc_ok || !(o->t = malloc(VT_OCC_MAX * sizeof(uint64_t))))
+            return;
+        o->stride = 1;
+    }
+    if (o->seen++ % o->stride)
+        return;
+    if (o->n == VT_OCC_MAX) { /* keep every other one, double the stride */
+        for (uint32_t i = 0; i < VT_OCC_MAX / 2; i++)
+            o->t[i] = o->t[2 * i];
+        o->n = VT_OCC_MAX / 2;
+        o->stride *= 2;
+        if ((o->seen - 1) % o->stride)
+            return;
+    }
+    o->t[o->n++] = t;
+}
+
+/* occurrences at or before t (approximate to the stride) */
+static double occ_count(const vt_occ *o, uint64_t t)
+{
+    uint32_t lo = 0, hi = o->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (o->t[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (double)lo * o->stride;
 }
 
 /* --- accounting --- */
@@ -1041,6 +1078,7 @@ static void on_nvtx(vt_analysis *a, vt_proc *p, const vt_ev_nvtx *e, uint64_t t)
     if (t > s->last_t)
         s->last_t = t;
     s->count++;
+    occ_add(&s->occ, t, 1);
     if (depth < s->min_depth)
         s->min_depth = depth;
     if (e->op == VT_NVTX_PUSH) {
@@ -1126,6 +1164,7 @@ static int on_kernel(vt_analysis *a, vt_proc *p, const vt_ev_kernel *e, uint64_t
                 s->gcnt[k]--;
     }
     s->count++;
+    occ_add(&s->occ, t, p->nlstats <= 1024);
     s->last_idx = p->kernels;
     if (t > s->last_t)
         s->last_t = t;
@@ -1429,10 +1468,16 @@ static double kendall_tau_b(const uint64_t *y, uint32_t n)
     return (double)s / sqrt((double)n0 * (double)(n0 - ties));
 }
 
-static void unit_growth(vt_proc *p, vt_unit *u, uint32_t n)
+static void unit_growth(vt_proc *p, vt_unit *u)
 {
     u->growth_flag = 0;
-    if (!u->floor || n < 8)
+    if (!u->floor || p->view_t <= u->g_t0)
+        return;
+    /* the site's window: from its first allocation to the view time, the
+     * buckets wholly before T (teardown is not growth) */
+    uint32_t bT = growth_bucket(u, p->view_t);
+    uint32_t n = bT;
+    if (n < 8)
         return;
     uint64_t *f = u->floor;
     uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
@@ -1467,11 +1512,34 @@ static void unit_growth(vt_proc *p, vt_unit *u, uint32_t n)
     for (uint32_t i = 1; i < m; i++)
         if (y[i] > y[i - 1])
             rises++;
-    double width_s = (double)(1ULL << p->g_width) / 1e9;
+    /* "keeps rising": the floor rises in at least 3 of the 4 quarters of
+     * the late window, the last one included (a cache that filled early in
+     * the window and then held does not) */
+    uint32_t qrise = 0;
+    int last_q = 0;
+    for (uint32_t q = 0; q < 4; q++) {
+        uint32_t a = m * q / 4, b = m * (q + 1) / 4;
+        if (b <= a)
+            continue;
+        uint64_t before = a ? y[a - 1] : y[0];
+        int r = y[b - 1] > before;
+        qrise += (uint32_t)r;
+        if (q == 3)
+            last_q = r;
+    }
+    double width_s = (double)(1ULL << u->g_shift) / 1e9;
     u->growth_rate = slope / width_s;
     u->growth_conf = tau > 0 ? tau : 0;
     u->growth_rises = rises;
-    u->growth_flag = tau >= 0.5 && slope > 0 && f[n - 1] > f[n - 1 - m / 2] && rises >= 2 && u->grown > 0;
+    u->growth_per_step = -1;
+    if (p->step_occ) {
+        /* steps that started inside the late window */
+        uint64_t ta = u->g_t0 + ((uint64_t)h << u->g_shift), tb = u->g_t0 + ((uint64_t)n << u->g_shift);
+        double steps = occ_count(p->step_occ, tb) - occ_count(p->step_occ, ta);
+        if (steps >= 1)
+            u->growth_per_step = u->growth_rate * (double)(tb - ta) / 1e9 / steps;
+    }
+    u->growth_flag = tau >= 0.5 && slope > 0 && qrise >= 3 && last_q && rises >= 2 && u->grown > 0;
 }
 
 static int cmp_u64_desc(uint64_t a, uint64_t b)
@@ -1509,6 +1577,7 @@ static void detect_steps(vt_proc *p)
     p->step_source = NULL;
     p->steps = 0;
     p->step_period_ns = 0;
+    p->step_occ = NULL;
     /* NVTX: a repeating range, preferring step-like names, then the outermost */
     int best = -1, best_named = 0;
     for (size_t i = 0; i < p->nnvtx; i++) {
@@ -1538,6 +1607,7 @@ static void detect_steps(vt_proc *p)
     }
     if (best >= 0) {
         const vt_nvtx_stat *s = &p->nvtx[best];
+        p->step_occ = s->occ.t ? &s->occ : NULL;
         p->steps = s->count;
         p->step_period_ns = (double)(s->last_t - s->first_t) / (double)(s->count - 1);
         size_t len = strlen(s->msg) + 16;
@@ -1593,6 +1663,7 @@ static void detect_steps(vt_proc *p)
     free(period);
     if (best_members && best_count >= 3) {
         const vt_launch_stat *s = &p->lstats[anchor];
+        p->step_occ = s->occ.t ? &s->occ : NULL;
         p->steps = s->count;
         p->step_period_ns = (double)(s->last_t - s->first_t) / (double)(s->count - 1);
         char buf[64];
@@ -1671,21 +1742,15 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
     detect_steps(p);
     p->ngrowth = 0;
     p->grown_total = 0;
-    if (p->g_started) {
-        uint32_t bT = p->view_t >= p->g_t0 ? (uint32_t)((p->view_t - p->g_t0) >> p->g_width) : 0;
-        if (bT >= VT_GROWTH_BUCKETS)
-            bT = VT_GROWTH_BUCKETS - 1;
-        uint32_t n = bT >= 8 ? bT : bT + 1;
-        for (size_t k = 0; k < p->nunits; k++) {
-            vt_unit *u = &p->units[k];
-            unit_growth(p, u, n);
-            if (u->growth_flag) {
-                p->growth_order[p->ngrowth++] = (uint32_t)k;
-                p->grown_total += u->grown;
-            }
+    for (size_t k = 0; k < p->nunits; k++) {
+        vt_unit *u = &p->units[k];
+        unit_growth(p, u);
+        if (u->growth_flag) {
+            p->growth_order[p->ngrowth++] = (uint32_t)k;
+            p->grown_total += u->grown;
         }
-        qsort(p->growth_order, p->ngrowth, sizeof(uint32_t), growth_cmp);
     }
+    qsort(p->growth_order, p->ngrowth, sizeof(uint32_t), growth_cmp);
     if (p->tail_overflow)
         add_note(p, VT_SEV_WARNING,
                  "vramtrace report: the end of real work came too late in the stream to keep every event after "

@@ -323,7 +323,8 @@ static void text_growth(vt_analysis *a, vt_proc *p, FILE *o)
         const vt_unit *u = &p->units[p->growth_order[i]];
         fprintf(o, "#%zu +%s, %s/s", i + 1, B(b1, (double)u->grown), B(b2, u->growth_rate));
         if (p->steps)
-            fprintf(o, ", %s/step", B(b3, u->growth_rate * p->step_period_ns / 1e9));
+            fprintf(o, ", %s/step", B(b3, u->growth_per_step >= 0 ? u->growth_per_step
+                                                                     : u->growth_rate * p->step_period_ns / 1e9));
         fprintf(o, ", confidence %.2f, %" PRId64 " live blocks at the view, device %u %s (%s)\n", u->growth_conf,
                 u->at_count, u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
         text_stack(a, p, u->stack, o, "    ");
@@ -816,16 +817,17 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
         fprintf(o, ",\"period_s\":%.6f}", p->step_period_ns / 1e9);
     } else
         fprintf(o, "null");
-    fprintf(o, ",\"bucket_s\":%.6f,\"grown_bytes\":%" PRIu64 ",\"sites\":[", (double)(1ULL << p->g_width) / 1e9, p->grown_total);
+    fprintf(o, ",\"grown_bytes\":%" PRIu64 ",\"sites\":[", p->grown_total);
     for (size_t i = 0; i < p->ngrowth && i < a->cfg.top; i++) {
         const vt_unit *u = &p->units[p->growth_order[i]];
         fprintf(o, "%s{\"grown_bytes\":%" PRIu64 ",\"rate_bytes_per_s\":%.1f,\"rate_bytes_per_step\":", i ? "," : "",
                 u->grown, u->growth_rate);
         if (p->steps)
-            fprintf(o, "%.1f", u->growth_rate * p->step_period_ns / 1e9);
+            fprintf(o, "%.1f", u->growth_per_step >= 0 ? u->growth_per_step : u->growth_rate * p->step_period_ns / 1e9);
         else
             fprintf(o, "null");
-        fprintf(o, ",\"confidence\":%.3f,\"rises\":%u,\"site\":", u->growth_conf, u->growth_rises);
+        fprintf(o, ",\"confidence\":%.3f,\"rises\":%u,\"window_start_s\":%.6f,\"bucket_s\":%.6f,\"site\":",
+                u->growth_conf, u->growth_rises, rel_s(p, u->g_t0), (double)(1ULL << u->g_shift) / 1e9);
         json_site(a, p, p->growth_order[i], u->at_bytes, u->at_count, o);
         fputc('}', o);
     }

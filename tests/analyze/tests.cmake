@@ -31,6 +31,25 @@ vt_analyze_golden(report_leak_fail.txt 3 report --fail-on-leak 1G leak.zst)
 vt_analyze_golden(diff_leak.txt 0 diff leak.zst leak2.zst)
 vt_analyze_golden(diff_leak.json 0 diff --json leak.zst leak2.zst)
 
+# Real traces of tests/analyze/gpu/leaky_train.py recorded on the H200 with
+# `vramtrace record` (tests/analyze/gpu-analyze.sh) in PyTorch's three
+# allocator modes: default caching allocator, expandable segments, and
+# --tensors (backend:cudaMallocAsync).
+foreach(m default expandable tensors)
+  add_test(NAME analyze.golden.gpu-leaky-${m}.txt
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${CMAKE_CURRENT_LIST_DIR}/data
+            ${CMAKE_CURRENT_LIST_DIR}/golden/gpu-leaky-${m}.txt 0 report --no-symbols --frames 40 gpu-leaky-${m}.zst)
+  add_test(NAME analyze.golden.gpu-leaky-${m}.json
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${CMAKE_CURRENT_LIST_DIR}/data
+            ${CMAKE_CURRENT_LIST_DIR}/golden/gpu-leaky-${m}.json 0 report --no-symbols --json gpu-leaky-${m}.zst)
+  set_tests_properties(analyze.golden.gpu-leaky-${m}.txt analyze.golden.gpu-leaky-${m}.json
+                       PROPERTIES LABELS "analyze;analyze-golden")
+endforeach()
+# The verdicts on those real traces, independent of the golden text.
+add_test(NAME analyze.gpu-verdicts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/gpu-verdicts.sh $<TARGET_FILE:vramtrace>
+                                           ${CMAKE_CURRENT_LIST_DIR}/data)
+set_tests_properties(analyze.gpu-verdicts PROPERTIES LABELS "analyze")
+
 # Real traces recorded on the GPU machine (tests/data/gpu-*.zst), when present.
 file(GLOB VT_GPU_FIXTURES ${VT_TEST_DATA}/gpu-*.zst)
 foreach(f ${VT_GPU_FIXTURES})
