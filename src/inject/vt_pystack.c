@@ -479,9 +479,19 @@ int vt_pystack_capture(vt_pyframe *out, int max)
     if (!ptr_ok(ts) || *(const uintptr_t *)(ts + g.L.ts_interp) != g.main_interp)
         return 0;
     if (__builtin_expect(!__atomic_load_n(&g.validated, __ATOMIC_ACQUIRE), 0)) {
+        /* not checked yet: only fault-tolerant reads until it is */
+        static __thread unsigned backoff;
+        int bad = 0;
+        uintptr_t f = top_frame(1, ts, &bad);
+        if (bad || !f || (backoff && --backoff))
+            return 0;
         int rc = validate_late();
-        if (rc <= 0)
-            return rc < 0 ? VT_ERR_DISABLED : 0;
+        if (rc < 0)
+            return VT_ERR_DISABLED;
+        if (rc == 0) {
+            backoff = 256; /* nothing to check here: try again later */
+            return 0;
+        }
     }
     int bad = 0;
     uintptr_t f = top_frame(0, ts, &bad);

@@ -407,6 +407,26 @@ def test_stack_twice():
         fail("vt_pystack_stack: defs %d then %d, frames %d/%d, undefined keys %d" % (d1, d2, n1, n2, badkeys))
 
 
+def test_late_validation():
+    """init where there is no Python frame: the first capture checks."""
+    LIB.vtpt_reset.argtypes = [ctypes.c_char_p, ctypes.c_long]
+    LIB.vtpt_init_in_new_thread.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    why = ctypes.create_string_buffer(200)
+    assert LIB.vtpt_reset(None, 0) == 0
+    rc = LIB.vtpt_init_in_new_thread(why, 200)
+    if rc != 0:
+        fail("init on a thread without Python: %d %s" % (rc, why.value.decode()))
+        return
+    check("late: plain", f_plain(), q("f_plain"), "plain")
+    check("late: gen", next(gen()), q("gen"), "gen")
+    results = [False]
+    t = threading.Thread(target=thread_main, args=(results, 0))
+    t.start()
+    t.join()
+    if not results[0]:
+        fail("late: thread cases")
+
+
 def main():
     why = ctypes.create_string_buffer(200)
     rc = LIB.vtpt_init(why, 200)
@@ -424,6 +444,7 @@ def main():
     test_foreign_thread()
     kinds = merged_outer()
     test_stack_twice()
+    test_late_validation()
     ns = LIB.vtpt_bench(200000, MAX)
     depth = len(E())
     print("merged stack kinds (innermost first): %s" % kinds)

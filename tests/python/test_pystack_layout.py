@@ -12,6 +12,8 @@ import subprocess
 import sys
 
 V = sys.version_info[:2]
+USED = {"co_firsttraceable"} if V >= (3, 11) else set()
+USED |= {"f_previous", "f_code", "f_instr", "co_filename", "co_linetable", "ob_type"}
 FIELDS = ["ts_interp", "ts_frame", "ts_cframe", "cf_current", "f_previous", "f_code", "f_instr",
           "f_owner", "f_is_entry", "co_filename", "co_name", "co_qualname", "co_linetable",
           "co_firstlineno", "co_firsttraceable", "co_adaptive", "ob_type", "ob_size", "bytes_sval",
@@ -23,9 +25,13 @@ if V == (3, 10):
 if V in ((3, 11), (3, 12)):
     UNCHECKED["co_qualname"] = "its neighbour co_name is a valid name too (plain names instead of qualified)"
 SHIFTS = [8, -8, 4096]
+LATE_FIELDS = ["f_previous", "f_code", "f_instr", "co_filename", "co_linetable", "ob_type",
+               "co_firsttraceable"]
+if V == (3, 10):
+    LATE_FIELDS.remove("f_instr")
 
 
-def child(lib, field, delta):
+def child(lib, field, delta, late):
     LIB = ctypes.CDLL(lib)
     LIB.vtpt_reset.argtypes = [ctypes.c_char_p, ctypes.c_long]
     LIB.vtpt_init.argtypes = [ctypes.c_char_p, ctypes.c_int]
@@ -54,7 +60,17 @@ def child(lib, field, delta):
         def gen(self):
             yield [LIB.vtpt_init(why, 200)][0]
 
-    rc = Outer().method()
+    deferred = 0
+    if late:
+        LIB.vtpt_init_in_new_thread.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        rc = LIB.vtpt_init_in_new_thread(why, 200)
+        if rc == 0:
+            deferred = 1  # nothing checked yet: the first capture with frames must
+            first = LIB.vtpt_capture0().decode().splitlines()[0]
+            rc = int(first.split("=")[1])  # -8: disabled by the late check
+            sys.stderr.flush()
+    else:
+        rc = Outer().method()
     results = []
 
     def fünf():
@@ -68,35 +84,49 @@ def child(lib, field, delta):
 
     for r, e in (fünf(), next(g()), deep(20), [(LIB.vtpt_capture0(), E()) for _ in range(1)][0]):
         results.append(same(r, e))
-    print("rc=%d exact=%d why=%s" % (rc, all(results), why.value.decode()))
+    print("rc=%d exact=%d deferred=%d why=%s" % (rc, all(results), deferred, why.value.decode()))
 
 
 def main():
     lib = sys.argv[1]
     problems, rows = [], 0
-    for field in FIELDS:
-        for delta in SHIFTS:
-            p = subprocess.run([sys.executable, __file__, lib, field, str(delta)],
+    checked_late = [0]
+    runs = [(f, d, 0) for f in FIELDS for d in SHIFTS]
+    # init on a thread without Python frames: the first capture checks
+    runs += [(f, 8, 1) for f in LATE_FIELDS if f in USED]
+    for field, delta, late in runs:
+        if True:
+            p = subprocess.run([sys.executable, __file__, lib, field, str(delta), str(late)],
                                capture_output=True, text=True, timeout=60)
             rows += 1
             out = p.stdout.strip().splitlines()
             if p.returncode != 0 or not out or not out[-1].startswith("rc="):
                 problems.append("%s%+d: child died (status %d) %s" % (field, delta, p.returncode, p.stderr[-300:]))
                 continue
-            kv = dict(x.split("=", 1) for x in out[-1].split(" ", 2))
+            kv = dict(x.split("=", 1) for x in out[-1].split(" ", 3))
             rc, exact = int(kv["rc"]), kv["exact"] == "1"
             if rc == 0 and not exact and field not in UNCHECKED:
                 problems.append("%s%+d: init accepted a wrong layout and captures are wrong" % (field, delta))
-            print("%-18s %+5d  init %3d  %s  %s" % (field, delta, rc, "exact" if exact else "-", kv["why"]))
+            deferred = kv["deferred"] == "1"  # init passed, the first capture checked
+            if deferred and rc != -8:
+                problems.append("%s%+d late: first capture returned %d, want -8 (disabled)" % (field, delta, rc))
+            if deferred and "vramtrace: python stacks off: " not in p.stderr:
+                problems.append("%s%+d late: no stderr line (%r)" % (field, delta, p.stderr[-200:]))
+            print("%-18s %+5d %s init %3d  %s  %s" % (field, delta, "late" if late else "    ", rc,
+                                                     "exact" if exact else "-", kv["why"]))
+            checked_late[0] += deferred
     for p in problems:
         print("FAIL:", p)
-    print("%s: %d wrong layouts, %d problem(s); unchecked by init: %s"
-          % ("FAILED" if problems else "PASS", rows, len(problems), ", ".join(sorted(UNCHECKED))))
+    if not checked_late[0]:
+        problems.append("no wrong layout got past init to be caught by the late check")
+        print("FAIL:", problems[-1])
+    print("%s: %d wrong layouts (%d caught by the late check), %d problem(s); unchecked by init: %s"
+          % ("FAILED" if problems else "PASS", rows, checked_late[0], len(problems), ", ".join(sorted(UNCHECKED))))
     return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4:
-        child(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    if len(sys.argv) == 5:
+        child(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
         sys.exit(main())

@@ -208,3 +208,26 @@ VTPT_EXPORT int vtpt_native_depth(void)
 
 /* Test hook: forget init, get one layout field wrong for the next one. */
 VTPT_EXPORT int vtpt_reset(const char *field, long delta) { return vt_pystack_test_reset(field, delta); }
+
+/* vt_pystack_init() on a new thread that has no Python thread state, so
+ * that the layout check has to happen later, on the first capture that
+ * finds Python frames. */
+typedef struct {
+    char *why;
+    int n, rc;
+} vtpt_initarg;
+static void *init_thread(void *p)
+{
+    vtpt_initarg *a = p;
+    a->rc = vt_pystack_init(a->why, (size_t)a->n);
+    return NULL;
+}
+VTPT_EXPORT int vtpt_init_in_new_thread(char *why, int n)
+{
+    pthread_t t;
+    vtpt_initarg a = {why, n, -100};
+    if (pthread_create(&t, NULL, init_thread, &a) != 0)
+        return -101;
+    pthread_join(t, NULL);
+    return a.rc;
+}
