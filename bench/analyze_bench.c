@@ -1,13 +1,15 @@
 /* analyze_bench.c - throughput of `vramtrace report`'s replay.
  *
- *   analyze_bench [--events N] [--trace PATH] [--keep]
+ *   analyze_bench [--events N] [--trace PATH] [--regen] [--replay-only N]
  *
  * Writes (once; reused if PATH exists) a synthetic training-loop trace of N
  * events (default 100 M) with the core writer: per 1 ms step 200 tensor
  * allocations and frees from 50 Python call sites over a recycled address
  * set, 100 kernels, one small leak.  Then replays it with the analyzer
  * (vt_analysis_add_file + finish + a JSON report to /dev/null) on one
- * thread and prints events/s (wall and per CPU second) and the peak RSS.
+ * thread and prints events/s (wall and per CPU second) and the peak RSS;
+ * also the reader alone, and (--replay-only N) the replay alone on the
+ * first N events decoded in memory beforehand.
  * Touches: PATH (default /tmp/vt_analyze_bench.zst), stdout. */
 #include <stdint.h>
 #include <stdio.h>
@@ -79,19 +81,60 @@ int main(int argc, char **argv)
     uint64_t nevents = 100000000ull;
     const char *path = "/tmp/vt_analyze_bench.zst";
     int keep = 1;
+    uint64_t replay_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--events") && i + 1 < argc)
             nevents = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
             path = argv[++i];
+        else if (!strcmp(argv[i], "--replay-only") && i + 1 < argc)
+            replay_only = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--regen"))
             keep = 0;
         else {
-            fprintf(stderr, "usage: analyze_bench [--events N] [--trace PATH] [--regen]\n");
+            fprintf(stderr, "usage: analyze_bench [--events N] [--trace PATH] [--regen] [--replay-only N]\n");
             return 2;
         }
     }
     struct stat sb;
+    if (replay_only) {
+        /* the replay alone: decode the first N records into memory (feeding
+         * the definitions as they come), then time feeding the events */
+        vt_analysis_config c;
+        vt_analysis_config_default(&c);
+        c.symbolize = 0;
+        vt_analysis *an;
+        vt_reader *r;
+        char msg[256];
+        if (vt_analysis_create(&an, &c) || vt_analysis_begin_process(an, path) ||
+            vt_reader_open(&r, path, msg, sizeof(msg)))
+            return 1;
+        vt_event *evs = malloc(replay_only * sizeof(vt_event));
+        if (!evs)
+            return 1;
+        uint64_t n = 0;
+        vt_event ev;
+        while (n < replay_only && vt_reader_next(r, &ev) == 1) {
+            switch (ev.type) {
+            case VT_EV_ALLOC: case VT_EV_FREE: case VT_EV_KERNEL: case VT_EV_VMM_CREATE: case VT_EV_VMM_RELEASE:
+            case VT_EV_MEMORY_USAGE: case VT_EV_POOL_USAGE:
+                evs[n++] = ev;
+                break;
+            default:
+                vt_analysis_feed(an, &ev); /* definitions, header, sync, nvtx... */
+            }
+        }
+        double c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+        for (uint64_t i = 0; i < n; i++)
+            vt_analysis_feed(an, &evs[i]);
+        double c1 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+        printf("replay alone: %llu events in %.3f s CPU -> %.1f M events/s (%.1f ns/event)\n", (unsigned long long)n,
+               c1 - c0, n / (c1 - c0) / 1e6, (c1 - c0) * 1e9 / n);
+        free(evs);
+        vt_reader_free(r);
+        vt_analysis_free(an);
+        return 0;
+    }
     if (!keep || stat(path, &sb) != 0)
         generate(path, nevents);
     stat(path, &sb);
