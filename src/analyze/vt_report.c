@@ -275,11 +275,18 @@ static void unit_line(const vt_proc *p, const vt_unit *u, int64_t bytes, int64_t
             u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
 }
 
+static const char *allocator_mode(const vt_proc *p, int *tensor_level);
+
 static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
 {
     char b1[32], view[256];
+    int tl;
     view_text(a, p, view, sizeof(view));
     fprintf(o, "\n-- leaks: %s --\n", view);
+    const char *mode = allocator_mode(p, &tl);
+    if (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable"))
+        fprintf(o, "(blocks from libc10_cuda are PyTorch caching-allocator segments: reserved memory, not tensors;"
+                   " see the allocator view)\n");
     fprintf(o, "%s in %" PRIu64 " blocks from %zu call sites\n", B(b1, (double)p->leak_bytes), p->leak_blocks, p->nleak);
     for (size_t i = 0; i < p->nleak && i < a->cfg.top; i++) {
         const vt_unit *u = &p->units[p->leak_order[i]];
