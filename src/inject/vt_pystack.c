@@ -1,11 +1,15 @@
 /* vt_pystack.c - read the calling thread's CPython frame chain without the
  * GIL (3.10-3.13) and merge it with a native stack.  See vt_pystack.h.
  *
- * Runs inside the traced process: plain loads only at capture time, no
- * Python calls except the GIL-free PyGILState_GetThisThreadState() and
+ * Runs inside the traced process.  Captures: plain loads only, no Python
+ * calls except the GIL-free PyGILState_GetThisThreadState() and
  * Py_IsInitialized(), no allocation (TLS caches aside), no locks, no output.
- * Init validates the layout with fault-tolerant reads (process_vm_readv on
- * ourselves, or a pipe) so a wrong table disables us instead of crashing.
+ * The layout check (init, or the first capture with frames) reads with
+ * fault-tolerant reads (process_vm_readv on ourselves, or a pipe) and
+ * compares with ground truth: type objects, RESUME opcodes, the
+ * interpreter's own PyCode_Addr2Line (pure reads of a live code object),
+ * the eval frames on our native stack, 3.13's _Py_DebugOffsets.  A wrong
+ * table disables us with one message instead of crashing.
  * Layouts were learnt from each version's headers; tests/python checks the
  * table against them (vt_pyoffsets_check).  No Python header is used here.
  * Touches nothing but its own state.
