@@ -241,7 +241,8 @@ typedef struct {
     uint64_t key;
     uintptr_t instr;
     int32_t line;
-    int32_t kind; /* FR_EMIT or FR_SKIP */
+    int16_t kind; /* FR_EMIT or FR_SKIP */
+    int16_t gen;  /* owned by a generator (never "incomplete") */
 } vt_frame_ent;
 static __thread vt_frame_ent t_frames[FRAME_CACHE];
 
@@ -413,8 +414,9 @@ VT_AI int walk(int safe, int minor, uintptr_t frame, vt_pyframe *out, int max, v
         uint64_t key = code_key(safe, code, &lt, &first);
         if (bad || !key)
             goto stop;
+        const int16_t gen = owner == OWNED_BY_GENERATOR;
         vt_frame_ent *e = cache ? &cache[hash_slot(key ^ instr, 10)] : NULL;
-        if (e && e->key == key && e->instr == instr) {
+        if (e && e->key == key && e->instr == instr && e->gen == gen) {
             kind = e->kind;
             line = e->line;
         } else {
@@ -422,7 +424,7 @@ VT_AI int walk(int safe, int minor, uintptr_t frame, vt_pyframe *out, int max, v
             if (kind == FR_STOP || (safe && line < -1))
                 goto stop;
             if (e)
-                *e = (vt_frame_ent){.key = key, .instr = instr, .line = line, .kind = kind};
+                *e = (vt_frame_ent){.key = key, .instr = instr, .line = line, .kind = (int16_t)kind, .gen = gen};
         }
         int entry = minor == 10 || (minor == 11 && rdc(safe, frame + L->f_is_entry, &bad));
         if (kind == FR_EMIT) {
