@@ -147,6 +147,14 @@ int vt_imap_insert(vt_imap *m, const void *key, uint32_t len, uint64_t hash, uin
     return 0;
 }
 
+void vt_imap_clear(vt_imap *m, int may_alloc)
+{
+    memset(m->slots, 0, m->cap * sizeof(*m->slots));
+    m->n = 0;
+    if (may_alloc)
+        vt_arena_free(&m->arena);
+}
+
 void vt_imap_free(vt_imap *m)
 {
     free(m->slots);

@@ -40,6 +40,8 @@ int vt_imap_init(vt_imap *m, size_t cap);
 uint32_t vt_imap_find(const vt_imap *m, const void *key, uint32_t len, uint64_t hash);
 /* Insert a key known to be absent.  Returns 0 or VT_ERR_NOMEM. */
 int vt_imap_insert(vt_imap *m, const void *key, uint32_t len, uint64_t hash, uint32_t val, int may_alloc);
+/* Forget every key (keeps the capacity; frees key memory if may_alloc). */
+void vt_imap_clear(vt_imap *m, int may_alloc);
 void vt_imap_free(vt_imap *m);
 
 /* uint64 key -> nonzero uint64 value. */

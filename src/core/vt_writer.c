@@ -48,7 +48,8 @@
 #define VT_MAX_WRITERS 64  /* fork registry (closing fds in the child) */
 #define VT_RING_HDR 4096   /* ring control page, data follows */
 #define VT_STAGE_BYTES (256u << 10)
-#define VT_EMERGENCY_WAIT_MS 500
+#define VT_EMERGENCY_WAIT_MS 1000 /* a signal handler waits at most this for the writer thread */
+#define VT_EMERGENCY_DRAIN_NS (100ull * 1000000) /* the writer thread's drain budget then */
 
 /* ---------------------------------------------------------------- ring */
 
@@ -134,7 +135,7 @@ struct vt_writer {
     _Atomic uint64_t flush_req;
     uint64_t flush_done; /* under mu */
     int thread_exited;   /* under mu */
-    _Atomic uint64_t st_records, st_raw, st_written, st_frames;
+    _Atomic uint64_t st_records, st_raw, st_written, st_frames, st_cpu;
 
     /* encoder state: only the holder of enc_owner */
     ZSTD_CCtx *zc;
@@ -146,11 +147,14 @@ struct vt_writer {
     uint64_t dirty_since;
     int ended;
     int no_alloc, in_signal;
+    uint64_t emerg_deadline;  /* writer thread: stop draining at this time (0 = none) */
     uint64_t events;          /* events written */
     uint64_t drops_reported;  /* WRITER_QUEUE drops already in the stream */
     uint64_t other_dropped;   /* counts from producer Dropped records */
     uint64_t enc_dropped;     /* events the encoder could not intern (signal mode) */
     vt_imap strings, frames, stacks, launches;
+    vt_imap rawstacks; /* producer frames as captured -> stack id (a cache) */
+    int raw_undef;     /* the cache holds a Python frame of an undefined code key */
     vt_umap threads, codes;
     uint32_t n_string, n_frame, n_stack, n_thread, n_module, n_launch;
     vt_modrange *mods;
@@ -179,13 +183,6 @@ typedef struct {
     vt_tls_slot s[VT_TLS_SLOTS];
 } vt_tls;
 static __thread vt_tls t_tls;
-
-static uint32_t vt_gettid(void)
-{
-    if (!t_tls.tid)
-        t_tls.tid = (uint32_t)syscall(SYS_gettid);
-    return t_tls.tid;
-}
 
 static void vt_ring_release(vt_ring *r);
 
@@ -330,10 +327,10 @@ static vt_ring *vt_tls_ring_slow(vt_writer *w)
     return r;
 }
 
-static inline vt_ring *vt_tls_ring(vt_writer *w)
+static inline vt_ring *vt_tls_ring(vt_tls *t, vt_writer *w)
 {
-    if (__builtin_expect(t_tls.s[0].serial == w->serial, 1))
-        return t_tls.s[0].ring;
+    if (__builtin_expect(t->s[0].serial == w->serial, 1))
+        return t->s[0].ring;
     return vt_tls_ring_slow(w);
 }
 
@@ -463,7 +460,8 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
         }
     }
 
-    vt_ring *r = vt_tls_ring(w);
+    vt_tls *t = &t_tls; /* one TLS lookup (global-dynamic in the .so) */
+    vt_ring *r = vt_tls_ring(t, w);
     if (!r) {
         atomic_fetch_add_explicit(&w->noring_dropped, 1, memory_order_relaxed);
         return VT_ERR_DROPPED;
@@ -477,7 +475,9 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
     vt_ent *e = (vt_ent *)p;
     e->size = (uint32_t)total;
     e->type = (uint16_t)type;
-    e->tid = vt_gettid();
+    if (__builtin_expect(!t->tid, 0))
+        t->tid = (uint32_t)syscall(SYS_gettid);
+    e->tid = t->tid;
     if (L->timed && !time_ns)
         time_ns = vt_tnow(w);
     e->time = time_ns;
@@ -504,8 +504,16 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
     atomic_store_explicit(&r->head, newhead, memory_order_release);
     if (type != VT_ENT_CODE) /* emitted == events in the stream; drops count every entry */
         vt_count(&r->emitted);
-    if (newhead - r->cached_tail > r->cap / 4 && atomic_load_explicit(&w->sleeping, memory_order_relaxed))
-        vt_wake(w);
+    /* Backlog over a quarter of the ring: wake the writer if it sleeps.
+     * Only the producer that clears `sleeping` makes the syscall. */
+    if (__builtin_expect(newhead - r->cached_tail > r->cap / 4, 0)) {
+        r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (newhead - r->cached_tail > r->cap / 4 && atomic_load_explicit(&w->sleeping, memory_order_relaxed)) {
+            int one = 1;
+            if (atomic_compare_exchange_strong(&w->sleeping, &one, 0))
+                vt_wake(w);
+        }
+    }
     return 0;
 }
 
@@ -845,6 +853,7 @@ static int vt_in_module(vt_writer *w, const vt_ev_module *m)
         w->cap_mods = nc;
     }
     uint32_t id = ++w->n_module;
+    vt_imap_clear(&w->rawstacks, !w->no_alloc); /* native frames may map to it now */
     /* a new mapping replaces the ranges it overlaps (dlclose + dlopen) */
     size_t k = 0;
     for (size_t i = 0; i < w->n_mods; i++)
@@ -880,6 +889,14 @@ static int vt_in_code(vt_writer *w, const vt_code_payload *c)
     if (rc)
         return rc;
     uint64_t v = (1ull << 63) | ((uint64_t)(file & 0x7fffffffu) << 32) | func;
+    uint64_t old = vt_umap_find(&w->codes, c->key);
+    if (old == v)
+        return 0;
+    /* cached raw stacks may now resolve to other frames */
+    if (old || w->raw_undef) {
+        vt_imap_clear(&w->rawstacks, !w->no_alloc);
+        w->raw_undef = 0;
+    }
     return vt_umap_put(&w->codes, c->key, v, !w->no_alloc);
 }
 
@@ -888,6 +905,8 @@ static int vt_in_frame(vt_writer *w, const vt_frame *f, uint32_t *id)
     uint32_t key[4];
     if (f->kind == VT_FRAME_PYTHON) {
         uint64_t v = vt_umap_find(&w->codes, f->pc);
+        if (!v)
+            w->raw_undef = 1;
         key[0] = 1;
         key[1] = (uint32_t)(v >> 32) & 0x7fffffffu; /* file */
         key[2] = (uint32_t)v;                       /* function */
@@ -967,12 +986,23 @@ static int vt_in_site(vt_writer *w, const vt_site *s, int want_stack, uint32_t *
     *stack = 0;
     if (!want_stack || !s->nframes || !s->frames)
         return 0;
+    /* fast path: these exact frames were seen before */
+    uint32_t klen = s->nframes * (uint32_t)sizeof(vt_frame);
+    uint64_t h = vt_intern_hash(s->frames, klen, 5);
+    uint32_t v = vt_imap_find(&w->rawstacks, s->frames, klen, h);
+    if (v) {
+        *stack = v;
+        return 0;
+    }
     for (uint32_t i = 0; i < s->nframes; i++) {
         rc = vt_in_frame(w, &s->frames[i], &w->fids[i]);
         if (rc)
             return rc;
     }
-    return vt_in_suffix(w, w->fids, s->nframes, s->nframes, stack);
+    rc = vt_in_suffix(w, w->fids, s->nframes, s->nframes, stack);
+    if (!rc)
+        vt_imap_insert(&w->rawstacks, s->frames, klen, h, *stack, !w->no_alloc); /* a cache: may fail */
+    return rc;
 }
 
 static int vt_in_launch(vt_writer *w, const vt_ev_kernel *k, uint32_t *id)
@@ -1442,10 +1472,35 @@ static long vt_enc_round(vt_writer *w)
         vt_cursor_key(c);
         if (c->pos >= c->lim)
             w->cur[b] = w->cur[--n];
-        if ((++done & 1023) == 0 && atomic_load_explicit(&w->emerg_sig, memory_order_relaxed))
-            break;
+        if ((++done & 1023) == 0 && atomic_load_explicit(&w->emerg_sig, memory_order_relaxed)) {
+            /* a fatal signal waits: drain for a bounded time only */
+            uint64_t now = vt_mono_ns();
+            if (!w->emerg_deadline)
+                w->emerg_deadline = now + VT_EMERGENCY_DRAIN_NS;
+            if (now >= w->emerg_deadline)
+                break;
+        }
     }
     return done;
+}
+
+/* Count what is left in the rings as dropped (the emergency flush ran out
+ * of time) so that written + dropped still equals emitted. */
+static void vt_enc_discard_rest(vt_writer *w)
+{
+    for (vt_ring *r = atomic_load_explicit(&w->rings, memory_order_acquire); r; r = r->next) {
+        if (!r->data)
+            continue;
+        uint64_t pos = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        uint64_t lim = atomic_load_explicit(&r->head, memory_order_acquire);
+        while (pos < lim) {
+            const vt_ent *e = (const vt_ent *)(r->data + (pos & (r->cap - 1)));
+            if (e->type != VT_ENT_PAD && e->type != VT_ENT_CODE)
+                w->enc_dropped++;
+            pos += e->size;
+        }
+        atomic_store_explicit(&r->tail, pos, memory_order_release);
+    }
 }
 
 /* Final records: drop count, End, end of the zstd frame. */
@@ -1509,8 +1564,13 @@ static void *vt_thread_main(void *arg)
         long got = vt_enc_round(w);
         int esig = atomic_load(&w->emerg_sig);
         if (esig) {
+            if (!w->emerg_deadline)
+                w->emerg_deadline = vt_mono_ns() + VT_EMERGENCY_DRAIN_NS;
+            while (got > 0 && vt_mono_ns() < w->emerg_deadline)
+                got = vt_enc_round(w);
+            vt_enc_discard_rest(w);
             vt_enc_finish(w, VT_END_SIGNAL, esig);
-            vt_mark_off(w, "emergency flush done");
+            vt_mark_off(w, "emergency flush done by the writer thread");
             atomic_store(&w->emerg_done, 1);
             atomic_store(&w->enc_owner, 0);
             break;
@@ -1540,6 +1600,10 @@ static void *vt_thread_main(void *arg)
             pthread_cond_broadcast(&w->cv);
             pthread_mutex_unlock(&w->mu);
         }
+        struct timespec cpu;
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+            atomic_store_explicit(&w->st_cpu, (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec,
+                                  memory_order_relaxed);
         if (atomic_load(&w->err))
             break;
 
@@ -1556,6 +1620,10 @@ static void *vt_thread_main(void *arg)
         }
         atomic_store(&w->sleeping, 0);
     }
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        atomic_store_explicit(&w->st_cpu, (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec,
+                              memory_order_relaxed);
     pthread_mutex_lock(&w->mu);
     w->thread_exited = 1;
     pthread_cond_broadcast(&w->cv);
@@ -1665,6 +1733,7 @@ static void vt_writer_destroy(vt_writer *w)
     vt_imap_free(&w->frames);
     vt_imap_free(&w->stacks);
     vt_imap_free(&w->launches);
+    vt_imap_free(&w->rawstacks);
     vt_umap_free(&w->threads);
     vt_umap_free(&w->codes);
     free(w->mods);
@@ -1750,7 +1819,7 @@ int vt_writer_create(vt_writer **out, const vt_writer_config *cfg_in, const vt_e
     w->out_cap = ZSTD_CStreamOutSize();
     w->out = malloc(w->out_cap);
     if (!w->zc || !w->stage || !w->out || vt_imap_init(&w->strings, 1024) || vt_imap_init(&w->frames, 4096) ||
-        vt_imap_init(&w->stacks, 1024) || vt_imap_init(&w->launches, 256) || vt_umap_init(&w->threads, 64) ||
+        vt_imap_init(&w->stacks, 1024) || vt_imap_init(&w->launches, 256) || vt_imap_init(&w->rawstacks, 1024) || vt_umap_init(&w->threads, 64) ||
         vt_umap_init(&w->codes, 1024)) {
         rc = VT_ERR_NOMEM;
         vt_fail(w, rc, "out of memory");
@@ -1854,13 +1923,28 @@ void vt_writer_emergency_flush(vt_writer *w, int sig)
     int exp = 0;
     if (atomic_compare_exchange_strong(&w->enc_owner, &exp, 2)) {
         if (!w->ended && !atomic_load(&w->err)) {
+            /* A pipe without reader must give EPIPE here, not a SIGPIPE
+             * that replaces the signal being handled. */
+            sigset_t pipe_set, old_mask, pend;
+            sigemptyset(&pipe_set);
+            sigaddset(&pipe_set, SIGPIPE);
+            sigpending(&pend);
+            int was_pending = sigismember(&pend, SIGPIPE);
+            pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
             w->no_alloc = 1;
             w->in_signal = 1;
             vt_enc_drain_simple(w);
+            vt_enc_discard_rest(w);
             vt_enc_finish(w, VT_END_SIGNAL, sig);
             w->no_alloc = 0;
             w->in_signal = 0;
-            vt_mark_off(w, "emergency flush done");
+            sigpending(&pend);
+            if (!was_pending && sigismember(&pend, SIGPIPE)) {
+                struct timespec zero = {0, 0};
+                sigtimedwait(&pipe_set, NULL, &zero);
+            }
+            pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+            vt_mark_off(w, "emergency flush done in the signal handler");
         }
         atomic_store(&w->enc_owner, 0);
         errno = saved_errno;
@@ -1963,4 +2047,5 @@ void vt_writer_get_stats(const vt_writer *w, vt_writer_stats *st)
     st->bytes_raw = atomic_load_explicit(&ww->st_raw, memory_order_relaxed);
     st->bytes_written = atomic_load_explicit(&ww->st_written, memory_order_relaxed);
     st->frames = atomic_load_explicit(&ww->st_frames, memory_order_relaxed);
+    st->writer_cpu_ns = atomic_load_explicit(&ww->st_cpu, memory_order_relaxed);
 }

@@ -89,6 +89,7 @@ typedef struct {
     uint64_t bytes_written;  /* compressed bytes written to the file */
     uint64_t frames;         /* zstd frames started */
     uint64_t rings;          /* producer rings allocated (reused after thread exit) */
+    uint64_t writer_cpu_ns;  /* CPU time used by the writer thread so far */
 } vt_writer_stats;
 void vt_writer_get_stats(const vt_writer *w, vt_writer_stats *st);
 

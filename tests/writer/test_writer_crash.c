@@ -310,12 +310,109 @@ static void test_emergency_flush(void **state)
     check_emergency(1);
 }
 
+static void pipe_abort_handler(int sig)
+{
+    vt_writer_emergency_flush(g_w, sig);
+    /* tell the parent which path ran: fd 3 is a status pipe */
+    const char *m = vt_writer_errmsg(g_w);
+    ssize_t k = write(3, m, strlen(m));
+    (void)k;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Deterministic "writer busy" case: the trace goes into a pipe that the
+ * parent does not read at first, so the writer thread is blocked inside
+ * write() holding the encoder when the fatal signal comes.  The handler
+ * must ask the writer thread and wait (bounded); once the parent drains the
+ * pipe the writer finishes the stream with End{SIGNAL}. */
+static void test_emergency_flush_writer_blocked(void **state)
+{
+    (void)state;
+    int data[2], status[2];
+    assert_int_equal(pipe(data), 0);
+    assert_int_equal(pipe(status), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(data[0]);
+        close(status[0]);
+        dup2(status[1], 3);
+        vt_writer_config cfg;
+        vt_writer_config_default(&cfg);
+        cfg.fd = data[1];
+        cfg.flush_ms = 20;
+        cfg.ring_bytes = 16u << 20;
+        if (vt_writer_create(&g_w, &cfg, NULL))
+            _exit(3);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = pipe_abort_handler;
+        sigaction(SIGABRT, &sa, NULL);
+        uint64_t x = 88172645463325252ull;
+        for (uint64_t i = 0; i < 60000; i++) { /* ~600 KB of incompressible output */
+            vt_event e;
+            memset(&e, 0, sizeof(e));
+            e.type = VT_EV_FREE;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            e.u.free.address = x;
+            e.u.free.corr = i;
+            if (vt_writer_emit(g_w, &e))
+                _exit(4);
+        }
+        usleep(200 * 1000); /* the writer fills the pipe and blocks */
+        raise(SIGABRT);
+        _exit(5);
+    }
+    close(data[1]);
+    close(status[1]);
+    usleep(300 * 1000); /* the child is in its handler, waiting */
+    size_t cap = 1 << 20, n = 0;
+    unsigned char *buf = malloc(cap);
+    for (;;) {
+        if (n == cap)
+            buf = realloc(buf, cap *= 2);
+        ssize_t k = read(data[0], buf + n, cap - n);
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+    }
+    close(data[0]);
+    char msg[256] = "";
+    ssize_t k = read(status[0], msg, sizeof(msg) - 1);
+    msg[k > 0 ? k : 0] = 0;
+    close(status[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGABRT);
+    assert_string_equal(msg, "emergency flush done by the writer thread");
+    wt_trace t;
+    assert_int_equal(wt_decode_mem(buf, n, &t, 0), 0);
+    assert_int_equal(t.errors, 0);
+    assert_false(t.truncated);
+    assert_non_null(t.end);
+    assert_int_equal(t.end->reason, VRAMTRACE__END_REASON__END_SIGNAL);
+    assert_int_equal(t.end->signal, SIGABRT);
+    uint64_t k2 = 0;
+    for (size_t i = 0; i < t.nev; i++)
+        if (t.ev[i].type == VRAMTRACE__RECORD__BODY_FREE)
+            assert_int_equal(t.ev[i].corr, k2++);
+    assert_int_equal(k2 + t.dropped_queue, 60000);
+    assert_int_equal(t.end->events, k2);
+    wt_trace_free(&t);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigkill_recovers_flushed),
         cmocka_unit_test(test_fork),
         cmocka_unit_test(test_emergency_flush),
+        cmocka_unit_test(test_emergency_flush_writer_blocked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
