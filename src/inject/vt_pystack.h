@@ -17,6 +17,12 @@
  *   vt_pystack_stack() defines each code key before returning it (once per
  *   thread, see vt_pystack_seen()), so the per-thread ring order puts the
  *   definition before the allocation that references it.
+ *   Cost here (BENCHMARKS.md, ## pystack): 30 Python frames ~0.3-0.7 us to
+ *   capture, ~0.7-1.2 us with the define check and a ~30-frame merge.
+ *   Python frames replace the native frames of _PyEval_EvalFrameDefault
+ *   (found by dlsym + symbol size); if none is found in `ips` (a capped
+ *   unwind, or a compiler-split .cold part), the Python frames follow the
+ *   native ones, still innermost first.
  *
  * What it does: reads PyThreadState -> frame chain -> code objects with plain
  * loads, per-version layouts (3.13: checked against _Py_DebugOffsets).  No

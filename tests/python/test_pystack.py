@@ -427,6 +427,28 @@ def test_late_validation():
         fail("late: thread cases")
 
 
+def test_traced():
+    """sys.settrace active (3.12+: bytecode instrumented by sys.monitoring);
+    includes a late layout check, which reads the RESUME opcodes."""
+    def tracer(frame, event, arg):
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        check("traced: plain", f_plain(), q("f_plain"), "plain")
+        check("traced: method", K().meth(), q("K.meth"), "method")
+        check("traced: gen", next(gen()), q("gen"), "gen")
+        why = ctypes.create_string_buffer(200)
+        assert LIB.vtpt_reset(None, 0) == 0
+        rc = LIB.vtpt_init_in_new_thread(why, 200)
+        if rc != 0:
+            fail("traced: init %d %s" % (rc, why.value.decode()))
+        check("traced late: closure", f_closure(), q("f_closure.<locals>.inner", "inner"), "closure")
+        check("traced late: plain", f_plain(), q("f_plain"), "plain")
+    finally:
+        sys.settrace(None)
+
+
 def main():
     why = ctypes.create_string_buffer(200)
     rc = LIB.vtpt_init(why, 200)
@@ -445,6 +467,7 @@ def main():
     kinds = merged_outer()
     test_stack_twice()
     test_late_validation()
+    test_traced()
     ns = LIB.vtpt_bench(200000, MAX)
     depth = len(E())
     print("merged stack kinds (innermost first): %s" % kinds)
