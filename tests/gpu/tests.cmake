@@ -2,3 +2,13 @@
 # the GPU machine (not a ctest test: it needs traces recorded there).
 add_executable(vt_gpucheck ${CMAKE_CURRENT_LIST_DIR}/vt_gpucheck.c)
 target_link_libraries(vt_gpucheck PRIVATE vt_core)
+
+# CI replay of real GPU traces (tests/data/gpu-*.zst, recorded on the H200
+# by scripts/gpu-test.sh) against the expectations their programs printed;
+# call-site names need the traced binaries, so only non-empty stacks are
+# required here.
+foreach(t alloc-basic alloc-async alloc-vmm oom threads crash-segv crash-kill nostacks
+          forkexec-parent forkexec-child torch-default torch-expandable torch-async)
+  add_test(NAME inject_gpu_replay_${t}
+           COMMAND vt_gpucheck --no-symbols ${VT_TEST_DATA}/gpu-${t}.zst ${VT_TEST_DATA}/gpu-${t}.expect)
+endforeach()
