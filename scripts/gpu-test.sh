@@ -44,7 +44,6 @@ ls -la "$VRAMTRACE_LIB" "$CHECK" 2>&1
 # ---- build the CUDA programs
 progs="alloc_basic alloc_async alloc_vmm oom threads forkexec crash subscriber_conflict"
 for p in $progs; do
-    want "$p" || continue
     # programs built ahead (scripts/gpu-test.sh --build-only here) travel in $BUILD/gpu-bin
     if [ -x "$root/$BUILD/gpu-bin/$p" ] && [ "$root/$BUILD/gpu-bin/$p" -nt "$root/tests/gpu/$p.cu" ]; then
         cp "$root/$BUILD/gpu-bin/$p" "$W/bin/$p"
