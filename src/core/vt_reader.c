@@ -58,6 +58,8 @@ typedef struct {
 typedef struct { uint32_t id, len; const char *s; } str_slot;
 typedef struct { uint32_t id, n, parent, depth; uint32_t off; } stack_slot;
 typedef struct { uint32_t defined; vt_ev_device d; } dev_slot;
+/* A launch with its name resolved once (saves a dependent load per kernel). */
+typedef struct { vt_ev_launch l; const char *name; } launch_slot;
 
 struct vt_reader {
     char name[256];
@@ -88,7 +90,6 @@ struct vt_reader {
     int state, last_err;
     uint64_t resync_from;   /* scan for a zstd magic from here */
     uint64_t skip_from;     /* where the damaged data began (for skipped_bytes) */
-    uint64_t frame_records; /* records decoded in the current frame */
     int need_sync;          /* after a resync: the frame must start with a Sync */
     int any_record;
     uint64_t host_time, device_time, corr;
@@ -108,6 +109,7 @@ struct vt_reader {
     uint8_t *scratch;
     size_t scratch_cap, scratch_used;
     vt_reader_stats st;
+    const uint8_t *hard; /* raw + rend while decoding: readable bound for varints */
     char err[ERR_LEN];
     char why[WHY_LEN];
 };
@@ -384,10 +386,16 @@ done:
     return 0;
 }
 
-static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+/* Read a varint of the message ending at `end`.  `hard` bounds the bytes
+ * that may be read (the end of the decompressed data in memory): when 10
+ * are readable the varint is decoded without per-byte checks and then
+ * checked against `end`, which makes the last fields of small messages as
+ * fast as the others. */
+static inline __attribute__((always_inline)) int rd_varint_h(const uint8_t **pp, const uint8_t *end,
+                                                              const uint8_t *hard, uint64_t *out)
 {
     const uint8_t *p = *pp;
-    if (__builtin_expect(end - p >= 10, 1)) {
+    if (__builtin_expect(hard - p >= 10 && p < end, 1)) {
         uint64_t b0 = p[0];
         if (b0 < 0x80) {
             *out = b0;
@@ -396,24 +404,30 @@ static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, c
         }
         uint64_t b1 = p[1];
         if (b1 < 0x80) {
+            if (p + 2 > end)
+                return -1;
             *out = (b0 & 0x7f) | b1 << 7;
             *pp = p + 2;
             return 0;
         }
         uint64_t b2 = p[2];
         if (b2 < 0x80) {
+            if (p + 3 > end)
+                return -1;
             *out = (b0 & 0x7f) | (b1 & 0x7f) << 7 | b2 << 14;
             *pp = p + 3;
             return 0;
         }
-        return rd_varint_long(pp, out);
-    }
-    if (p < end && *p < 0x80) {
-        *out = *p;
-        *pp = p + 1;
-        return 0;
+        if (rd_varint_long(pp, out))
+            return -1;
+        return *pp > end ? -1 : 0;
     }
     return rd_varint_slow(pp, end, out);
+}
+
+static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    return rd_varint_h(pp, end, end, out);
 }
 
 static inline int64_t unzigzag(uint64_t v)
@@ -421,10 +435,10 @@ static inline int64_t unzigzag(uint64_t v)
     return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
-static inline int rd_len(const uint8_t **pp, const uint8_t *end, const uint8_t **q, size_t *n)
+static inline int rd_len(const uint8_t **pp, const uint8_t *end, const uint8_t *hard, const uint8_t **q, size_t *n)
 {
     uint64_t v;
-    if (rd_varint(pp, end, &v) || v > (uint64_t)(end - *pp))
+    if (rd_varint_h(pp, end, hard, &v) || v > (uint64_t)(end - *pp))
         return -1;
     *q = *pp;
     *n = (size_t)v;
@@ -456,7 +470,7 @@ static int skip_field(vt_reader *r, const uint8_t **pp, const uint8_t *end, uint
         *pp += 4;
         break;
     case WT_LEN:
-        if (rd_len(pp, end, &q, &n))
+        if (rd_len(pp, end, end, &q, &n))
             return why(r, "length of field %llu past the end of its message", (unsigned long long)field);
         break;
     case WT_SGROUP:
@@ -498,7 +512,7 @@ static int skip_field(vt_reader *r, const uint8_t **pp, const uint8_t *end, uint
         (void)v;                                                              \
         (void)q;                                                              \
         (void)n;                                                              \
-        if (rd_varint(&p, end, &tag))                                         \
+        if (rd_varint_h(&p, end, r->hard, &tag))                              \
             return why(r, "bad tag in %s", MSG);                              \
         switch (tag) {
 #define FIELDS_END                                                            \
@@ -509,13 +523,13 @@ static int skip_field(vt_reader *r, const uint8_t **pp, const uint8_t *end, uint
     }
 #define VARINT(f, stmt)                                                       \
     case TAG(f, WT_VARINT):                                                   \
-        if (rd_varint(&p, end, &v))                                           \
+        if (rd_varint_h(&p, end, r->hard, &v))                                \
             return why(r, "bad varint in %s field %d", MSG, f);               \
         stmt;                                                                 \
         break;
 #define BYTES(f, stmt)                                                        \
     case TAG(f, WT_LEN):                                                      \
-        if (rd_len(&p, end, &q, &n))                                          \
+        if (rd_len(&p, end, r->hard, &q, &n))                                          \
             return why(r, "%s field %d runs past the end of the message", MSG, f); \
         stmt;                                                                 \
         break;
@@ -871,15 +885,15 @@ static int dec_stack(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_ev_s
     VARINT(1, a->id = (uint32_t)v)
     VARINT(3, a->parent = (uint32_t)v)
     case TAG(2, WT_VARINT):
-        if (rd_varint(&p, end, &v) || nf >= max)
+        if (rd_varint_h(&p, end, r->hard, &v) || nf >= max)
             return why(r, "bad frame id in Stack");
         out[nf++] = (uint32_t)v;
         break;
     case TAG(2, WT_LEN):
-        if (rd_len(&p, end, &q, &n))
+        if (rd_len(&p, end, r->hard, &q, &n))
             return why(r, "Stack frames run past the end of the message");
         for (const uint8_t *qe = q + n; q < qe;) {
-            if (rd_varint(&q, qe, &v) || nf >= max)
+            if (rd_varint_h(&q, qe, r->hard, &v) || nf >= max)
                 return why(r, "bad packed frame id in Stack");
             out[nf++] = (uint32_t)v;
         }
@@ -941,7 +955,7 @@ static int dec_header(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_ev_
     BYTES(7, if (ia < nargv && store) HSTR(argv[ia++]))
     BYTES(8, HSTR(h->program))
     case TAG(9, WT_LEN): {
-        if (rd_len(&p, end, &q, &n))
+        if (rd_len(&p, end, r->hard, &q, &n))
             return why(r, "Header env runs past the end of the message");
         const uint8_t *ep = q, *ee = q + n, *nm = NULL, *val = NULL;
         size_t nml = 0, vall = 0;
@@ -952,7 +966,7 @@ static int dec_header(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_ev_
             if (t == TAG(1, WT_LEN) || t == TAG(2, WT_LEN)) {
                 const uint8_t *s;
                 size_t sl;
-                if (rd_len(&ep, ee, &s, &sl))
+                if (rd_len(&ep, ee, r->hard, &s, &sl))
                     return why(r, "EnvVar string past the end");
                 if (t == TAG(1, WT_LEN))
                     nm = s, nml = sl;
@@ -993,6 +1007,14 @@ static int dec_header(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_ev_
 
 /* ---- records -------------------------------------------------------- */
 
+/* Zero a small struct with plain moves: memset() of these sizes became
+ * `rep stos`, whose start-up cost was 15% of decoding a kernel record. */
+#define ZERO(p)                                                               \
+    do {                                                                      \
+        static const __typeof__(*(p)) zero_;                                  \
+        *(p) = zero_;                                                         \
+    } while (0)
+
 static int def_failed(vt_reader *r, const char *what)
 {
     (void)what;
@@ -1002,6 +1024,125 @@ static int def_failed(vt_reader *r, const char *what)
 /* Decode one Record [p, end) into *ev.  Returns 1 (event), 0 (record
  * skipped: unknown body), VT_ERR_CORRUPT (r->why says why), VT_ERR_VERSION
  * (message in r->why) or VT_ERR_NOMEM. */
+static inline void kernel_resolve(const vt_reader *r, vt_ev_kernel *k)
+{
+    const launch_slot *ls = tab_get(&r->launches, k->launch_id, sizeof(launch_slot));
+    if (ls) {
+        const vt_ev_launch *l = &ls->l;
+        k->name_id = l->name;
+        k->name = ls->name ? ls->name : str_get(r, l->name);
+        k->device = l->device;
+        k->stream = l->stream;
+        memcpy(k->grid, l->grid, sizeof(k->grid));
+        memcpy(k->block, l->block, sizeof(k->block));
+        k->shared_memory = l->shared_memory;
+        k->graph = l->graph;
+    } else {
+        k->name_id = 0;
+        k->name = NULL;
+        k->device = k->stream = k->shared_memory = 0;
+        memset(k->grid, 0, sizeof(k->grid));
+        memset(k->block, 0, sizeof(k->block));
+        k->graph = 0;
+    }
+}
+
+/* Fast path for the records that make most of a trace (kernels, allocs,
+ * frees), in the layout every protobuf encoder (the writer included)
+ * produces: Record{ts_delta, body} and the body's varint fields 1..n in
+ * order, each optional.  Returns 1 if done, 0 to take the generic path
+ * (which also reports any error).  Only between records of a frame that
+ * is in sync (no header or Sync checks pending). */
+static inline __attribute__((always_inline)) int ordered_varints(const uint8_t *p, const uint8_t *end,
+                                                                  const uint8_t *h, uint64_t *f, unsigned nf)
+{
+    for (unsigned i = 1; i <= nf && p < end; i++)
+        if (*p == TAG(i, WT_VARINT)) {
+            p++;
+            if (rd_varint_h(&p, end, h, &f[i]))
+                return -1;
+        }
+    return p == end ? 0 : -1;
+}
+
+static inline int fast_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_event *ev)
+{
+    const uint8_t *h = r->hard;
+    uint64_t ts = 0, f[11];
+    if (*p == TAG(1, WT_VARINT)) {
+        p++;
+        if (rd_varint_h(&p, end, h, &ts))
+            return 0;
+    }
+    if (end - p < 2 || p[1] >= 0x80 || p + 2 + p[1] != end)
+        return 0;
+    switch (p[0]) {
+    case TAG(VT_EV_KERNEL, WT_LEN): {
+        f[1] = f[2] = f[3] = f[4] = 0;
+        if (ordered_varints(p + 2, end, h, f, 4))
+            return 0;
+        vt_ev_kernel *k = &ev->u.kernel;
+        ev->type = VT_EV_KERNEL;
+        k->launch_id = (uint32_t)f[1];
+        k->duration_ns = f[2];
+        k->graph_id = f[4];
+        kernel_resolve(r, k);
+        r->corr += (uint64_t)unzigzag(f[3]);
+        k->corr = r->corr;
+        r->device_time += (uint64_t)unzigzag(ts);
+        ev->time_ns = r->device_time;
+        return 1;
+    }
+    case TAG(VT_EV_ALLOC, WT_LEN): {
+        memset(f, 0, sizeof(f));
+        if (ordered_varints(p + 2, end, h, f, 10))
+            return 0;
+        vt_ev_alloc *a = &ev->u.alloc;
+        ev->type = VT_EV_ALLOC;
+        a->address = f[1];
+        a->size = f[2];
+        a->device = (uint32_t)f[3];
+        a->kind = (vt_memkind)(int32_t)f[4];
+        a->api = (vt_allocapi)(int32_t)f[5];
+        a->stream = f[6];
+        a->pool = f[7];
+        a->site.frames = NULL;
+        a->site.nframes = 0;
+        a->site.thread = (uint32_t)f[8];
+        a->site.stack = (uint32_t)f[9];
+        a->site.tid = tid_of(r, a->site.thread);
+        r->corr += (uint64_t)unzigzag(f[10]);
+        a->corr = r->corr;
+        break;
+    }
+    case TAG(VT_EV_FREE, WT_LEN): {
+        memset(f, 0, 9 * sizeof(f[0]));
+        if (ordered_varints(p + 2, end, h, f, 8))
+            return 0;
+        vt_ev_free *a = &ev->u.free;
+        ev->type = VT_EV_FREE;
+        a->address = f[1];
+        a->device = (uint32_t)f[2];
+        a->kind = (vt_memkind)(int32_t)f[3];
+        a->api = (vt_allocapi)(int32_t)f[4];
+        a->stream = f[5];
+        a->site.frames = NULL;
+        a->site.nframes = 0;
+        a->site.thread = (uint32_t)f[6];
+        a->site.stack = (uint32_t)f[8];
+        a->site.tid = tid_of(r, a->site.thread);
+        r->corr += (uint64_t)unzigzag(f[7]);
+        a->corr = r->corr;
+        break;
+    }
+    default:
+        return 0;
+    }
+    r->host_time += (uint64_t)unzigzag(ts);
+    ev->time_ns = r->host_time;
+    return 1;
+}
+
 static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_event *ev)
 {
     uint64_t ts = 0, cd = 0;
@@ -1011,16 +1152,16 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
 
     while (p < end) {
         uint64_t tag, v;
-        if (rd_varint(&p, end, &tag))
+        if (rd_varint_h(&p, end, r->hard, &tag))
             return why(r, "bad tag in Record");
         if (tag == TAG(1, WT_VARINT)) {
-            if (rd_varint(&p, end, &v))
+            if (rd_varint_h(&p, end, r->hard, &v))
                 return why(r, "bad ts_delta varint");
             ts = v;
         } else if ((tag & 7) == WT_LEN && (tag >> 3) >= 2 && (tag >> 3) < VT_EV__MAX) {
             const uint8_t *q;
             size_t n;
-            if (rd_len(&p, end, &q, &n))
+            if (rd_len(&p, end, r->hard, &q, &n))
                 return why(r, "Record body runs past the end of the record");
             body = (uint32_t)(tag >> 3);
             bp = q;
@@ -1043,37 +1184,27 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
     switch (body) {
     case VT_EV_KERNEL: {
         vt_ev_kernel *k = &ev->u.kernel;
-        memset(k, 0, sizeof(*k));
+        ZERO(k);
         rc = dec_kernel(r, bp, be, k, &cd);
         has_corr = 1;
-        const vt_ev_launch *l = tab_get(&r->launches, k->launch_id, sizeof(vt_ev_launch));
-        if (l) {
-            k->name_id = l->name;
-            k->name = str_get(r, l->name);
-            k->device = l->device;
-            k->stream = l->stream;
-            memcpy(k->grid, l->grid, sizeof(k->grid));
-            memcpy(k->block, l->block, sizeof(k->block));
-            k->shared_memory = l->shared_memory;
-            k->graph = l->graph;
-        }
+        kernel_resolve(r, k);
         break;
     }
     case VT_EV_ALLOC:
-        memset(&ev->u.alloc, 0, sizeof(ev->u.alloc));
+        ZERO(&ev->u.alloc);
         rc = dec_alloc(r, bp, be, &ev->u.alloc, &cd);
         ev->u.alloc.site.tid = tid_of(r, ev->u.alloc.site.thread);
         has_corr = 1;
         break;
     case VT_EV_FREE:
-        memset(&ev->u.free, 0, sizeof(ev->u.free));
+        ZERO(&ev->u.free);
         rc = dec_free(r, bp, be, &ev->u.free, &cd);
         ev->u.free.site.tid = tid_of(r, ev->u.free.site.thread);
         has_corr = 1;
         break;
     case VT_EV_ALLOC_FAILED: {
         vt_ev_alloc_failed *a = &ev->u.alloc_failed;
-        memset(a, 0, sizeof(*a));
+        ZERO(a);
         rc = dec_alloc_failed(r, bp, be, a, &cd);
         a->error_name = str_get(r, a->error_name_id);
         a->site.tid = tid_of(r, a->site.thread);
@@ -1083,42 +1214,42 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
     case VT_EV_VMM_RESERVE:
     case VT_EV_VMM_ADDRESS_FREE:
     case VT_EV_VMM_UNMAP:
-        memset(&ev->u.vmm_range, 0, sizeof(ev->u.vmm_range));
+        ZERO(&ev->u.vmm_range);
         rc = dec_vmm_range(r, bp, be, &ev->u.vmm_range, &cd, body == VT_EV_VMM_RESERVE);
         ev->u.vmm_range.site.tid = tid_of(r, ev->u.vmm_range.site.thread);
         has_corr = 1;
         break;
     case VT_EV_VMM_CREATE:
-        memset(&ev->u.vmm_create, 0, sizeof(ev->u.vmm_create));
+        ZERO(&ev->u.vmm_create);
         rc = dec_vmm_create(r, bp, be, &ev->u.vmm_create, &cd);
         ev->u.vmm_create.site.tid = tid_of(r, ev->u.vmm_create.site.thread);
         has_corr = 1;
         break;
     case VT_EV_VMM_RELEASE:
-        memset(&ev->u.vmm_release, 0, sizeof(ev->u.vmm_release));
+        ZERO(&ev->u.vmm_release);
         rc = dec_vmm_release(r, bp, be, &ev->u.vmm_release, &cd);
         ev->u.vmm_release.site.tid = tid_of(r, ev->u.vmm_release.site.thread);
         has_corr = 1;
         break;
     case VT_EV_VMM_MAP:
-        memset(&ev->u.vmm_map, 0, sizeof(ev->u.vmm_map));
+        ZERO(&ev->u.vmm_map);
         rc = dec_vmm_map(r, bp, be, &ev->u.vmm_map, &cd);
         ev->u.vmm_map.site.tid = tid_of(r, ev->u.vmm_map.site.thread);
         has_corr = 1;
         break;
     case VT_EV_POOL:
-        memset(&ev->u.pool, 0, sizeof(ev->u.pool));
+        ZERO(&ev->u.pool);
         rc = dec_pool(r, bp, be, &ev->u.pool, &cd);
         ev->u.pool.site.tid = tid_of(r, ev->u.pool.site.thread);
         has_corr = 1;
         break;
     case VT_EV_POOL_USAGE:
-        memset(&ev->u.pool_usage, 0, sizeof(ev->u.pool_usage));
+        ZERO(&ev->u.pool_usage);
         rc = dec_pool_usage(r, bp, be, &ev->u.pool_usage);
         break;
     case VT_EV_NVTX: {
         vt_ev_nvtx *a = &ev->u.nvtx;
-        memset(a, 0, sizeof(*a));
+        ZERO(a);
         rc = dec_nvtx(r, bp, be, a);
         a->message = str_get(r, a->message_id);
         a->domain = str_get(r, a->domain_id);
@@ -1126,28 +1257,28 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
         break;
     }
     case VT_EV_MEMORY_USAGE:
-        memset(&ev->u.memory_usage, 0, sizeof(ev->u.memory_usage));
+        ZERO(&ev->u.memory_usage);
         rc = dec_memory_usage(r, bp, be, &ev->u.memory_usage);
         break;
     case VT_EV_DROPPED:
-        memset(&ev->u.dropped, 0, sizeof(ev->u.dropped));
+        ZERO(&ev->u.dropped);
         rc = dec_dropped(r, bp, be, &ev->u.dropped);
         ev->u.dropped.reason = str_get(r, ev->u.dropped.reason_id);
         break;
     case VT_EV_NOTE:
-        memset(&ev->u.note, 0, sizeof(ev->u.note));
+        ZERO(&ev->u.note);
         if (scratch_reserve(r, 2 * (size_t)(be - bp) + 16))
             return VT_ERR_NOMEM;
         rc = dec_note(r, bp, be, &ev->u.note);
         break;
     case VT_EV_END:
-        memset(&ev->u.end, 0, sizeof(ev->u.end));
+        ZERO(&ev->u.end);
         rc = dec_end(r, bp, be, &ev->u.end);
         if (!rc)
             r->st.complete = 1;
         break;
     case VT_EV_SYNC:
-        memset(&ev->u.sync, 0, sizeof(ev->u.sync));
+        ZERO(&ev->u.sync);
         rc = dec_sync(r, bp, be, &ev->u.sync);
         if (rc)
             break;
@@ -1311,11 +1442,13 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
         rc = dec_launch(r, bp, be, &l);
         if (rc)
             break;
-        vt_ev_launch *slot = tab_put(r, &r->launches, l.id, sizeof(vt_ev_launch), "Launch", &dup);
+        launch_slot *slot = tab_put(r, &r->launches, l.id, sizeof(launch_slot), "Launch", &dup);
         if (!slot)
             return def_failed(r, "Launch");
-        if (!dup)
-            *slot = l;
+        if (!dup) {
+            slot->l = l;
+            slot->name = str_get(r, l.name);
+        }
         ev->u.launch = l;
         break;
     }
@@ -1627,13 +1760,30 @@ static int begin_frame(vt_reader *r)
     r->careful_skip = 0;
     r->raw_base = 0;
     r->rpos = r->rend = 0;
-    r->frame_records = 0;
     if (!skippable)
         r->st.frames++;
     return 0;
 }
 
+static int next_slow(vt_reader *r, vt_event *ev);
+
 int vt_reader_next(vt_reader *r, vt_event *ev)
+{
+    /* Hot path: a whole short entry in the buffer, a frame in sync. */
+    const uint8_t *p = r->raw + r->rpos, *pe = r->raw + r->rend;
+    if (__builtin_expect(pe - p >= 3 && p[0] == 0x0A && p[1] < 0x80 && p + 2 + p[1] <= pe, 1) &&
+        r->state == ST_READ && r->any_record && !r->need_sync) {
+        r->hard = pe;
+        if (fast_record(r, p + 2, p + 2 + p[1], ev)) {
+            r->rpos += 2 + (size_t)p[1];
+            r->st.records++;
+            return 1;
+        }
+    }
+    return next_slow(r, ev);
+}
+
+static int next_slow(vt_reader *r, vt_event *ev)
 {
     for (;;) {
         switch (r->state) {
@@ -1697,18 +1847,17 @@ int vt_reader_next(vt_reader *r, vt_event *ev)
                     size_t hl = (size_t)(q - p);
                     need = hl + (size_t)len;
                     if (need <= avail) {
+                        r->hard = pe;
                         int rc = decode_record(r, q, q + len, ev);
                         if (__builtin_expect(rc == 1, 1)) {
                             r->rpos += need;
                             r->st.records++;
-                            r->frame_records++;
                             r->any_record = 1;
                             return 1;
                         }
                         if (rc == 0) {
                             r->rpos += need;
                             r->st.records++;
-                            r->frame_records++;
                             continue;
                         }
                         if (rc == VT_ERR_VERSION)
@@ -1901,7 +2050,8 @@ const vt_ev_module *vt_reader_module(const vt_reader *r, uint32_t id)
 
 const vt_ev_launch *vt_reader_launch(const vt_reader *r, uint32_t id)
 {
-    return tab_get(&r->launches, id, sizeof(vt_ev_launch));
+    const launch_slot *s = tab_get(&r->launches, id, sizeof(launch_slot));
+    return s ? &s->l : NULL;
 }
 
 const vt_ev_device *vt_reader_device(const vt_reader *r, uint32_t index)
