@@ -10,3 +10,13 @@ if(VT_HAVE_CUPTI)
     BUILD_RPATH "${CUDAToolkit_LIBRARY_DIR};/usr/local/cuda/lib64;/usr/local/cuda/targets/x86_64-linux/lib")
   target_link_libraries(vt_cupti_floor PRIVATE CUDA::cupti)
 endif()
+
+# Per-event CPU cost of the injection path (clock, unwind, emit).
+add_executable(bench_emit ${CMAKE_CURRENT_LIST_DIR}/bench_emit.c)
+target_link_libraries(bench_emit PRIVATE vt_inject_common vt_core Threads::Threads)
+target_compile_options(bench_emit PRIVATE -O2 -fomit-frame-pointer -fno-optimize-sibling-calls)
+if(VT_HAVE_CUPTI)
+  target_compile_definitions(bench_emit PRIVATE VT_BENCH_CUPTI=1)
+  target_link_libraries(bench_emit PRIVATE CUDA::cupti)
+  set_target_properties(bench_emit PROPERTIES BUILD_RPATH "${CUDAToolkit_LIBRARY_DIR}")
+endif()

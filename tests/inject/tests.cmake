@@ -25,3 +25,7 @@ foreach(variant fp nofp)
   add_dependencies(test_inject_unwind_${variant} vt_test_dlmod)
   add_test(NAME inject_unwind_${variant} COMMAND test_inject_unwind_${variant})
 endforeach()
+
+if(TARGET vramtrace_inject)
+  add_test(NAME inject_exports COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_exports.sh $<TARGET_FILE:vramtrace_inject>)
+endif()
