@@ -98,6 +98,11 @@ static struct {
 #define VT_STATIC_MAX_RATE 500 /* allocations per second above which MEMORY2 goes off (auto) */
 
 static __thread int tls_internal; /* nonzero: our own driver calls, or the sampler thread */
+
+/* Held by the sampler while it queries pools, and by a context teardown
+ * while it forgets that device's pools (cudaDeviceReset destroys them: the
+ * sampler must never query a dead handle). */
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread CUcontext tls_ctx;
 static __thread uint32_t tls_dev;
 
@@ -685,6 +690,18 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
         /* get the context's kernel records out before it goes */
         if (g.cfg.kernels || g.static_on)
             cuptiActivityFlushAll(0);
+        uint32_t d = 0;
+        if (rd->context && cuptiGetDeviceId(rd->context, &d) == CUPTI_SUCCESS) {
+            pthread_mutex_lock(&pool_mu);
+            for (int i = 0; i < VT_MAX_POOLS; i++)
+                if (g.pools[i].device == d)
+                    atomic_store(&g.pools[i].pool, 0);
+            if (d < VT_MAX_DEVICES)
+                atomic_store(&g.async_seen[d], 0);
+            pthread_mutex_unlock(&pool_mu);
+        }
+        if (tls_ctx == rd->context)
+            tls_ctx = NULL;
     }
 }
 
@@ -1092,7 +1109,9 @@ static void *sampler_main(void *arg)
                 emit(&ev);
             }
         }
+        pthread_mutex_lock(&pool_mu);
         sample_pools();
+        pthread_mutex_unlock(&pool_mu);
         uint64_t ac = atomic_exchange(&g.alloc_count, 0);
         if (g.static_on && g.cfg.static_mem < 0 && ac * 1000 > (uint64_t)VT_STATIC_MAX_RATE * g.cfg.sample_ms) {
             cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
