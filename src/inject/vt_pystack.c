@@ -559,22 +559,26 @@ VT_AI int read_str(int safe, uintptr_t s, char *buf, size_t n)
     unsigned kind = (st & U_KIND_MASK) >> U_KIND_SHIFT;
     if (kind != 1 && kind != 2 && kind != 4)
         return VT_ERR_CORRUPT;
-    uintptr_t d = s + ((st & U_ASCII) ? L->u_ascii_size : L->u_compact_size);
+    const uint8_t *d = (const uint8_t *)(s + ((st & U_ASCII) ? L->u_ascii_size : L->u_compact_size));
+    uint8_t copy[2048];
+    if (safe) { /* one fault-tolerant read of what fits, then decode the copy */
+        size_t nb = (size_t)len * kind < sizeof copy ? (size_t)len * kind : sizeof copy;
+        if (safe_read(copy, (uintptr_t)d, nb) < 0)
+            return VT_ERR_CORRUPT;
+        d = copy;
+        len = (long)(nb / kind);
+    }
     size_t o = 0;
     for (long i = 0; i < len; i++) {
-        uint32_t c = 0;
+        uint32_t c;
         if (kind == 1) {
-            uint8_t v = 0;
-            if (rd(safe, &v, d + (uintptr_t)i, 1) < 0)
-                return VT_ERR_CORRUPT;
-            c = v;
+            c = d[i];
         } else if (kind == 2) {
-            uint16_t v = 0;
-            if (rd(safe, &v, d + 2 * (uintptr_t)i, 2) < 0)
-                return VT_ERR_CORRUPT;
+            uint16_t v;
+            memcpy(&v, d + 2 * i, 2);
             c = v;
-        } else if (rd(safe, &c, d + 4 * (uintptr_t)i, 4) < 0) {
-            return VT_ERR_CORRUPT;
+        } else {
+            memcpy(&c, d + 4 * i, 4);
         }
         if (safe && c < 0x20)
             return VT_ERR_CORRUPT; /* init check: names and paths have no control characters */
