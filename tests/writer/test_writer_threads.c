@@ -5,6 +5,7 @@
  * merges rings by time. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -339,6 +340,100 @@ static void test_merge_by_time(void **state)
     unlink(path);
 }
 
+typedef struct {
+    vt_writer *w;
+    pthread_barrier_t *bar;
+    int rc;
+} late_arg;
+
+static void *late_exit_thread(void *p)
+{
+    late_arg *a = p;
+    vt_event e;
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_FREE;
+    e.u.free.address = 1;
+    a->rc = vt_writer_emit(a->w, &e);
+    pthread_barrier_wait(a->bar); /* emitted: the main thread frees the writer */
+    pthread_barrier_wait(a->bar); /* freed: now exit (the key destructor runs) */
+    return NULL;
+}
+
+/* The writer is freed while a thread still holds its ring; the thread
+ * exits afterwards.  Its destructor must not touch freed memory (ASan). */
+static void test_free_before_thread_exit(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "late.vt");
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.path = path;
+    vt_writer *w = NULL;
+    assert_int_equal(vt_writer_create(&w, &cfg, NULL), 0);
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 2);
+    late_arg a = {w, &bar, -1};
+    pthread_t th;
+    pthread_create(&th, NULL, late_exit_thread, &a);
+    pthread_barrier_wait(&bar);
+    vt_writer_free(w);
+    pthread_barrier_wait(&bar);
+    pthread_join(th, NULL);
+    pthread_barrier_destroy(&bar);
+    assert_int_equal(a.rc, 0);
+    wt_trace t;
+    assert_int_equal(wt_decode_file(path, &t, 0), 0);
+    assert_int_equal(t.errors, 0);
+    assert_non_null(t.end);
+    assert_int_equal(t.end->events, 1);
+    wt_trace_free(&t);
+    unlink(path);
+}
+
+/* One thread alternating between more writers than it caches rings for:
+ * evicted rings are released and claimed again; every event arrives. */
+static void test_many_writers_one_thread(void **state)
+{
+    (void)state;
+    enum { NW = 7, PER = 300 };
+    char path[NW][512];
+    vt_writer *w[NW];
+    for (int i = 0; i < NW; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "multi%d.vt", i);
+        wt_tmp_path(path[i], sizeof(path[i]), name);
+        vt_writer_config cfg;
+        vt_writer_config_default(&cfg);
+        cfg.path = path[i];
+        assert_int_equal(vt_writer_create(&w[i], &cfg, NULL), 0);
+    }
+    for (int k = 0; k < PER; k++) {
+        for (int i = 0; i < NW; i++) {
+            vt_event e;
+            memset(&e, 0, sizeof(e));
+            e.type = VT_EV_FREE;
+            e.u.free.address = (uint64_t)k;
+            assert_int_equal(vt_writer_emit(w[i], &e), 0);
+        }
+    }
+    for (int i = 0; i < NW; i++) {
+        vt_writer_stats st;
+        vt_writer_get_stats(w[i], &st);
+        assert_int_equal(st.emitted, PER);
+        assert_int_equal(st.rings, 1); /* the released ring is claimed again */
+        vt_writer_free(w[i]);
+        wt_trace t;
+        assert_int_equal(wt_decode_file(path[i], &t, 0), 0);
+        assert_int_equal(t.errors, 0);
+        assert_int_equal(t.end->events, PER);
+        for (size_t j = 0; j + 1 < t.nev; j++)
+            assert_int_equal(t.ev[j].a, j);
+        wt_trace_free(&t);
+        unlink(path[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +442,8 @@ int main(void)
         cmocka_unit_test(test_tiny_ring_drops),
         cmocka_unit_test(test_ring_reuse),
         cmocka_unit_test(test_merge_by_time),
+        cmocka_unit_test(test_free_before_thread_exit),
+        cmocka_unit_test(test_many_writers_one_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
