@@ -16,6 +16,7 @@ BUILD=${BUILD:-build}
 OUT=${OUT:-/tmp/vt-gpu-out}
 export VRAMTRACE_LIB=${VRAMTRACE_LIB:-$root/$BUILD/libvramtrace.so}
 export VRAMTRACE_CLI=${VRAMTRACE_CLI:-$root/$BUILD/vramtrace}
+[ -x "$VRAMTRACE_CLI" ] || [ ! -x "$root/$BUILD/src/cli/vramtrace" ] || VRAMTRACE_CLI=$root/$BUILD/src/cli/vramtrace
 CHECK=${VT_GPUCHECK:-$(find "$root/$BUILD" -name vt_gpucheck -type f | head -1)}
 ONLY=${VT_GPU_ONLY:-}   # optional regex of test names to run
 W=$OUT/work
@@ -83,6 +84,18 @@ run_one() {
     fi
     "$CHECK" "$tf" "$W/logs/$name.out" >"$W/logs/$name.check" 2>&1
     local crc=$?
+    # the CLI reads it too: dump --json exits 0 for a complete trace (1 for
+    # the SIGKILL one, which has no End record)
+    if [ -x "$VRAMTRACE_CLI" ]; then
+        "$VRAMTRACE_CLI" dump --json "$tf" >"$W/logs/$name.json" 2>"$W/logs/$name.dump.err"
+        local drc=$? want_drc=0
+        [ "$erc" = 137 ] && want_drc=1
+        if [ $drc -ne $want_drc ]; then
+            echo "FAIL vramtrace dump --json exit $drc: $(head -c 200 "$W/logs/$name.dump.err")" >>"$W/logs/$name.check"
+            crc=1
+        fi
+        gzip -f "$W/logs/$name.json"
+    fi
     local summ=$(grep -E '^(PASS|FAIL) [0-9]' "$W/logs/$name.check" | tail -1)
     local sz=$(stat -c %s "$tf")
     if [ $crc -eq 0 ]; then record "$name" ok "$summ, ${sz} B, ${secs}s"; else record "$name" FAIL "$summ (logs/$name.check)"; fi
