@@ -1,19 +1,33 @@
 /* vt_writer.h - crash-safe trace writer (src/core).
  *
  * Many producer threads call vt_writer_emit(); one background thread owned
- * by the writer encodes (protobuf-c), compresses (zstd) and writes.
- * Producers never take a lock and never block: each thread has its own
- * single-producer ring; when it is full the event is dropped and counted, and
- * the count reaches the stream as a Dropped record.
+ * by the writer ("vt-writer") encodes (protobuf-c), compresses (zstd
+ * streaming) and writes.  Producers never take a lock and never block: each
+ * thread gets its own single-producer ring (mmap'ed on its first emit,
+ * registered on a lock-free list, given back by a pthread key destructor at
+ * thread exit and reused by the next new thread); when it is full the event
+ * is dropped and counted, and the count reaches the stream as a
+ * Dropped{WRITER_QUEUE} record and in End.dropped.
  *
- * Crash safety: a zstd flush at least every `flush_ms`; a new independent
- * zstd frame (starting with a Sync record) every `frame_bytes` of input;
- * vt_writer_emergency_flush() for fatal-signal handlers; in a fork()ed child
- * every writer is disabled and never touches the parent's file.
+ * Order: within a thread, emission order.  Across threads the writer merges
+ * what each round finds in the rings by host time (kernels, on the device
+ * clock, go first), so that a free and a reuse of the same address by two
+ * threads are not swapped.  All interning (strings, frames, stacks, threads,
+ * launches, modules, Python code keys) happens on the writer thread.
  *
- * Errors (full disk, unwritable path): the writer disables itself, prints one
- * line on stderr (unless quiet) and every later call is a cheap no-op.
- * It never calls exit() or abort().
+ * Crash safety: the writer polls every flush_ms/4 and flushes (ZSTD_e_flush
+ * + write) once data waited flush_ms/4, so an event is in the file about
+ * flush_ms/2 after its emit (a SIGKILL loses at most that); a new
+ * independent zstd frame starting with a Sync record every `frame_bytes` of
+ * input; vt_writer_emergency_flush() for fatal-signal handlers; in a
+ * fork()ed child every writer is disabled (pthread_atfork) and never touches
+ * the parent's file (its fd copy is closed in the child).
+ *
+ * Errors (full disk, unwritable path, broken pipe): the writer disables
+ * itself, prints one line "vramtrace: WHAT: disabled" on stderr (unless
+ * quiet) and every later call is a cheap no-op returning VT_ERR_DISABLED.
+ * It never calls exit() or abort(); the writer thread blocks asynchronous
+ * signals, so a broken pipe is EPIPE, not SIGPIPE.
  */
 #ifndef VT_WRITER_H
 #define VT_WRITER_H
@@ -43,11 +57,18 @@ void vt_writer_config_default(vt_writer_config *cfg);
  * failure *out is NULL and, unless quiet, one line was printed. */
 int vt_writer_create(vt_writer **out, const vt_writer_config *cfg, const vt_ev_header *hdr);
 
-/* Queue one event (any type but HEADER/SYNC/END/STACK/FRAME/LAUNCH, which
- * the writer makes itself).  Copies everything it points to.  If
- * ev->time_ns is 0 for a timed event the writer's clock is read.
- * Thread-safe, lock-free, async-signal-unsafe.  Returns 0, VT_ERR_DROPPED
- * (queue full, counted) or VT_ERR_DISABLED. */
+/* Queue one event: ALLOC, FREE, ALLOC_FAILED, VMM_*, POOL, POOL_USAGE,
+ * MEMORY_USAGE, KERNEL, NVTX, DROPPED (another source's count), NOTE, and
+ * the definitions MODULE (the writer assigns its id; native frames inside
+ * [start,end) refer to it), THREAD (names tid; emitted again for a known
+ * tid it renames it: a Thread record with the same id), DEVICE.  Others
+ * (HEADER, SYNC, STRING, STACK, FRAME, LAUNCH, END) are the writer's own:
+ * VT_ERR_INVALID.  Copies everything it points to (strings, site frames:
+ * at most 512, innermost kept; site.stack is ignored).  If ev->time_ns is 0
+ * for a timed event the writer's clock is read.  site.tid 0 = the calling
+ * thread.  Thread-safe, lock-free; the first emit of a thread maps its ring
+ * (mmap).  Returns 0, VT_ERR_DROPPED (ring full, counted), VT_ERR_DISABLED
+ * (also for w == NULL: tracing is off) or VT_ERR_INVALID. */
 int vt_writer_emit(vt_writer *w, const vt_event *ev);
 
 /* Describe a Python code key used in vt_frame.pc of VT_FRAME_PYTHON frames.
@@ -59,17 +80,28 @@ int vt_writer_define_code(vt_writer *w, uint64_t key, const char *file, const ch
 /* The writer's clock, in ns. */
 uint64_t vt_writer_now(const vt_writer *w);
 
-/* Block until every event emitted before the call is written and flushed
- * (zstd flush + write).  Not for use inside signal handlers. */
+/* Block until every event emitted before the call (by any thread, as far
+ * as the call happens after those emits) is encoded, flushed (zstd flush)
+ * and written.  Returns 0, the error that disabled the writer, or
+ * VT_ERR_DISABLED.  Not for use inside signal handlers. */
 int vt_writer_flush(vt_writer *w);
 
-/* Async-signal-safe best effort: write what is queued, end the zstd frame,
- * append an End(reason=SIGNAL) record.  Waits a bounded time if the writer
- * thread is busy.  After it, the writer is disabled. */
+/* Async-signal-safe best effort: write what is queued, append
+ * End{reason=SIGNAL, signal=sig}, end the zstd frame.  No malloc, no lock:
+ * if the encoder is free (atomic try-acquire) the handler encodes itself
+ * (events whose interning would need memory are dropped and counted);
+ * otherwise it asks the writer thread, which drains for at most 100 ms, and
+ * waits at most 1 s.  Does nothing in the writer thread itself, in a fork
+ * child, or once disabled/closed.  Preserves errno.  After it, the writer
+ * is disabled. */
 void vt_writer_emergency_flush(vt_writer *w, int sig);
 
-/* Write End, flush, stop the thread, close the file.  Idempotent.  Returns
- * the first error that disabled the writer, or 0. */
+/* Drain, write End{reason, sig}, end the zstd frame, stop the thread,
+ * close the file.  Idempotent (later calls return the same).  Returns the
+ * first error that disabled the writer, or 0.  In a fork child: marks it
+ * closed and returns 0 (the parent's thread and file are not touched).
+ * No emit may run concurrently with vt_writer_free(); with close it may
+ * (such events may be lost, never harmful). */
 int vt_writer_close(vt_writer *w, vt_endreason reason, int sig);
 
 /* Close (as vt_writer_close(w, VT_END_NORMAL, 0) if still open) and free.
@@ -78,12 +110,13 @@ void vt_writer_free(vt_writer *w);
 
 /* Nonzero once disabled (error, fork child, closed). */
 int vt_writer_disabled(const vt_writer *w);
-/* Why it was disabled ("" if not). Valid until vt_writer_free(). */
+/* Why it was disabled ("" if not): "PATH: write failed: ...", "closed",
+ * "emergency flush done ...".  Valid until vt_writer_free(). */
 const char *vt_writer_errmsg(const vt_writer *w);
 
 typedef struct {
-    uint64_t emitted;        /* events accepted by vt_writer_emit */
-    uint64_t dropped;        /* events dropped (queue full) */
+    uint64_t emitted;        /* events accepted by vt_writer_emit (End.events when all is written) */
+    uint64_t dropped;        /* ring entries dropped (queue full; define_code included) */
     uint64_t records;        /* records encoded, definitions included */
     uint64_t bytes_raw;      /* uncompressed bytes */
     uint64_t bytes_written;  /* compressed bytes written to the file */
