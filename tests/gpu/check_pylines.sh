@@ -33,10 +33,12 @@ CUDA_INJECTION64_PATH=$lib VRAMTRACE_PYTHON_STACKS=1 VRAMTRACE_OUTPUT="$work/pyl
     timeout 300 python3 "$here/torch_pylines.py" "$work/expect.json" >>"$log" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "torch_pylines.py exited $rc: $(tail -3 "$log" | tr '\n' ' ')"
-traces=("$work"/pylines.*.zst)
-[ -f "${traces[0]}" ] || fail "no trace written in $work"
-[ ${#traces[@]} -eq 1 ] || fail "expected 1 trace, found ${#traces[@]}"
-"$cli" dump --json --stacks "${traces[0]}" >"$work/dump.jsonl" 2>>"$log"
+pid=$(sed -n 's/^torch_pylines pid \([0-9]*\)$/\1/p' "$log" | tail -1)
+[ -n "$pid" ] || fail "torch_pylines.py did not print its pid"
+trace=$work/pylines.$pid.zst
+[ -f "$trace" ] || fail "no trace $trace (found: $(ls "$work" | tr '\n' ' '))"
+grep -q "python stacks off" "$log" && fail "$(grep -m1 "python stacks off" "$log")"
+"$cli" dump --json --stacks "$trace" >"$work/dump.jsonl" 2>>"$log"
 rc=$?
 [ $rc -eq 0 ] || fail "vramtrace dump exited $rc (incomplete trace?)"
 

@@ -6,8 +6,9 @@ EXPECT_JSON: {"python": VERSION, "cases": [{"case", "addr", "size", "stack",
 (torch_pylines.py on the GPU, tests/python/test_pystack_trace.py on the
 CPU).  DUMP_JSONL: `vramtrace dump --json --stacks TRACE`.  For each case an
 allocation at that address of at least that size must have exactly those
-Python frames (exact) or end with them (not exact), and start with a native
-frame.  Prints "ok ..." per case, "problem: ..." lines and a last line
+Python frames (exact; extra innermost frames only from inside the torch
+package) or end with them after frames of the callee (not exact), and start
+with a native frame.  Prints "ok ..." per case, "problem: ..." lines and a last line
 "SUMMARY PASS|FAIL ..."; exit 0 = pass.
 """
 import json, os, sys
@@ -70,7 +71,15 @@ for c in exp["cases"]:
     good = None
     for r in recs:
         got = pyframes(r)
-        if (got == want) if c["exact"] else (len(got) > len(want) and got[-len(want):] == want):
+        extra = got[:len(got) - len(want)]
+        ends = len(got) >= len(want) and got[len(got) - len(want):] == want
+        if c["exact"]:
+            # a torch function may be Python-wrapped in some versions: extra
+            # innermost frames are accepted only from inside the torch package
+            ok_here = ends and all("/torch/" in str(f[0]) for f in extra)
+        else:
+            ok_here = ends and len(extra) > 0
+        if ok_here:
             good = r
             break
     if good is None:

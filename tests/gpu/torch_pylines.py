@@ -13,6 +13,7 @@ no address is reused by our cases.
 import asyncio
 import functools
 import json
+import os
 import sys
 import threading
 
@@ -181,6 +182,7 @@ def main():
         json.dump({"python": sys.version.split()[0], "cases": CASES}, fh, indent=1)
     print("torch_pylines: %d cases, Python %s, torch %s" % (len(CASES), sys.version.split()[0],
                                                            torch.__version__))
+    print("torch_pylines pid %d" % os.getpid())
 
 
 if __name__ == "__main__":
