@@ -5,6 +5,7 @@
 #    ctypes from every kind of frame, threads, recursion, concurrency;
 #  - pystack_trace_3XX: those stacks through vt_writer, `vramtrace dump`
 #    and tests/gpu/pylines_check.py (the GPU check's own checker);
+#  - pystack_refuse_39: an unsupported version is refused with a reason;
 #  - pystack_layout_3XX: every layout field made wrong on purpose: init
 #    refuses (or the field is unused), nothing ever crashes.
 set(VT_PY_DIR ${CMAKE_CURRENT_LIST_DIR})
@@ -28,6 +29,17 @@ target_link_options(vt_pystack_testlib PRIVATE -Wl,-Bsymbolic)
 add_executable(test_pystack_merge ${VT_PY_DIR}/test_pystack_merge.c)
 target_link_libraries(test_pystack_merge PRIVATE vt_pystack vt_cmocka)
 add_test(NAME pystack_merge COMMAND test_pystack_merge)
+
+# a version vt_pystack does not support: refused with a reason, no crash
+set(VT_PY_UNSUPPORTED 3.9.18 CACHE STRING "a pyenv version vt_pystack must refuse")
+if(EXISTS ${VT_PYENV_ROOT}/versions/${VT_PY_UNSUPPORTED}/bin/python3)
+  add_test(NAME pystack_refuse_39
+           COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${VT_PY_UNSUPPORTED}
+                   ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack_refuse.py
+                   $<TARGET_FILE:vt_pystack_testlib>)
+else()
+  message(WARNING "tests/python: Python ${VT_PY_UNSUPPORTED} is not installed under ${VT_PYENV_ROOT}")
+endif()
 
 foreach(v ${VT_PY_VERSIONS})
   string(REGEX MATCH "^3\\.([0-9]+)" mm ${v})
