@@ -301,7 +301,7 @@ typedef struct {
     vt_pool *pools; size_t npools, cappools;
     /* oddities */
     uint64_t unknown_frees, double_frees, overlap_allocs, unknown_vmm_release, unknown_unmaps,
-        double_vmm_release, zero_frees, bad_device;
+        double_vmm_release, zero_frees, bad_device, absurd_sizes;
     uint64_t dropped[4];
     uint64_t failed, failed_oom;
     vt_oom oom[VT_MAX_OOM_DETAIL]; uint32_t noom;

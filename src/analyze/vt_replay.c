@@ -33,6 +33,17 @@
 #define VT_TAIL_CAP (8u << 20)
 #define VT_G_SHIFT0 20 /* first bucket width: 2^20 ns ~ 1 ms */
 #define VT_POOL_SAMPLES 256
+/* Sizes above this are not real allocations (a corrupt or hostile trace):
+ * clamped and counted, so that the signed byte counters cannot overflow. */
+#define VT_MAX_SIZE (1ull << 44)
+
+static inline uint64_t clamp_size(vt_proc *p, uint64_t size)
+{
+    if (size <= VT_MAX_SIZE)
+        return size;
+    p->absurd_sizes++;
+    return VT_MAX_SIZE;
+}
 
 /* ------------------------------------------------------------------ maps */
 
@@ -263,14 +274,14 @@ void vt_proc_free(vt_proc *p)
     for (int i = 0; i < VT_MAX_DEVICES; i++)
         free(p->dev[i].name);
     free(p->tail);
+    for (size_t i = 0; i < p->nlstats; i++)
+        free(p->lstats[i].occ.t);
     free(p->lstats);
     vt_map_free(&p->lstat_map);
     for (size_t i = 0; i < p->nnvtx; i++) {
         free(p->nvtx[i].msg);
         free(p->nvtx[i].occ.t);
     }
-    for (size_t i = 0; i < p->nlstats; i++)
-        free(p->lstats[i].occ.t);
     free(p->nvtx);
     vt_map_free(&p->nv_ranges);
     free(p->step_source);
@@ -697,6 +708,7 @@ static int freed_check(const vt_proc *p, uint64_t addr)
 static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t)
 {
     uint32_t device = e->device, ui;
+    const uint64_t size = clamp_size(p, e->size);
     if (!check_device(p, &device))
         return 0;
     if (!e->address) {
@@ -714,25 +726,25 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
         if (!get_unit(p, e->site.stack, device, e->kind < VT_MEM__COUNT ? e->kind : 0,
                       e->api < VT_API__COUNT ? e->api : 0, &ui))
             return VT_ERR_NOMEM;
-        b->size = e->size;
+        b->size = size;
         b->t = t;
         b->unit = ui;
         int rc = account_free(a, p, old, sz, ta, t);
         if (rc)
             return rc;
-        return account_alloc(a, p, ui, e->size, t);
+        return account_alloc(a, p, ui, size, t);
     }
     if (!get_unit(p, e->site.stack, device, e->kind < VT_MEM__COUNT ? e->kind : 0,
                   e->api < VT_API__COUNT ? e->api : 0, &ui))
         return VT_ERR_NOMEM;
     b->addr = e->address;
     p->blocks.len++;
-    b->size = e->size;
+    b->size = size;
     b->t = t;
     b->unit = ui;
     /* no need to forget the address in the freed cache: a later free of a
      * non-live address that was freed before is a double free either way */
-    return account_alloc(a, p, ui, e->size, t);
+    return account_alloc(a, p, ui, size, t);
 }
 
 static int on_free(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
@@ -872,12 +884,12 @@ static int on_vmm_create(vt_analysis *a, vt_proc *p, const vt_ev_vmm_create *e, 
     vt_vmm *v = &p->vmms[idx];
     memset(v, 0, sizeof(*v));
     v->handle = e->handle;
-    v->size = e->size;
+    v->size = clamp_size(p, e->size);
     v->t = t;
     v->unit = ui;
     if (vt_map_put(&p->vmm_handles, e->handle + 1, idx + 1))
         return VT_ERR_NOMEM;
-    return account_alloc(a, p, ui, e->size, t);
+    return account_alloc(a, p, ui, v->size, t);
 }
 
 static int on_vmm_release(vt_analysis *a, vt_proc *p, const vt_ev_vmm_release *e, uint64_t t)
@@ -904,10 +916,10 @@ static int on_vmm_map(vt_proc *p, const vt_ev_vmm_map *e)
     uint64_t *idx = vt_map_get(&p->vmm_handles, e->handle + 1);
     if (idx)
         p->vmms[*idx - 1].nmaps++;
-    if (vt_map_put(&p->vmm_maps, e->address + 1, e->handle + 1) ||
-        vt_map_put(&p->vmm_map_size, e->address + 1, e->size))
+    uint64_t size = clamp_size(p, e->size);
+    if (vt_map_put(&p->vmm_maps, e->address + 1, e->handle + 1) || vt_map_put(&p->vmm_map_size, e->address + 1, size))
         return VT_ERR_NOMEM;
-    p->mapped += (int64_t)e->size;
+    p->mapped += (int64_t)size;
     if (p->mapped > p->mapped_peak)
         p->mapped_peak = p->mapped;
     return 0;
@@ -1376,9 +1388,12 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
         rc = on_vmm_unmap(a, p, &ev->u.vmm_range, t);
         break;
     case VT_EV_VMM_RESERVE:
-        if (vt_map_put(&p->vmm_reserves, ev->u.vmm_range.address + 1, ev->u.vmm_range.size))
+    {
+        uint64_t size = clamp_size(p, ev->u.vmm_range.size);
+        if (vt_map_put(&p->vmm_reserves, ev->u.vmm_range.address + 1, size))
             return VT_ERR_NOMEM;
-        p->va_reserved += (int64_t)ev->u.vmm_range.size;
+        p->va_reserved += (int64_t)size;
+    }
         if (p->va_reserved > p->va_reserved_peak)
             p->va_reserved_peak = p->va_reserved;
         break;

@@ -252,6 +252,7 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
     ODD(p->unknown_unmaps, "unmaps of unknown mappings");
     ODD(p->zero_frees, "events with address 0");
     ODD(p->bad_device, "events with an invalid device");
+    ODD(p->absurd_sizes, "sizes above 16 TiB (clamped)");
     ODD(p->dropped[VT_DROP_WRITER_QUEUE], "events dropped by the writer (queue full)");
     ODD(p->dropped[VT_DROP_CUPTI_ACTIVITY], "CUPTI activity records dropped");
     ODD(p->dropped[VT_DROP_STACK], "stacks not captured");
@@ -778,9 +779,9 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, "]");
     fprintf(o, ",\"oddities\":{\"unknown_frees\":%" PRIu64 ",\"double_frees\":%" PRIu64 ",\"overlapping_allocs\":%" PRIu64
                ",\"unknown_vmm_releases\":%" PRIu64 ",\"double_vmm_releases\":%" PRIu64 ",\"unknown_unmaps\":%" PRIu64
-               ",\"zero_addresses\":%" PRIu64 ",\"invalid_devices\":%" PRIu64,
+               ",\"zero_addresses\":%" PRIu64 ",\"invalid_devices\":%" PRIu64 ",\"absurd_sizes\":%" PRIu64,
             p->unknown_frees, p->double_frees, p->overlap_allocs, p->unknown_vmm_release, p->double_vmm_release,
-            p->unknown_unmaps, p->zero_frees, p->bad_device);
+            p->unknown_unmaps, p->zero_frees, p->bad_device, p->absurd_sizes);
     fprintf(o, ",\"dropped\":{\"writer_queue\":%" PRIu64 ",\"cupti_activity\":%" PRIu64 ",\"stack\":%" PRIu64 ",\"other\":%" PRIu64 "}}",
             p->dropped[0], p->dropped[1], p->dropped[2], p->dropped[3]);
     fprintf(o, ",\"notes\":[");
