@@ -1,8 +1,10 @@
 #!/bin/bash
-# cli.sh VRAMTRACE TRACEDIR - exit codes and error messages of
-# `vramtrace report` and `vramtrace diff` on good and bad input.
+# cli.sh VRAMTRACE TRACEDIR [CORPUSDIR] - exit codes and error messages of
+# `vramtrace report` and `vramtrace diff` on good and bad input; with
+# CORPUSDIR (the reader's fuzz corpus), every file there must give exit 0
+# or 1, never a crash.
 set -u
-vt=$1 dir=$2
+vt=$1 dir=$2 corpus=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -52,4 +54,16 @@ expect 0 - "$vt" diff "$dir/leak.zst" "$dir/leak2.zst"
 expect 2 "usage" "$vt" diff "$dir/leak.zst"
 expect 1 "missing.zst" "$vt" diff "$dir/leak.zst" "$tmp/missing.zst"
 expect 0 - "$vt" report --help
+if [ -n "$corpus" ] && [ -d "$corpus" ]; then
+    n=0
+    for f in "$corpus"/*; do
+        for m in "" --json; do
+            "$vt" report $m "$f" >/dev/null 2>&1
+            rc=$?
+            if [ $rc -gt 1 ]; then echo "FAIL: report $m $f exited $rc"; fails=$((fails + 1)); fi
+        done
+        n=$((n + 1))
+    done
+    echo "ok: $n corpus files reported without a crash"
+fi
 [ "$fails" = 0 ] && echo "all CLI checks passed" || { echo "$fails CLI checks failed"; exit 1; }

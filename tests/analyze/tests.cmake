@@ -65,7 +65,8 @@ foreach(f ${VT_GPU_FIXTURES})
   endif()
 endforeach()
 
-add_test(NAME analyze.cli COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/cli.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES})
+add_test(NAME analyze.cli COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/cli.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES}
+                                   ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus)
 set_tests_properties(analyze.cli PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
 
 add_executable(test_analyze ${CMAKE_CURRENT_LIST_DIR}/test_analyze.c ${CMAKE_CURRENT_LIST_DIR}/cxx_frame.cc)
