@@ -109,6 +109,7 @@ static struct {
     int quiet;      /* VRAMTRACE_QUIET: no stderr line on a late failure */
     int neval;
     uint64_t eval_start[MAX_EVAL_RANGES], eval_end[MAX_EVAL_RANGES];
+    uint64_t interp_lo, interp_hi; /* executable segment holding the interpreter */
     int pipe_fd[2];
 } g = {.pipe_fd = {-1, -1}};
 
@@ -643,6 +644,30 @@ VT_AI int in_ranges(uint64_t ip, int n, const uint64_t *start, const uint64_t *e
 
 int vt_pystack_is_eval(uint64_t ip) { return in_ranges(ip, g.neval, g.eval_start, g.eval_end); }
 
+int vt_pystack_test_set_interp(uint64_t start, uint64_t end)
+{
+    g.interp_lo = start;
+    g.interp_hi = end;
+    return 0;
+}
+
+/* The executable PT_LOAD segment that holds `addr` (the interpreter's code). */
+static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    uint64_t addr = *(uint64_t *)arg;
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uint64_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && addr >= lo && addr < lo + ph->p_memsz) {
+            g.interp_lo = lo;
+            g.interp_hi = lo + ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void add_eval_symbol(const char *name)
 {
     void *p = dlsym(RTLD_DEFAULT, name);
@@ -663,6 +688,27 @@ int vt_pystack_merge(const uint64_t *ips, int nips, const vt_pyframe *py, int np
     const int ne = g.neval;
     memcpy(es, g.eval_start, sizeof es);
     memcpy(ee, g.eval_end, sizeof ee);
+    int anyeval = 0;
+    for (int i = 0; i < nips && !anyeval; i++)
+        anyeval = in_ranges(ips[i], ne, es, ee);
+    if (!anyeval && npy > 0) {
+        /* No eval frame recognised (a stripped or cloned eval loop, or an
+         * unwind that stopped early): the Python frames go where the stack
+         * first enters the interpreter's code, else after the native ones. */
+        int at = nips;
+        for (int i = 0; i < nips && g.interp_hi; i++)
+            if (ips[i] - 1 - g.interp_lo < g.interp_hi - g.interp_lo) {
+                at = i;
+                break;
+            }
+        for (int i = 0; i < at && n < max; i++)
+            out[n++] = (vt_frame){.pc = ips[i], .line = 0, .kind = VT_FRAME_NATIVE};
+        for (int i = 0; i < npy && n < max; i++)
+            out[n++] = (vt_frame){.pc = py[i].key, .line = py[i].line, .kind = VT_FRAME_PYTHON};
+        for (int i = at; i < nips && n < max; i++)
+            out[n++] = (vt_frame){.pc = ips[i], .line = 0, .kind = VT_FRAME_NATIVE};
+        return n;
+    }
     for (int i = 0; i < nips && n < max; i++) {
         if (!in_ranges(ips[i], ne, es, ee)) {
             out[n++] = (vt_frame){.pc = ips[i], .line = 0, .kind = VT_FRAME_NATIVE};
@@ -966,6 +1012,10 @@ static int do_init(void)
     g.quiet = q && *q && strcmp(q, "0") != 0;
     if (g.neval == 0)
         add_eval_symbol("_PyEval_EvalFrameDefault");
+    if (!g.interp_hi) {
+        uint64_t a = (uint64_t)(uintptr_t)g.is_initialized;
+        dl_iterate_phdr(find_text, &a);
+    }
     int rc = validate_here();
     if (rc < 0)
         return rc;

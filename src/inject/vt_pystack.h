@@ -21,8 +21,8 @@
  *   capture, ~0.7-1.2 us with the define check and a ~30-frame merge.
  *   Python frames replace the native frames of _PyEval_EvalFrameDefault
  *   (found by dlsym + symbol size); if none is found in `ips` (a capped
- *   unwind, or a compiler-split .cold part), the Python frames follow the
- *   native ones, still innermost first.
+ *   unwind, a cloned eval loop), they go where the stack enters the
+ *   interpreter's code, or after the native ones.
  *
  * What it does: reads PyThreadState -> frame chain -> code objects with plain
  * loads, per-version layouts (3.13: checked against _Py_DebugOffsets).  No
@@ -115,7 +115,9 @@ int vt_pystack_is_eval(uint64_t ip);
  * frames left when the native stack ends (a capped native unwind, or none)
  * are appended.  A native eval frame with no Python group left is kept if
  * the Python capture was complete, dropped if it was truncated.  Returns
- * the count (<= max). */
+ * the count (<= max).  If no native frame is recognised as the eval loop,
+ * all Python frames go before the first native frame inside the
+ * interpreter's code (else after the native frames). */
 int vt_pystack_merge(const uint64_t *ips, int nips, const vt_pyframe *py, int npy,
                      vt_frame *out, int max);
 
@@ -138,6 +140,9 @@ long vt_pystack_layout_offset(int minor, const char *field);
 /* Add an eval-loop address range [start, end) used by vt_pystack_is_eval()
  * (tests of the merge without an interpreter).  Returns 0 or VT_ERR_NOSPACE. */
 int vt_pystack_test_add_eval(uint64_t start, uint64_t end);
+/* Set the interpreter's code range [start, end) (init finds it) used by the
+ * merge when no eval frame is recognised.  Returns 0. */
+int vt_pystack_test_set_interp(uint64_t start, uint64_t end);
 /* Forget the init result; the next init uses layout field `field` (a name
  * as in vt_pystack_layout_offset(), NULL for none) shifted by `delta`, to
  * prove that a wrong table disables us instead of crashing.  Not for use

@@ -27,6 +27,8 @@ LIB.vtpt_bench.argtypes = [ctypes.c_int, ctypes.c_int]
 LIB.vtpt_bench.restype = ctypes.c_double
 LIB.vtpt_merged.argtypes = [ctypes.c_int]
 LIB.vtpt_merged.restype = ctypes.c_char_p
+LIB.vtpt_merged_noeval.argtypes = [ctypes.c_int]
+LIB.vtpt_merged_noeval.restype = ctypes.c_char_p
 LIB.vtpt_stack_twice.argtypes = [ctypes.c_int]
 LIB.vtpt_stack_twice.restype = ctypes.c_char_p
 
@@ -389,6 +391,32 @@ def merged_check():
     return kinds
 
 
+def is_interp(module):
+    """libpython3.X.so (shared builds) or the python executable."""
+    return module.startswith("libpython") or module.startswith("python")
+
+
+def merged_noeval_check():
+    """Eval frames not recognised: all Python frames in one block, right
+    before the first native frame in the interpreter's code."""
+    text, exp = LIB.vtpt_merged_noeval(MAX).decode("utf-8"), E()  # @merged_noeval
+    frames = [ln.split("\t") for ln in text.splitlines()[1:]]
+    py = [(f[1], f[2], int(f[3])) for f in frames if f[0] == "P"]
+    if py != exp:
+        fail("merged_noeval: python frames %s != %s" % (py, exp))
+        return
+    kinds = "".join(f[0] for f in frames)
+    first = kinds.index("P")
+    block = kinds[first:first + len(py)]
+    after = frames[first + len(py)] if first + len(py) < len(frames) else None
+    if block != "P" * len(py):
+        fail("merged_noeval: Python frames not in one block: %s" % kinds)
+    elif after is None or not is_interp(after[3]):
+        fail("merged_noeval: the frame after the Python block is %s, want the interpreter's" % (after,))
+    elif any(is_interp(f[3]) for f in frames[:first]):
+        fail("merged_noeval: interpreter frames before the Python block: %s" % kinds)
+
+
 def merged_outer():
     return merged_inner()
 
@@ -465,6 +493,7 @@ def main():
     stats = test_concurrent()
     test_foreign_thread()
     kinds = merged_outer()
+    merged_noeval_check()
     test_stack_twice()
     test_late_validation()
     test_traced()

@@ -156,6 +156,26 @@ static void test_merge_max(void **state)
     expect_frames(out, n, "N500 Pa0:1 Pb0:2");
 }
 
+/* No eval frame recognised (stripped or cloned eval loop): the Python
+ * frames go where the stack enters the interpreter, innermost first. */
+static void test_merge_no_eval(void **state)
+{
+    (void)state;
+    uint64_t ips[] = {0x500, 0x600, 0x5010, 0x5020, 0x700};
+    vt_pyframe py[] = {P(0xa0, 1, 0), P(0xb0, 2, 1)};
+    vt_frame out[32];
+    vt_pystack_test_set_interp(0x5000, 0x6000);
+    int n = vt_pystack_merge(ips, 5, py, 2, out, 32);
+    expect_frames(out, n, "N500 N600 Pa0:1 Pb0:2 N5010 N5020 N700");
+    n = vt_pystack_merge(ips, 2, py, 2, out, 32); /* unwind stopped before it */
+    expect_frames(out, n, "N500 N600 Pa0:1 Pb0:2");
+    vt_pystack_test_set_interp(0, 0);
+    n = vt_pystack_merge(ips, 5, py, 2, out, 32); /* range unknown: after */
+    expect_frames(out, n, "N500 N600 N5010 N5020 N700 Pa0:1 Pb0:2");
+    n = vt_pystack_merge(ips, 5, py, 2, out, 4);
+    expect_frames(out, n, "N500 N600 N5010 N5020");
+}
+
 static void test_seen(void **state)
 {
     (void)state;
@@ -173,7 +193,7 @@ int main(void)
         cmocka_unit_test(test_merge_one_per_eval),  cmocka_unit_test(test_merge_groups),
         cmocka_unit_test(test_merge_hidden_group),  cmocka_unit_test(test_merge_native_short),
         cmocka_unit_test(test_merge_extra_evals),   cmocka_unit_test(test_merge_max),
-        cmocka_unit_test(test_seen),
+        cmocka_unit_test(test_merge_no_eval),       cmocka_unit_test(test_seen),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -3,6 +3,7 @@
  * PyTorch does around CUDA work).  Test-only; touches only its own buffers.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <execinfo.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -98,16 +99,26 @@ VTPT_EXPORT int vtpt_capture_foreign_thread(void)
 /* The merged stack of this call: glibc backtrace() for the native part.
  * Text: "neval=<eval frames in the native stack> npy=<n> nentry=<sum>" then
  * per merged frame "P\tfile\tfunction\tline" or "N\t0x<ip>\t<is_eval>". */
-VTPT_EXPORT const char *vtpt_merged(int pymax)
+static const char *merged_text(int pymax, int drop_evals);
+VTPT_EXPORT const char *vtpt_merged(int pymax) { return merged_text(pymax, 0); }
+/* The same with the eval-loop frames removed from the native stack first,
+ * as if the eval loop could not be recognised (stripped/cloned): exercises
+ * the merge's fallback on a real stack. */
+VTPT_EXPORT const char *vtpt_merged_noeval(int pymax) { return merged_text(pymax, 1); }
+
+static const char *merged_text(int pymax, int drop_evals)
 {
     void *raw[512];
     uint64_t ips[512];
     vt_pyframe py[VT_PYSTACK_MAX_DEPTH];
     vt_frame out[768];
-    int nips = backtrace(raw, 512), neval = 0, sum = 0;
-    for (int i = 0; i < nips; i++) {
-        ips[i] = (uint64_t)(uintptr_t)raw[i];
-        neval += vt_pystack_is_eval(ips[i]);
+    int nraw = backtrace(raw, 512), nips = 0, neval = 0, sum = 0;
+    for (int i = 0; i < nraw; i++) {
+        uint64_t ip = (uint64_t)(uintptr_t)raw[i];
+        int ev = vt_pystack_is_eval(ip);
+        neval += ev;
+        if (!(ev && drop_evals))
+            ips[nips++] = ip;
     }
     int npy = vt_pystack_capture(py, pymax);
     for (int i = 0; i < npy; i++)
@@ -116,8 +127,13 @@ VTPT_EXPORT const char *vtpt_merged(int pymax)
     size_t o = (size_t)snprintf(t_text, TEXT_CAP, "neval=%d npy=%d nentry=%d\n", neval, npy, sum);
     for (int i = 0; i < n && o < TEXT_CAP - 1024; i++) {
         if (out[i].kind == VT_FRAME_NATIVE) {
-            o += (size_t)snprintf(t_text + o, TEXT_CAP - o, "N\t0x%llx\t%d\n",
-                                  (unsigned long long)out[i].pc, vt_pystack_is_eval(out[i].pc));
+            Dl_info di;
+            const char *mod = "?";
+            if (dladdr((void *)(uintptr_t)(out[i].pc - 1), &di) && di.dli_fname) {
+                mod = strrchr(di.dli_fname, '/') ? strrchr(di.dli_fname, '/') + 1 : di.dli_fname;
+            }
+            o += (size_t)snprintf(t_text + o, TEXT_CAP - o, "N\t0x%llx\t%d\t%s\n",
+                                  (unsigned long long)out[i].pc, vt_pystack_is_eval(out[i].pc), mod);
             continue;
         }
         int j = 0;
