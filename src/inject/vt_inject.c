@@ -16,6 +16,10 @@
  * this library (sampler, device description) are marked with a thread-local
  * flag that makes the callbacks ignore them.
  *
+ * Environment: see vt_config.h (VRAMTRACE_OUTPUT, _KERNELS, _NATIVE_STACKS,
+ * _PYTHON_STACKS, _STACK_DEPTH, _FLUSH_MS, _SAMPLE_MS, _STATIC, _QUIET);
+ * VRAMTRACE_SELFTIME=1 also prints the self-time note on stderr at exit.
+ *
  * May touch: CUPTI, the CUDA driver (queries only), NVML, signal handlers
  * for fatal signals (chained), atexit, pthread_atfork, the environment
  * variable NVTX_INJECTION64_PATH (set when unset).
