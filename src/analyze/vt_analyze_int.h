@@ -289,7 +289,9 @@ typedef struct {
     vt_map lstat_map;
     /* nvtx */
     vt_nvtx_stat *nvtx; size_t nnvtx, capnvtx;
-    vt_nvtx_open nv_stack[64]; uint32_t nv_depth;
+    /* NVTX push/pop nesting, per thread (the first 16 threads; the rest share the last) */
+    struct { uint32_t thread, depth; vt_nvtx_open st[32]; } nv_thr[16];
+    uint32_t nnv_thr;
     vt_map nv_ranges;     /* range id -> (msg<<32)|... index into nv_open_t */
     /* steps (finish) */
     uint64_t steps;

@@ -1056,15 +1056,31 @@ static int nvtx_stat(vt_proc *p, const char *msg, uint32_t *idx)
     return 0;
 }
 
+static uint32_t nv_thread_slot(vt_proc *p, uint32_t thread)
+{
+    for (uint32_t i = 0; i < p->nnv_thr; i++)
+        if (p->nv_thr[i].thread == thread)
+            return i;
+    if (p->nnv_thr < 16) {
+        p->nv_thr[p->nnv_thr].thread = thread;
+        p->nv_thr[p->nnv_thr].depth = 0;
+        return p->nnv_thr++;
+    }
+    return 15;
+}
+
 static void on_nvtx(vt_analysis *a, vt_proc *p, const vt_ev_nvtx *e, uint64_t t)
 {
+    uint32_t ts = nv_thread_slot(p, e->site.thread);
+    uint32_t *nv_depth = &p->nv_thr[ts].depth;
+    vt_nvtx_open *nv_stack = p->nv_thr[ts].st;
     const char *msg = e->message ? e->message : vt_proc_string(p, e->message_id);
     uint32_t idx;
     if (e->op == VT_NVTX_POP) {
-        if (p->nv_depth > 0) {
-            p->nv_depth--;
-            if (p->nv_depth < 64) {
-                vt_nvtx_open *o = &p->nv_stack[p->nv_depth];
+        if (*nv_depth > 0) {
+            (*nv_depth)--;
+            if (*nv_depth < 32) {
+                vt_nvtx_open *o = &nv_stack[*nv_depth];
                 if (o->msg < p->nnvtx && t >= o->t)
                     p->nvtx[o->msg].dur_sum += t - o->t;
             }
@@ -1084,7 +1100,7 @@ static void on_nvtx(vt_analysis *a, vt_proc *p, const vt_ev_nvtx *e, uint64_t t)
     if (nvtx_stat(p, msg, &idx))
         return;
     vt_nvtx_stat *s = &p->nvtx[idx];
-    uint32_t depth = e->op == VT_NVTX_PUSH ? p->nv_depth : 0;
+    uint32_t depth = e->op == VT_NVTX_PUSH ? *nv_depth : 0;
     if (!s->count || t < s->first_t)
         s->first_t = t;
     if (t > s->last_t)
@@ -1094,11 +1110,11 @@ static void on_nvtx(vt_analysis *a, vt_proc *p, const vt_ev_nvtx *e, uint64_t t)
     if (depth < s->min_depth)
         s->min_depth = depth;
     if (e->op == VT_NVTX_PUSH) {
-        if (p->nv_depth < 64) {
-            p->nv_stack[p->nv_depth].msg = idx;
-            p->nv_stack[p->nv_depth].t = t;
+        if (*nv_depth < 32) {
+            nv_stack[*nv_depth].msg = idx;
+            nv_stack[*nv_depth].t = t;
         }
-        p->nv_depth++;
+        (*nv_depth)++;
     }
 }
 

@@ -132,6 +132,18 @@ static void nvtx(vt_analysis *a, uint64_t t, vt_nvtxop op, const char *msg)
     feed(a, &ev);
 }
 
+static void nvtx_thr(vt_analysis *a, uint64_t t, vt_nvtxop op, const char *msg, uint32_t thread)
+{
+    vt_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_NVTX;
+    ev.time_ns = T0 + t;
+    ev.u.nvtx.op = op;
+    ev.u.nvtx.message = msg;
+    ev.u.nvtx.site.thread = thread;
+    feed(a, &ev);
+}
+
 static vt_unit *unit_of(vt_analysis *a, uint32_t stack)
 {
     vt_proc *p = a->procs[0];
@@ -489,6 +501,35 @@ static void test_at_marker(void **state)
     vt_analysis_free(a);
 }
 
+/* NVTX nesting is per thread: a loader thread's ranges interleaved with
+ * the main thread's steps do not make the steps look nested */
+static void test_nvtx_threads(void **state)
+{
+    (void)state;
+    vt_analysis *a = new_analysis(VT_AT_AUTO, 0, NULL, 1);
+    for (int k = 0; k < 10; k++) {
+        uint64_t t = (uint64_t)k * 10 * MS;
+        nvtx_thr(a, t + 1, VT_NVTX_PUSH, "load batch", 2);      /* loader thread, opened first */
+        nvtx_thr(a, t + 2, VT_NVTX_PUSH, "iteration", 1);      /* main thread */
+        nvtx_thr(a, t + 3, VT_NVTX_POP, NULL, 2);
+        nvtx_thr(a, t + 4, VT_NVTX_PUSH, "forward", 1);
+        nvtx_thr(a, t + 5, VT_NVTX_POP, NULL, 1);
+        nvtx_thr(a, t + 9 * MS, VT_NVTX_POP, NULL, 1);
+    }
+    assert_int_equal(vt_analysis_finish(a), 0);
+    vt_proc *p = a->procs[0];
+    assert_int_equal(p->steps, 10);
+    /* "iteration" and "load batch" are both step-like names at depth 0:
+     * the tie goes to the most frequent, then the name; "forward" is depth 1 */
+    assert_non_null(p->step_source);
+    for (size_t i = 0; i < p->nnvtx; i++)
+        if (!strcmp(p->nvtx[i].msg, "forward"))
+            assert_int_equal(p->nvtx[i].min_depth, 1);
+        else
+            assert_int_equal(p->nvtx[i].min_depth, 0);
+    vt_analysis_free(a);
+}
+
 /* ------------------------------------------------------------ symbols */
 
 typedef struct {
@@ -701,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_peak_sets),
         cmocka_unit_test(test_vmm_once),
         cmocka_unit_test(test_at_marker),
+        cmocka_unit_test(test_nvtx_threads),
         cmocka_unit_test(test_symbolize),
         cmocka_unit_test(test_site_frames_native),
     };
