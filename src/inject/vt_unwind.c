@@ -8,6 +8,7 @@
 #include "vt_unwind.h"
 
 #include <elf.h>
+#include <stddef.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -586,7 +587,26 @@ struct vt_unwinder {
     uint64_t skip_addr[MAX_SKIP];
     int nskip_addr;
     _Atomic uint64_t st_captures, st_frames, st_misses, st_fp, st_rescans, st_unknown;
+    _Atomic uint64_t subs; /* the loader's unload count when the map was made */
 };
+
+/* The loader's count of unloaded objects (dlpi_subs), ~0 if unknown: a
+ * change means a module of our map may be gone (dlclose), and its
+ * .eh_frame with it, so the map is rescanned before any CFI is read. */
+static int subs_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    unsigned long long *out = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
+        *out = info->dlpi_subs;
+    return 1; /* the first object carries the counters */
+}
+
+static uint64_t loader_subs(void)
+{
+    unsigned long long s = ~0ull;
+    dl_iterate_phdr(subs_cb, &s);
+    return s;
+}
 
 static __thread uint64_t tls_captures, tls_frames; /* not yet added to the totals */
 
@@ -627,6 +647,7 @@ static int rescan(vt_unwinder *u, int force)
     if (atomic_flag_test_and_set_explicit(&u->scanning, memory_order_acquire))
         return 0;
     atomic_store_explicit(&u->last_scan_ns, t, memory_order_relaxed);
+    uint64_t subs = loader_subs(); /* before the scan: an unload during it is seen next time */
     vt_modmap *nm = NULL, *old = atomic_load_explicit(&u->map, memory_order_acquire);
     int done = 0;
     if (vt_modmap_scan(&nm) != 0)
@@ -665,6 +686,7 @@ static int rescan(vt_unwinder *u, int force)
             atomic_store_explicit(&u->cache[i], 0, memory_order_relaxed);
     }
     atomic_store_explicit(&u->map, nm, memory_order_release);
+    atomic_store_explicit(&u->subs, subs, memory_order_release);
     if (old)
         u->retired[u->nretired++] = old;
     atomic_fetch_add_explicit(&u->st_rescans, 1, memory_order_relaxed);
@@ -801,6 +823,15 @@ static uint64_t lookup_rule(vt_unwinder *u, vt_modmap **mapp, uint64_t ip, const
         return e & R_BODY_MASK;
     }
     atomic_fetch_add_explicit(&u->st_misses, 1, memory_order_relaxed);
+    /* A miss reads a module's CFI: make sure no module was unloaded since
+     * the map was made (one dl_iterate_phdr step, misses are rare). */
+    if (loader_subs() != atomic_load_explicit(&u->subs, memory_order_acquire)) {
+        if (!rescan(u, 1)) { /* another thread is rescanning: no rule this time */
+            *in_module = 0;
+            return rule_pack(R_UNKNOWN, 0, 0, 0, 0);
+        }
+        *mapp = atomic_load_explicit(&u->map, memory_order_acquire);
+    }
     const vt_module *m = vt_modmap_find(*mapp, ip);
     if (!m && rescan(u, 0)) {
         *mapp = atomic_load_explicit(&u->map, memory_order_acquire);

@@ -250,6 +250,32 @@ static void test_library_loaded_later(void **state)
     assert_int_equal(isbp, 0);
     assert_int_equal(off, 8);
     assert_int_equal(ra, 1);
+    dlclose(h);
+}
+
+/* After a dlclose, the next rule-cache miss rescans before reading any CFI:
+ * the unloaded module leaves the map. */
+static void test_unload_rescans(void **state)
+{
+    (void)state;
+    void *h = dlopen(DLMOD_PATH, RTLD_NOW);
+    assert_non_null(h);
+    void *(*fn)(void) = (void *(*)(void))dlsym(h, "vt_test_dlmod_fn");
+    uint64_t ip = (uint64_t)(uintptr_t)fn() + 1;
+    struct timespec ts = {0, 150 * 1000000};
+    nanosleep(&ts, NULL);
+    uint64_t ips[4];
+    uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+    vt_unwind_from(g_u, ip, sp, 0, ips, 1);
+    assert_non_null(vt_modmap_find(vt_unwinder_modmap(g_u), ip));
+    vt_unwind_stats s1, s2;
+    vt_unwinder_get_stats(g_u, &s1);
+    assert_int_equal(dlclose(h), 0);
+    /* an ip never looked up before: a miss */
+    vt_unwind_from(g_u, (uint64_t)(uintptr_t)&test_unload_rescans + 5, sp, 0, ips, 1);
+    vt_unwinder_get_stats(g_u, &s2);
+    assert_int_equal(s2.rescans, s1.rescans + 1);
+    assert_null(vt_modmap_find(vt_unwinder_modmap(g_u), ip));
 }
 
 static void test_skip(void **state)
@@ -282,6 +308,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_modmap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library_loaded_later, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unload_rescans, setup, teardown),
         cmocka_unit_test(test_skip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
