@@ -781,31 +781,28 @@ static __thread int tls_stack_state; /* 0 unknown, 1 known, 2 failed */
 
 static int stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi)
 {
-    if (tls_stack_state == 1 && sp >= tls_stack_lo && sp < tls_stack_hi) {
-        *lo = tls_stack_lo;
-        *hi = tls_stack_hi;
-        return 0;
+    if (tls_stack_state == 0) {
+        /* once per thread: the pthread stack (reads /proc/self/maps for
+         * the main thread) */
+        pthread_attr_t attr;
+        void *addr = NULL;
+        size_t size = 0;
+        tls_stack_state = 2;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            int rc = pthread_attr_getstack(&attr, &addr, &size);
+            pthread_attr_destroy(&attr);
+            if (rc == 0 && addr && size) {
+                tls_stack_lo = (uint64_t)(uintptr_t)addr;
+                tls_stack_hi = tls_stack_lo + size;
+                tls_stack_state = 1;
+            }
+        }
     }
-    if (tls_stack_state == 2)
+    /* on another stack (sigaltstack, a coroutine): no walk this time */
+    if (tls_stack_state != 1 || sp < tls_stack_lo || sp >= tls_stack_hi)
         return -1;
-    pthread_attr_t attr;
-    void *addr = NULL;
-    size_t size = 0;
-    tls_stack_state = 2;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0)
-        return -1;
-    int rc = pthread_attr_getstack(&attr, &addr, &size);
-    pthread_attr_destroy(&attr);
-    if (rc != 0 || !addr || !size)
-        return -1;
-    uint64_t l = (uint64_t)(uintptr_t)addr, h = l + size;
-    if (sp < l || sp >= h) /* running on another stack (sigaltstack, coroutine) */
-        return -1;
-    tls_stack_lo = l;
-    tls_stack_hi = h;
-    tls_stack_state = 1;
-    *lo = l;
-    *hi = h;
+    *lo = tls_stack_lo;
+    *hi = tls_stack_hi;
     return 0;
 }
 
