@@ -77,7 +77,7 @@ typedef struct {
     uint16_t type;
     uint16_t pad;
     uint32_t tid;
-    uint32_t pad2;
+    uint32_t nwords; /* packed frame words at site.frames */
     uint64_t key;  /* merge order: host time, 0 for kernels */
     uint64_t time; /* event time (kernels: device start) */
 } vt_ent;
@@ -160,6 +160,7 @@ struct vt_writer {
     vt_modrange *mods;
     size_t n_mods, cap_mods;
     uint32_t fids[VT_MAX_STACK];
+    vt_frame ftmp[VT_MAX_STACK];
     vt_cursor *cur;
     size_t cap_cur;
 };
@@ -411,6 +412,34 @@ static const vt_layout *vt_layout_of(unsigned type)
 
 #define A8(x) (((x) + 7) & ~(uint64_t)7)
 
+/* Frames travel packed in the ring: a native frame without line whose pc
+ * has the top bit clear is one word (the pc); any other is two words:
+ * (1 << 63 | kind << 32 | line), pc. */
+static inline int vt_frame_short(const vt_frame *f)
+{
+    return f->kind == VT_FRAME_NATIVE && !f->line && !(f->pc >> 63);
+}
+
+/* Unpack `nwords` words into at most VT_MAX_STACK frames; returns the count. */
+static uint32_t vt_frames_unpack(const uint64_t *wd, uint32_t nwords, vt_frame *out)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < nwords && n < VT_MAX_STACK; n++) {
+        if (wd[i] >> 63) {
+            out[n].kind = (uint32_t)(wd[i] >> 32) & 0x7fffffffu;
+            out[n].line = (uint32_t)wd[i];
+            out[n].pc = i + 1 < nwords ? wd[i + 1] : 0;
+            i += 2;
+        } else {
+            out[n].kind = VT_FRAME_NATIVE;
+            out[n].line = 0;
+            out[n].pc = wd[i];
+            i += 1;
+        }
+    }
+    return n;
+}
+
 static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t time_ns)
 {
     const vt_layout *L = vt_layout_of(type);
@@ -423,17 +452,19 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
         int off;
     } v[3];
     int nv = 0;
-    uint32_t nframes = 0;
+    uint32_t nframes = 0, nwords = 0;
+    const vt_frame *frames = NULL;
     uint64_t total = sizeof(vt_ent) + A8(L->size);
     if (L->site >= 0) {
         const vt_site *s = (const vt_site *)(base + L->site);
         if (s->frames && s->nframes) {
             nframes = s->nframes < VT_MAX_STACK ? s->nframes : VT_MAX_STACK;
-            v[nv].src = s->frames;
-            v[nv].len = (uint64_t)nframes * sizeof(vt_frame);
-            v[nv].off = L->site + (int)offsetof(vt_site, frames);
-            total += A8(v[nv].len);
-            nv++;
+            frames = s->frames;
+            /* packed: one word per plain native frame, two otherwise */
+            nwords = nframes;
+            for (uint32_t i = 0; i < nframes; i++)
+                nwords += !vt_frame_short(&frames[i]);
+            total += (uint64_t)nwords * 8;
         }
     }
     for (int i = 0; i < 2; i++) {
@@ -475,6 +506,7 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
     vt_ent *e = (vt_ent *)p;
     e->size = (uint32_t)total;
     e->type = (uint16_t)type;
+    e->nwords = 0;
     if (__builtin_expect(!t->tid, 0))
         t->tid = (uint32_t)syscall(SYS_gettid);
     e->tid = t->tid;
@@ -496,8 +528,21 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
     if (L->site >= 0) {
         vt_site *s = (vt_site *)(pl + L->site);
         s->nframes = nframes;
-        if (!nframes)
-            s->frames = NULL;
+        s->frames = NULL;
+        if (nframes) {
+            uint64_t *wd = (uint64_t *)(p + off);
+            for (uint32_t i = 0; i < nframes; i++) {
+                const vt_frame *f = &frames[i];
+                if (vt_frame_short(f)) {
+                    *wd++ = f->pc;
+                } else {
+                    *wd++ = (1ull << 63) | ((uint64_t)(f->kind & 0x7fffffffu) << 32) | f->line;
+                    *wd++ = f->pc;
+                }
+            }
+            s->frames = (const vt_frame *)(uintptr_t)off;
+            e->nwords = nwords;
+        }
         if (!s->tid)
             s->tid = e->tid;
     }
@@ -978,7 +1023,9 @@ static int vt_in_suffix(vt_writer *w, const uint32_t *ids, uint32_t n, uint32_t 
     return vt_enc_put(w, &r);
 }
 
-static int vt_in_site(vt_writer *w, const vt_site *s, int want_stack, uint32_t *thread, uint32_t *stack)
+/* `s->frames` points at `nwords` packed words (see vt_frame_short). */
+static int vt_in_site(vt_writer *w, const vt_site *s, uint32_t nwords, int want_stack, uint32_t *thread,
+                      uint32_t *stack)
 {
     int rc = vt_in_thread(w, s->tid, NULL, thread);
     if (rc)
@@ -987,21 +1034,25 @@ static int vt_in_site(vt_writer *w, const vt_site *s, int want_stack, uint32_t *
     if (!want_stack || !s->nframes || !s->frames)
         return 0;
     /* fast path: these exact frames were seen before */
-    uint32_t klen = s->nframes * (uint32_t)sizeof(vt_frame);
-    uint64_t h = vt_intern_hash(s->frames, klen, 5);
-    uint32_t v = vt_imap_find(&w->rawstacks, s->frames, klen, h);
+    const uint64_t *wd = (const uint64_t *)s->frames;
+    uint32_t klen = nwords * 8;
+    uint64_t h = vt_intern_hash(wd, klen, 5);
+    uint32_t v = vt_imap_find(&w->rawstacks, wd, klen, h);
     if (v) {
         *stack = v;
         return 0;
     }
-    for (uint32_t i = 0; i < s->nframes; i++) {
-        rc = vt_in_frame(w, &s->frames[i], &w->fids[i]);
+    uint32_t n = vt_frames_unpack(wd, nwords, w->ftmp);
+    if (!n)
+        return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        rc = vt_in_frame(w, &w->ftmp[i], &w->fids[i]);
         if (rc)
             return rc;
     }
-    rc = vt_in_suffix(w, w->fids, s->nframes, s->nframes, stack);
+    rc = vt_in_suffix(w, w->fids, n, n, stack);
     if (!rc)
-        vt_imap_insert(&w->rawstacks, s->frames, klen, h, *stack, !w->no_alloc); /* a cache: may fail */
+        vt_imap_insert(&w->rawstacks, wd, klen, h, *stack, !w->no_alloc); /* a cache: may fail */
     return rc;
 }
 
@@ -1109,7 +1160,7 @@ static int vt_enc_entry(vt_writer *w, const vt_ent *e)
         break;
     }
     if (site) {
-        rc = vt_in_site(w, site, want_stack, &thread, &stack);
+        rc = vt_in_site(w, site, e->nwords, want_stack, &thread, &stack);
         if (rc)
             return rc;
     }
