@@ -614,8 +614,9 @@ static void text_merged(vt_analysis *a, FILE *o)
                 fprintf(o, "#%zu +%s, %s/s in %u process%s\n", i + 1, B(b1, (double)r[i].grown), B(b2, r[i].rate),
                         r[i].nproc, r[i].nproc == 1 ? "" : "es");
             else
-                fprintf(o, "#%zu %s in %" PRId64 " blocks, %s, in %u process%s\n", i + 1, B(b1, (double)r[i].bytes),
-                        r[i].count, vt_memkind_name((vt_memkind)u->kind), r[i].nproc, r[i].nproc == 1 ? "" : "es");
+                fprintf(o, "#%zu %s in %" PRId64 " block%s, %s, in %u process%s\n", i + 1, B(b1, (double)r[i].bytes),
+                        r[i].count, r[i].count == 1 ? "" : "s", vt_memkind_name((vt_memkind)u->kind), r[i].nproc,
+                        r[i].nproc == 1 ? "" : "es");
             text_stack(a, p, u->stack, o, "    ");
         }
         free(r);
