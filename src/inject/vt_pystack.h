@@ -87,15 +87,17 @@ const char *vt_pystack_version(void);
 /* Walk the calling thread's Python frames into out[0..max) (max is capped at
  * VT_PYSTACK_MAX_DEPTH), innermost first.  Returns the count (0 when the
  * thread has no Python thread state or is not in Python code) or
- * VT_ERR_DISABLED when init did not succeed.  If the chain is longer than
- * max, the last frame has VT_PYFRAME_TRUNCATED. */
+ * VT_ERR_DISABLED when init did not succeed or the late layout check
+ * failed.  If the chain is longer than max, the last frame has
+ * VT_PYFRAME_TRUNCATED.  Frames Python itself hides (not started yet, C
+ * stack shims) are left out. */
 int vt_pystack_capture(vt_pyframe *out, int max);
 
 /* UTF-8, NUL-terminated file name and function name (co_qualname on 3.11+,
  * co_name on 3.10) of a code object taken from a vt_pyframe of a capture
  * made by this thread in the same callback (the frame keeps it alive only
- * while it runs).  Truncates to the buffers.  Returns 0 or VT_ERR_CORRUPT
- * (buffers then hold "?"). */
+ * while it runs).  Truncates to the buffers at a character boundary.
+ * Returns 0, VT_ERR_DISABLED, or VT_ERR_CORRUPT (buffers then hold "?"). */
 int vt_pystack_describe(uint64_t code, char *file, size_t nfile, char *func, size_t nfunc);
 
 /* Per-thread "already defined" cache of code keys (direct mapped, 1024
@@ -106,7 +108,8 @@ int vt_pystack_describe(uint64_t code, char *file, size_t nfile, char *func, siz
 int vt_pystack_seen(uint64_t key);
 void vt_pystack_unsee(uint64_t key);
 
-/* Nonzero if `ip` (a return address) lies in the interpreter's eval loop. */
+/* Nonzero if `ip`, a return address (or a return address - 1), lies in the
+ * interpreter's eval loop, i.e. in (start, end] of _PyEval_EvalFrameDefault. */
 int vt_pystack_is_eval(uint64_t ip);
 
 /* Merge native ips (innermost first) and Python frames into out[0..max):
@@ -134,8 +137,10 @@ int vt_pystack_stack(const uint64_t *ips, int nips, vt_frame *out, int max, int 
                      vt_pystack_define_fn define, void *ctx);
 
 /* ---- test hooks ---- */
-/* Offset (bytes) of a layout field in the built-in table of 3.<minor>, or
- * the value of a constant ("unicode_ascii_size"...); -1 if none. */
+/* Byte offset of a layout field ("ts_interp", "f_previous", "co_qualname",
+ * "u_ascii_size" (a size), ... see vt_pystack.c) in the built-in table of
+ * 3.<minor>, or for 3.13 of a _Py_DebugOffsets entry ("dbg_co_filename"...);
+ * -1 if none or not used by that version. */
 long vt_pystack_layout_offset(int minor, const char *field);
 /* Add an eval-loop address range [start, end) used by vt_pystack_is_eval()
  * (tests of the merge without an interpreter).  Returns 0 or VT_ERR_NOSPACE. */
