@@ -1335,10 +1335,6 @@ static int init_once(void)
     const char *cupti_path = dladdr((void *)&cuptiSubscribe, &di) && di.dli_fname ? di.dli_fname : "libcupti.so";
     char cupti_file[1024];
     snprintf(cupti_file, sizeof(cupti_file), "%s", cupti_path);
-    /* NVTX ranges reach CUPTI only if the NVTX library injects it; NVTX reads
-     * this variable at the application's first NVTX call. */
-    if (!getenv("NVTX_INJECTION64_PATH"))
-        setenv("NVTX_INJECTION64_PATH", cupti_file, 0);
 
     cmdline cl;
     read_cmdline(&cl);
@@ -1457,6 +1453,11 @@ static int init_once(void)
     }
     if (cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_NVTX) != CUPTI_SUCCESS)
         note(VT_SEV_WARNING, "NVTX callbacks unavailable: no NVTX ranges");
+    /* NVTX ranges reach CUPTI only if the NVTX library injects it; NVTX reads
+     * this variable at the application's first NVTX call (ranges of an
+     * application that used NVTX before initializing CUDA are not seen). */
+    if (!getenv("NVTX_INJECTION64_PATH"))
+        setenv("NVTX_INJECTION64_PATH", cupti_file, 0);
 
     /* Module globals (DEVICE_STATIC) come from MEMORY2 activity records,
      * which CUPTI makes for every allocation (about +1 us each): fine for
