@@ -8,7 +8,7 @@
  * allocations through a caching allocator (24 size classes, LIFO address
  * reuse, 2000 distinct call stacks of 8-24 native and Python frames, 8
  * threads), 14% frees, 1% NVTX ranges and memory samples.  Then reads it back on
- * one core, each pass in a forked child so its peak RSS is its own:
+ * one core, each pass in a fresh process so its peak RSS is its own:
  *   zstd      decompression only (ZSTD_decompressStream, no parsing): the floor
  *   decode    vt_reader_next over every record (kernels resolved through
  *             their Launch, as always)
@@ -331,7 +331,9 @@ static void pass_read(const char *path, int resolve, result *res)
     vt_reader_free(r);
 }
 
-static int run_pass(const char *path, int kind, result *res)
+/* Each pass runs in a fresh process (fork + exec of this program with
+ * --pass), so that its peak RSS is its own and not the generator's. */
+static int run_pass(const char *self, const char *path, int kind, result *res)
 {
     int pfd[2];
     if (pipe(pfd))
@@ -339,24 +341,31 @@ static int run_pass(const char *path, int kind, result *res)
     pid_t pid = fork();
     if (pid == 0) {
         close(pfd[0]);
-        result r = {0};
-        if (kind == 0)
-            pass_zstd(path, &r);
-        else
-            pass_read(path, kind == 2, &r);
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        r.maxrss_kb = ru.ru_maxrss;
-        if (write(pfd[1], &r, sizeof(r)) != (ssize_t)sizeof(r))
-            _exit(1);
-        _exit(0);
+        char k[16], fd[16];
+        snprintf(k, sizeof(k), "%d", kind);
+        snprintf(fd, sizeof(fd), "%d", pfd[1]);
+        execl(self, self, "--pass", k, path, fd, (char *)NULL);
+        _exit(127);
     }
     close(pfd[1]);
-    ssize_t k = read(pfd[0], res, sizeof(*res));
+    ssize_t n = read(pfd[0], res, sizeof(*res));
     close(pfd[0]);
     int status;
     waitpid(pid, &status, 0);
-    return k == (ssize_t)sizeof(*res) && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+    return n == (ssize_t)sizeof(*res) && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static int pass_main(int kind, const char *path, int fd)
+{
+    result r = {0};
+    if (kind == 0)
+        pass_zstd(path, &r);
+    else
+        pass_read(path, kind == 2, &r);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    r.maxrss_kb = ru.ru_maxrss;
+    return write(fd, &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -364,6 +373,8 @@ int main(int argc, char **argv)
     uint64_t nevents = 30000000;
     const char *path = "/tmp/vt_bench_reader.zst";
     int reps = 3, keep = 0;
+    if (argc == 5 && !strcmp(argv[1], "--pass"))
+        return pass_main(atoi(argv[2]), argv[3], atoi(argv[4]));
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--events") && i + 1 < argc)
             nevents = strtoull(argv[++i], NULL, 10);
@@ -397,7 +408,7 @@ int main(int argc, char **argv)
         result best = {0};
         for (int rep = 0; rep < reps; rep++) {
             result r = {0};
-            if (run_pass(path, kind, &r)) {
+            if (run_pass("/proc/self/exe", path, kind, &r)) {
                 fprintf(stderr, "bench_reader: pass %s failed\n", names[kind]);
                 return 1;
             }

@@ -364,13 +364,29 @@ static int rd_varint_slow(const uint8_t **pp, const uint8_t *end, uint64_t *out)
     return -1;
 }
 
-/* 3..10 bytes with at least 10 readable: no bounds checks per byte. */
+/* 3..10 bytes with at least 10 readable: up to 8 bytes without a loop
+ * (find the last byte from the continuation bits, then squeeze out the
+ * 7-bit groups with shifts), longer ones byte by byte. */
 static int rd_varint_long(const uint8_t **pp, uint64_t *out)
 {
     const uint8_t *p = *pp;
-    uint64_t v = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7, b;
+    uint64_t x;
+    memcpy(&x, p, 8); /* little-endian, as every target of this code */
+    uint64_t stop = ~x & 0x8080808080808080ull;
+    if (stop) {
+        unsigned len = ((unsigned)__builtin_ctzll(stop) >> 3) + 1;
+        if (len < 8)
+            x &= (1ull << (8 * len)) - 1;
+        x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
+        x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
+        x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
+        *pp = p + len;
+        *out = x;
+        return 0;
+    }
+    uint64_t v = 0, b;
     int i;
-    for (i = 2; i < 9; i++) {
+    for (i = 0; i < 9; i++) {
         b = p[i];
         v |= (b & 0x7f) << (7 * i);
         if (b < 0x80)
@@ -1053,22 +1069,19 @@ static inline void kernel_resolve(const vt_reader *r, vt_ev_kernel *k)
  * order, each optional.  Returns 1 if done, 0 to take the generic path
  * (which also reports any error).  Only between records of a frame that
  * is in sync (no header or Sync checks pending). */
-static inline __attribute__((always_inline)) int ordered_varints(const uint8_t *p, const uint8_t *end,
-                                                                  const uint8_t *h, uint64_t *f, unsigned nf)
-{
-    for (unsigned i = 1; i <= nf && p < end; i++)
-        if (*p == TAG(i, WT_VARINT)) {
-            p++;
-            if (rd_varint_h(&p, end, h, &f[i]))
-                return -1;
-        }
-    return p == end ? 0 : -1;
-}
+/* One optional varint field `n` of a body being read in field order (the
+ * values live in scalars: an array here cost a store-forwarding stall). */
+#define FAST_FIELD(n, var)                                                    \
+    if (p < end && *p == TAG(n, WT_VARINT)) {                                 \
+        p++;                                                                  \
+        if (rd_varint_h(&p, end, h, &var))                                    \
+            return 0;                                                         \
+    }
 
 static inline int fast_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_event *ev)
 {
     const uint8_t *h = r->hard;
-    uint64_t ts = 0, f[11];
+    uint64_t ts = 0;
     if (*p == TAG(1, WT_VARINT)) {
         p++;
         if (rd_varint_h(&p, end, h, &ts))
@@ -1076,62 +1089,86 @@ static inline int fast_record(vt_reader *r, const uint8_t *p, const uint8_t *end
     }
     if (end - p < 2 || p[1] >= 0x80 || p + 2 + p[1] != end)
         return 0;
-    switch (p[0]) {
+    uint8_t body = p[0];
+    p += 2;
+    switch (body) {
     case TAG(VT_EV_KERNEL, WT_LEN): {
-        f[1] = f[2] = f[3] = f[4] = 0;
-        if (ordered_varints(p + 2, end, h, f, 4))
+        uint64_t launch = 0, dur = 0, cd = 0, gid = 0;
+        FAST_FIELD(1, launch)
+        FAST_FIELD(2, dur)
+        FAST_FIELD(3, cd)
+        FAST_FIELD(4, gid)
+        if (p != end)
             return 0;
         vt_ev_kernel *k = &ev->u.kernel;
         ev->type = VT_EV_KERNEL;
-        k->launch_id = (uint32_t)f[1];
-        k->duration_ns = f[2];
-        k->graph_id = f[4];
+        k->launch_id = (uint32_t)launch;
+        k->duration_ns = dur;
+        k->graph_id = gid;
         kernel_resolve(r, k);
-        r->corr += (uint64_t)unzigzag(f[3]);
+        r->corr += (uint64_t)unzigzag(cd);
         k->corr = r->corr;
         r->device_time += (uint64_t)unzigzag(ts);
         ev->time_ns = r->device_time;
         return 1;
     }
     case TAG(VT_EV_ALLOC, WT_LEN): {
-        memset(f, 0, sizeof(f));
-        if (ordered_varints(p + 2, end, h, f, 10))
+        uint64_t addr = 0, size = 0, dev = 0, kind = 0, api = 0, stream = 0, pool = 0, thr = 0, stk = 0, cd = 0;
+        FAST_FIELD(1, addr)
+        FAST_FIELD(2, size)
+        FAST_FIELD(3, dev)
+        FAST_FIELD(4, kind)
+        FAST_FIELD(5, api)
+        FAST_FIELD(6, stream)
+        FAST_FIELD(7, pool)
+        FAST_FIELD(8, thr)
+        FAST_FIELD(9, stk)
+        FAST_FIELD(10, cd)
+        if (p != end)
             return 0;
         vt_ev_alloc *a = &ev->u.alloc;
         ev->type = VT_EV_ALLOC;
-        a->address = f[1];
-        a->size = f[2];
-        a->device = (uint32_t)f[3];
-        a->kind = (vt_memkind)(int32_t)f[4];
-        a->api = (vt_allocapi)(int32_t)f[5];
-        a->stream = f[6];
-        a->pool = f[7];
+        a->address = addr;
+        a->size = size;
+        a->device = (uint32_t)dev;
+        a->kind = (vt_memkind)(int32_t)kind;
+        a->api = (vt_allocapi)(int32_t)api;
+        a->stream = stream;
+        a->pool = pool;
         a->site.frames = NULL;
         a->site.nframes = 0;
-        a->site.thread = (uint32_t)f[8];
-        a->site.stack = (uint32_t)f[9];
-        a->site.tid = tid_of(r, a->site.thread);
-        r->corr += (uint64_t)unzigzag(f[10]);
+        a->site.thread = (uint32_t)thr;
+        a->site.stack = (uint32_t)stk;
+        a->site.tid = tid_of(r, (uint32_t)thr);
+        r->corr += (uint64_t)unzigzag(cd);
         a->corr = r->corr;
         break;
     }
     case TAG(VT_EV_FREE, WT_LEN): {
-        memset(f, 0, 9 * sizeof(f[0]));
-        if (ordered_varints(p + 2, end, h, f, 8))
+        uint64_t addr = 0, dev = 0, kind = 0, api = 0, stream = 0, thr = 0, cd = 0, stk = 0;
+        FAST_FIELD(1, addr)
+        FAST_FIELD(2, dev)
+        FAST_FIELD(3, kind)
+        FAST_FIELD(4, api)
+        FAST_FIELD(5, stream)
+        FAST_FIELD(6, thr)
+        FAST_FIELD(7, cd)
+        FAST_FIELD(8, stk)
+        if (p != end)
             return 0;
         vt_ev_free *a = &ev->u.free;
         ev->type = VT_EV_FREE;
-        a->address = f[1];
-        a->device = (uint32_t)f[2];
-        a->kind = (vt_memkind)(int32_t)f[3];
-        a->api = (vt_allocapi)(int32_t)f[4];
-        a->stream = f[5];
+        a->address = addr;
+        a->device = (uint32_t)dev;
+        a->kind = (vt_memkind)(int32_t)kind;
+        a->api = (vt_allocapi)(int32_t)api;
+        a->stream = stream;
         a->site.frames = NULL;
         a->site.nframes = 0;
-        a->site.thread = (uint32_t)f[6];
-        a->site.stack = (uint32_t)f[8];
-        a->site.tid = tid_of(r, a->site.thread);
-        r->corr += (uint64_t)unzigzag(f[7]);
+        a->site.thread = (uint32_t)thr;
+        a->site.stack = (uint32_t)stk;
+        a->site.tid = tid_of(r, (uint32_t)thr);
+        r->corr += (uint64_t)unzigzag(cd);
         a->corr = r->corr;
         break;
     }
@@ -1142,6 +1179,7 @@ static inline int fast_record(vt_reader *r, const uint8_t *p, const uint8_t *end
     ev->time_ns = r->host_time;
     return 1;
 }
+#undef FAST_FIELD
 
 static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_event *ev)
 {
@@ -1765,14 +1803,14 @@ static int begin_frame(vt_reader *r)
     return 0;
 }
 
-static int next_slow(vt_reader *r, vt_event *ev);
+static int next_slow(vt_reader *r, vt_event *ev) __attribute__((noinline));
 
 int vt_reader_next(vt_reader *r, vt_event *ev)
 {
     /* Hot path: a whole short entry in the buffer, a frame in sync. */
     const uint8_t *p = r->raw + r->rpos, *pe = r->raw + r->rend;
     if (__builtin_expect(pe - p >= 3 && p[0] == 0x0A && p[1] < 0x80 && p + 2 + p[1] <= pe, 1) &&
-        r->state == ST_READ && r->any_record && !r->need_sync) {
+        __builtin_expect(r->state == ST_READ && r->any_record && !r->need_sync, 1)) {
         r->hard = pe;
         if (fast_record(r, p + 2, p + 2 + p[1], ev)) {
             r->rpos += 2 + (size_t)p[1];
