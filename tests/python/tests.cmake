@@ -5,6 +5,8 @@
 #    ctypes from every kind of frame, threads, recursion, concurrency;
 #  - pystack_trace_3XX: those stacks through vt_writer, `vramtrace dump`
 #    and tests/gpu/pylines_check.py (the GPU check's own checker);
+#  - pystack_py_system, pystack_trace_system: the same with /usr/bin/python3
+#    when it is 3.10-3.13 (a distribution build);
 #  - pystack_refuse_39: an unsupported version is refused with a reason;
 #  - pystack_layout_3XX: every layout field made wrong on purpose: init
 #    refuses (or the field is unused), nothing ever crashes.
@@ -76,3 +78,20 @@ foreach(v ${VT_PY_VERSIONS})
     message(WARNING "tests/python: Python ${v} is not installed under ${VT_PYENV_ROOT}")
   endif()
 endforeach()
+
+# The distribution's own python3 (a statically linked, stripped, LTO/PGO
+# build, like the GPU machine's), when it is a supported version.
+find_program(VT_SYSTEM_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(VT_SYSTEM_PYTHON3)
+  execute_process(COMMAND ${VT_SYSTEM_PYTHON3} -c "import sys; print('%d.%d' % sys.version_info[:2])"
+                  OUTPUT_VARIABLE _vt_sys_pyver OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(_vt_sys_pyver MATCHES "^3\\.1[0-3]$")
+    add_test(NAME pystack_py_system
+             COMMAND ${VT_SYSTEM_PYTHON3} ${VT_PY_DIR}/test_pystack.py $<TARGET_FILE:vt_pystack_testlib>)
+    add_test(NAME pystack_trace_system
+             COMMAND ${VT_SYSTEM_PYTHON3} ${VT_PY_DIR}/test_pystack_trace.py
+                     $<TARGET_FILE:vt_pystack_testlib> $<TARGET_FILE:vramtrace>
+                     ${CMAKE_CURRENT_BINARY_DIR}/pystack_trace_system)
+    set_tests_properties(pystack_py_system pystack_trace_system PROPERTIES TIMEOUT 300)
+  endif()
+endif()
