@@ -4,7 +4,7 @@
  * simulated training loop (kernel-only, alloc/free-only and mixed).
  * Not a test: prints a report; results go to BENCHMARKS.md (## writer).
  *
- *   bench_writer [--steps N] [--dir DIR] [--level L] [--jitter PCT] [--keep]
+ *   bench_writer [--steps N] [--dir DIR] [--level L] [--jitter PCT] [--paced MS] [--keep]
  *
  * Writes its trace files in DIR (default /tmp) and removes them. */
 #define _GNU_SOURCE
@@ -51,6 +51,7 @@ static double rnd_norm(void)
 static const char *g_dir = "/tmp";
 static int g_level = 3;
 static int g_keep = 0;
+static int g_paced_ms = 0; /* --paced MS: sleep between steps (flushes every flush_ms/4 in between) */
 static double g_jitter = 0.01; /* --jitter: kernel duration sd, fraction of the mean */ /* --keep: leave the size-run trace files */
 
 /* ------------------------------------------------------- the workload */
@@ -281,6 +282,8 @@ static size_result run_mix(const char *name, int steps, int kernels, int allocs)
         }
         if (allocs)
             alloc_step(&s, w, evbuf, 4 * APS);
+        if (g_paced_ms)
+            usleep((useconds_t)g_paced_ms * 1000);
     }
     vt_writer_flush(w);
     uint64_t t1 = now_ns();
@@ -394,16 +397,22 @@ int main(int argc, char **argv)
             g_dir = argv[++i];
         else if (!strcmp(argv[i], "--jitter") && i + 1 < argc)
             g_jitter = atof(argv[++i]) / 100.0;
+        else if (!strcmp(argv[i], "--paced") && i + 1 < argc)
+            g_paced_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--keep"))
             g_keep = 1;
         else if (!strcmp(argv[i], "--level") && i + 1 < argc)
             g_level = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--steps N] [--dir DIR] [--level L] [--jitter PCT] [--keep]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--steps N] [--dir DIR] [--level L] [--jitter PCT] [--paced MS] [--keep]\n", argv[0]);
             return 2;
         }
     }
     workload_init();
+    if (g_paced_ms) { /* only the size runs, at a training-loop pace */
+        printf("paced: one step every %d ms (the writer flushes every 25 ms)\n", g_paced_ms);
+        goto mixes;
+    }
     printf("vramtrace writer benchmark: %d steps, zstd level %d, kernel duration jitter %.1f%%, %ld CPUs online\n",
            steps, g_level, g_jitter * 100, sysconf(_SC_NPROCESSORS_ONLN));
 
@@ -424,6 +433,7 @@ int main(int argc, char **argv)
                    kname[k], th, th > 1 ? "s" : " ", c, (unsigned long long)d);
         }
 
+mixes:;
     struct {
         const char *name;
         int k, a;
