@@ -221,6 +221,39 @@ def f_sorted_key():
     return out[0]
 
 
+def f_del():
+    out = []
+
+    class D:
+        def __del__(self):
+            out.append((C(), E()))  # @del
+
+    D()  # freed at once: __del__ runs from C, in a new eval call
+    return out[0]
+
+
+_imports = [0]
+
+
+def f_import():
+    """Module code run by importlib (frozen importlib frames in between)."""
+    import importlib.util
+    import os
+    import tempfile
+    _imports[0] += 1
+    d = tempfile.mkdtemp()
+    name = "vtpt_mod_%d_%d" % (os.getpid(), _imports[0])
+    path = os.path.join(d, name + ".py")
+    with open(path, "w") as fh:
+        fh.write("import __main__\nRESULT = (__main__.C(), __main__.E())\n")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    os.unlink(path)
+    os.rmdir(d)
+    return mod.RESULT, path
+
+
 def rec(n, max_frames):
     if n == 0:
         return CN(max_frames), E()  # @rec_leaf
@@ -271,6 +304,9 @@ def run_cases(tag=""):
     check(tag + "line2", b, q("f_two_lines"), "line2")
     check(tag + "sorted_key", f_sorted_key(), q("f_sorted_key.<locals>.<lambda>", "<lambda>"), "sorted_key")
     check(tag + "eval", eval("(C(), E())"), "<module>", 1, file="<string>")
+    check(tag + "__del__", f_del(), q("f_del.<locals>.D.__del__", "__del__"), "del")
+    res, path = f_import()
+    check(tag + "import", res, "<module>", 2, file=path)
     ns = {"C": C, "E": E}
     exec(compile("def from_exec():\n    return C(), E()\n", "<exec-src>", "exec"), ns)
     check(tag + "exec", ns["from_exec"](), "from_exec", 2, file="<exec-src>")
