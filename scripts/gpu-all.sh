@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# scripts/gpu-all.sh - the one command for a GPU-machine call: every check
+# (scripts/gpu-test.sh, which also runs tests/gpu/check_*.sh), then the
+# PyTorch step benchmark in the tensor-level mode.  Run from the repository
+# root with the build carried:  BUILD=build bash scripts/gpu-all.sh
+# Everything lands in $OUT; each part has its own time cap.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+OUT=${OUT:-/tmp/vt-gpu-out}
+mkdir -p "$OUT"
+# The analyzer links libdw/libelf; the GPU machine may lack them.
+if ! ldconfig -p | grep -q 'libdw.so.1 '; then
+    export LD_LIBRARY_PATH=$PWD/$BUILD/extra-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+nvidia-smi -L
+timeout "${VT_CHECK_S:-300}" env BUILD="$BUILD" OUT="$OUT" bash scripts/gpu-test.sh >"$OUT/gpu-test.log" 2>&1
+echo "gpu-test.sh exit $?"
+tail -45 "$OUT/gpu-test.log"
+VT_BENCH_TORCH=${VT_BENCH_TORCH:-async/untraced,async/traced,async/floor} \
+    timeout "${VT_BENCH_S:-150}" python3 bench/gpu_bench.py "$BUILD" "${VT_BENCH_REPS:-3}" >"$OUT/bench.log" 2>&1
+echo "gpu_bench.py exit $?"
+tail -25 "$OUT/bench.log"
