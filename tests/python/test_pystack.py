@@ -142,6 +142,15 @@ class K:
     def __call__(self):
         return C(), E()  # @dunder_call
 
+    def __add__(self, other):
+        return C(), E()  # @dunder_add
+
+    def __enter__(self):
+        return C(), E()  # @enter
+
+    def __exit__(self, *exc):
+        return False
+
 
 LAM = lambda: (C(), E())  # @lambda
 
@@ -278,6 +287,9 @@ def run_cases(tag=""):
     check(tag + "staticmethod", K.sm(), q("K.sm"), "staticmethod")
     check(tag + "property", k.prop, q("K.prop"), "property")
     check(tag + "dunder_call", k(), q("K.__call__"), "dunder_call")
+    check(tag + "operator", k + 1, q("K.__add__"), "dunder_add")
+    with k as res:
+        check(tag + "with", res, q("K.__enter__"), "enter")
     check(tag + "lambda", LAM(), "<lambda>", "lambda")
     got = check(tag + "gen", next(gen()), q("gen"), "gen")
     if nentry_of(got, 0) != 1:  # resumed by next(), a C function: its own eval call
