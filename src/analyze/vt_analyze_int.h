@@ -64,7 +64,7 @@ typedef struct {
     uint8_t kind;
     uint8_t api;       /* API of the first allocation */
     uint8_t c10;       /* stack passes through PyTorch's caching allocator (libc10_cuda) */
-    uint8_t c10_known;
+    uint8_t segment;   /* c10 && (malloc || vmm): a caching-allocator segment */
     int64_t live_bytes, live_count;
     uint64_t allocs, alloc_bytes, frees, max_live;
     uint64_t lifetime_sum; /* sum of lifetimes of freed blocks (ns) */

@@ -415,7 +415,10 @@ static vt_unit *get_unit(vt_proc *p, uint32_t stack, uint32_t device, unsigned k
     u->kind = (uint8_t)kind;
     u->api = (uint8_t)api;
     u->c10 = (uint8_t)vt_stack_is_c10(p, stack);
-    if (u->c10)
+    /* segments: what the caching allocator gets from the driver (cudaMalloc
+     * or cuMemCreate); with backend:cudaMallocAsync c10 allocates tensors */
+    u->segment = u->c10 && (api == VT_API_MALLOC || api == VT_API_VMM);
+    if (u->segment)
         p->c10_units++;
     u->pk_epoch = p->dev[device].peak_epoch;
     *idx = (uint32_t)p->nunits++;
@@ -645,7 +648,7 @@ static int account_alloc(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size,
             u->pk_epoch = d->peak_epoch;
         }
     }
-    if (u->c10) {
+    if (u->segment) {
         p->c10_allocs++;
         p->c10_live += (int64_t)size;
         if (p->c10_live > (int64_t)p->c10_bytes_peak)
@@ -673,7 +676,7 @@ static int account_free(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size, 
     d->live[u->kind] -= (int64_t)size;
     if (is_resident(u->kind))
         d->live_dev -= (int64_t)size;
-    if (u->c10)
+    if (u->segment)
         p->c10_live -= (int64_t)size;
     view_apply(a, p, ui, -(int64_t)size, -1, t);
     return 0;
@@ -793,7 +796,7 @@ static void top_holders(vt_proc *p, uint32_t device, vt_oom *o)
     }
     for (size_t k = 0; k < p->nunits; k++) {
         const vt_unit *u = &p->units[k];
-        if (u->device == device && u->c10 && u->live_bytes > 0)
+        if (u->device == device && u->segment && u->live_bytes > 0)
             o->c10_reserved += (uint64_t)u->live_bytes;
     }
 }
