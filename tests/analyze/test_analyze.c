@@ -370,6 +370,35 @@ static void test_growth_classes(void **state)
     }
 }
 
+/* a list cleared every 10 steps (gradient accumulation) is a sawtooth,
+ * not growth; a slow leak of 64 KiB every 4th step still is growth */
+static void test_growth_sawtooth_slow(void **state)
+{
+    (void)state;
+    vt_analysis *a = new_analysis(VT_AT_AUTO, 0, NULL, 1);
+    def_stack(a, 1, "accumulate", 5);
+    def_stack(a, 2, "slow_leak", 6);
+    uint64_t nacc = 0;
+    for (int k = 0; k < 200; k++) {
+        uint64_t t = 10 * MS + (uint64_t)k * 10 * MS;
+        alloc(a, t + 1 * MS, 0x100000000ull + (uint64_t)(k % 10) * 0x1000000ull, 8 << 20, 1);
+        nacc++;
+        if (k % 10 == 9) {
+            for (int j = 0; j < 10; j++)
+                dofree(a, t + 2 * MS + (uint64_t)j, 0x100000000ull + (uint64_t)j * 0x1000000ull);
+            nacc = 0;
+        }
+        if (k % 4 == 0)
+            alloc(a, t + 3 * MS, 0x900000000ull + (uint64_t)k * 0x10000ull, 64 << 10, 2);
+        kernel(a, t + 4 * MS, MS, 1);
+    }
+    (void)nacc;
+    assert_int_equal(vt_analysis_finish(a), 0);
+    assert_false(unit_of(a, 1)->growth_flag);
+    assert_true(unit_of(a, 2)->growth_flag);
+    vt_analysis_free(a);
+}
+
 /* steps from kernels despite a warm-up with extra kernels */
 static void test_steps_kernels_warmup(void **state)
 {
@@ -738,6 +767,7 @@ int main(void)
         cmocka_unit_test(test_view_late_kernels),
         cmocka_unit_test(test_tail_bounded),
         cmocka_unit_test(test_growth_classes),
+        cmocka_unit_test(test_growth_sawtooth_slow),
         cmocka_unit_test(test_steps_kernels_warmup),
         cmocka_unit_test(test_peak_sets),
         cmocka_unit_test(test_vmm_once),
