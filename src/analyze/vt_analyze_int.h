@@ -277,10 +277,9 @@ typedef struct {
     /* view at T */
     uint64_t cand;        /* lower bound of T (last kernel end / last marker) */
     int cand_set;
-    vt_tail *tail; size_t ntail, captail, tail_prune_at;
+    vt_tail *tail; size_t ntail, captail;
     int tail_overflow;
     uint64_t view_t;      /* final T (absolute) */
-    const char *view_desc;
     int view_mode;        /* resolved vt_at_mode */
     int marker_found;
     /* kernels */
@@ -292,7 +291,6 @@ typedef struct {
     /* NVTX push/pop nesting, per thread (the first 16 threads; the rest share the last) */
     struct { uint32_t thread, depth; vt_nvtx_open st[32]; } nv_thr[16];
     uint32_t nnv_thr;
-    vt_map nv_ranges;     /* range id -> (msg<<32)|... index into nv_open_t */
     /* steps (finish) */
     uint64_t steps;
     double step_period_ns;

@@ -283,7 +283,6 @@ void vt_proc_free(vt_proc *p)
         free(p->nvtx[i].occ.t);
     }
     free(p->nvtx);
-    vt_map_free(&p->nv_ranges);
     free(p->step_source);
     for (size_t i = 0; i < p->npools; i++)
         free(p->pools[i].s);
