@@ -311,6 +311,7 @@ typedef struct {
     char *errors[VT_MAX_ERRORS]; uint32_t nerrors;
     /* results */
     uint64_t leak_bytes, leak_blocks, grown_total;
+    uint64_t static_bytes, static_blocks;  /* module globals at the view (not leaks) */
     uint32_t *leak_order; size_t nleak;
     uint32_t *growth_order; size_t ngrowth;
     uint64_t c10_allocs, c10_bytes_peak; int64_t c10_live;

@@ -80,7 +80,7 @@ static size_t diff_rows(vt_analysis *a, vt_analysis *b, vt_drow **out)
                 d->an = an[s];
                 d->proc = (uint32_t)i;
                 d->unit = (uint32_t)k;
-                d->leak[s] = u->at_bytes;
+                d->leak[s] = u->kind == VT_MEM_DEVICE_STATIC ? 0 : u->at_bytes; /* module globals are no leak */
                 d->blocks[s] = (uint64_t)(u->at_count > 0 ? u->at_count : 0);
                 d->peak[s] = resident(u->kind) ? u->pk_bytes : 0;
                 d->alloc[s] = (int64_t)u->alloc_bytes;

@@ -1725,7 +1725,7 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         break;
     }
     tail_fold(p, p->view_t, p->view_mode == VT_AT_END);
-    p->leak_bytes = p->leak_blocks = 0;
+    p->leak_bytes = p->leak_blocks = p->static_bytes = p->static_blocks = 0;
     for (size_t k = 0; k < p->nunits; k++) {
         vt_unit *u = &p->units[k];
         if (p->view_mode == VT_AT_END) {
@@ -1738,9 +1738,16 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
             u->at_count = 0;
         pk_sync(p, u);
         if (u->at_bytes > 0) {
+            p->dev[u->device].at_kind[u->kind] += u->at_bytes;
+            if (u->kind == VT_MEM_DEVICE_STATIC) {
+                /* module globals live as long as their module: by design,
+                 * shown apart and not counted as leaks */
+                p->static_bytes += (uint64_t)u->at_bytes;
+                p->static_blocks += (uint64_t)u->at_count;
+                continue;
+            }
             p->leak_bytes += (uint64_t)u->at_bytes;
             p->leak_blocks += (uint64_t)u->at_count;
-            p->dev[u->device].at_kind[u->kind] += u->at_bytes;
         }
     }
     /* blocks live at the view and never freed afterwards */
@@ -1753,7 +1760,8 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
     }
     for (size_t i = 0; i < p->nvmms; i++) {
         const vt_vmm *v = &p->vmms[i];
-        if (vt_map_get(&p->vmm_handles, v->handle + 1) && v->t <= p->view_t) {
+        const uint64_t *live = vt_map_get(&p->vmm_handles, v->handle + 1);
+        if (live && *live == i + 1 && v->t <= p->view_t) {
             p->units[v->unit].never_bytes += (int64_t)v->size;
             p->units[v->unit].never_count++;
         }
@@ -1767,7 +1775,7 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         return VT_ERR_NOMEM;
     p->nleak = 0;
     for (size_t k = 0; k < p->nunits; k++)
-        if (p->units[k].at_bytes > 0)
+        if (p->units[k].at_bytes > 0 && p->units[k].kind != VT_MEM_DEVICE_STATIC)
             p->leak_order[p->nleak++] = (uint32_t)k;
     g_sort_proc = p;
     qsort(p->leak_order, p->nleak, sizeof(uint32_t), leak_cmp);

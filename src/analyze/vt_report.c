@@ -289,6 +289,9 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
         fprintf(o, "(blocks from libc10_cuda are PyTorch caching-allocator segments: reserved memory, not tensors;"
                    " see the allocator view)\n");
     fprintf(o, "%s in %" PRIu64 " blocks from %zu call sites\n", B(b1, (double)p->leak_bytes), p->leak_blocks, p->nleak);
+    if (p->static_bytes)
+        fprintf(o, "(not counted: module globals, %s in %" PRIu64 " block%s, live as long as their module)\n",
+                B(b1, (double)p->static_bytes), p->static_blocks, p->static_blocks == 1 ? "" : "s");
     for (size_t i = 0; i < p->nleak && i < a->cfg.top; i++) {
         const vt_unit *u = &p->units[p->leak_order[i]];
         fprintf(o, "#%zu ", i + 1);
@@ -562,7 +565,8 @@ static size_t merged_rows(vt_analysis *a, int which, vt_mrow **out)
         vt_proc *p = a->procs[i];
         for (size_t k = 0; k < p->nunits; k++) {
             vt_unit *u = &p->units[k];
-            int64_t b = which == 0 ? u->at_bytes : which == 1 ? (resident(u->kind) ? u->pk_bytes : 0)
+            int64_t b = which == 0 ? (u->kind == VT_MEM_DEVICE_STATIC ? 0 : u->at_bytes)
+                      : which == 1 ? (resident(u->kind) ? u->pk_bytes : 0)
                                                                : (u->growth_flag ? (int64_t)u->grown : 0);
             int64_t c = which == 0 ? u->at_count : which == 1 ? u->pk_count : u->at_count;
             if (b <= 0)
@@ -804,8 +808,9 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, ",\"view\":{\"mode\":\"%s\",\"time_s\":%.6f,\"description\":", view_mode_name(p->view_mode), rel_s(p, p->view_t));
     vt_json_str(o, view);
     fprintf(o, ",\"exact\":%s}", p->tail_overflow ? "false" : "true");
-    fprintf(o, ",\"leaks\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"sites_total\":%zu,\"sites\":[", p->leak_bytes,
-            p->leak_blocks, p->nleak);
+    fprintf(o, ",\"leaks\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"module_globals_bytes\":%" PRIu64
+               ",\"module_globals_blocks\":%" PRIu64 ",\"sites_total\":%zu,\"sites\":[",
+            p->leak_bytes, p->leak_blocks, p->static_bytes, p->static_blocks, p->nleak);
     for (size_t i = 0; i < p->nleak && i < a->cfg.top; i++) {
         const vt_unit *u = &p->units[p->leak_order[i]];
         if (i)
