@@ -181,7 +181,7 @@ static int generate(const char *path, uint64_t nevents)
             }
             live[nlive].addr = addr;
             live[nlive++].cls = c;
-            const bstack *b = &stacks[(i / 3) % 200 + (rnd() % 16 == 0 ? 200 + rnd() % (NSTACK - 200) : 0)];
+            const bstack *b = &stacks[rnd() % 16 == 0 ? 200 + rnd() % (NSTACK - 200) : (i / 3) % 200];
             host += 1000 + rnd() % 29000;
             corr += 1 + rnd() % 3;
             e.type = VT_EV_ALLOC;

@@ -51,8 +51,8 @@ typedef struct arena_blk {
 /* Dense id -> slot tables.  Every slot starts with its uint32 id (0 = empty). */
 typedef struct {
     uint8_t *v;
-    uint32_t cap; /* slots */
-    uint32_t hi;  /* largest id defined */
+    uint32_t cap;   /* slots */
+    uint32_t count; /* ids defined */
 } vt_table;
 
 typedef struct { uint32_t id, len; const char *s; } str_slot;
@@ -97,7 +97,7 @@ struct vt_reader {
     int have_seq;
     /* tables */
     arena_blk *arena;
-    uint64_t arena_bytes;
+    uint64_t arena_bytes; /* strings, names, paths, and the tables' arrays */
     vt_table strings, frames, stacks, threads, modules, launches;
     uint32_t *stack_frames;
     uint32_t sf_len, sf_cap;
@@ -274,8 +274,11 @@ static void *tab_put(vt_reader *r, vt_table *t, uint32_t id, size_t esz, const c
         return NULL;
     }
     if (id >= t->cap) {
-        if (id >= MAX_TABLE_IDS || id - t->hi > VT_READER_ID_SLACK) {
-            why(r, "%s id %u is too far beyond the largest so far (%u)", what, id, t->hi);
+        /* Ids come in order of first use; gaps only where frames were lost.
+         * So a table never grows past twice what was defined plus a slack,
+         * whatever ids a damaged or hostile stream names. */
+        if (id >= MAX_TABLE_IDS || id > 2ull * t->count + VT_READER_ID_SLACK) {
+            why(r, "%s id %u is too far beyond the %u defined so far", what, id, t->count);
             return NULL;
         }
         uint64_t ncap = t->cap ? (uint64_t)t->cap * 2 : 1024;
@@ -283,6 +286,12 @@ static void *tab_put(vt_reader *r, vt_table *t, uint32_t id, size_t esz, const c
             ncap *= 2;
         if (ncap > MAX_TABLE_IDS)
             ncap = MAX_TABLE_IDS;
+        uint64_t grow = (ncap - t->cap) * esz;
+        if (r->arena_bytes + grow > VT_READER_MAX_TABLE_BYTES) {
+            why(r, "%s table would exceed the %llu-byte limit of the tables", what,
+                (unsigned long long)VT_READER_MAX_TABLE_BYTES);
+            return NULL;
+        }
         uint8_t *nv = realloc(t->v, (size_t)ncap * esz);
         if (!nv) {
             why(r, "out of memory for %s table", what);
@@ -291,14 +300,14 @@ static void *tab_put(vt_reader *r, vt_table *t, uint32_t id, size_t esz, const c
         memset(nv + (size_t)t->cap * esz, 0, (size_t)(ncap - t->cap) * esz);
         t->v = nv;
         t->cap = (uint32_t)ncap;
+        r->arena_bytes += grow;
     }
     uint8_t *s = t->v + (size_t)id * esz;
     if (*(uint32_t *)s == id) {
         *dup = 1;
         return s;
     }
-    if (id > t->hi)
-        t->hi = id;
+    t->count++;
     return s;
 }
 
@@ -1031,11 +1040,6 @@ static int dec_header(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_ev_
         *(p) = zero_;                                                         \
     } while (0)
 
-static int def_failed(vt_reader *r, const char *what)
-{
-    (void)what;
-    return VT_ERR_CORRUPT; /* why already set by tab_put / arena */
-}
 
 /* Decode one Record [p, end) into *ev.  Returns 1 (event), 0 (record
  * skipped: unknown body), VT_ERR_CORRUPT (r->why says why), VT_ERR_VERSION
@@ -1340,7 +1344,7 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
             break;
         str_slot *slot = tab_put(r, &r->strings, id, sizeof(str_slot), "String", &dup);
         if (!slot)
-            return def_failed(r, "String");
+            return VT_ERR_CORRUPT; /* why set by tab_put */
         if (!dup) {
             const char *d = arena_str(r, s, len);
             if (!d)
@@ -1366,7 +1370,7 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
             break;
         vt_ev_frame *slot = tab_put(r, &r->frames, f.id, sizeof(vt_ev_frame), "Frame", &dup);
         if (!slot)
-            return def_failed(r, "Frame");
+            return VT_ERR_CORRUPT; /* why set by tab_put */
         if (!dup)
             *slot = f;
         ev->u.frame = f;
@@ -1384,7 +1388,7 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
         int dup;
         stack_slot *slot = tab_put(r, &r->stacks, a->id, sizeof(stack_slot), "Stack", &dup);
         if (!slot)
-            return def_failed(r, "Stack");
+            return VT_ERR_CORRUPT; /* why set by tab_put */
         if (dup)
             break;
         uint64_t depth = a->nframes;
@@ -1408,6 +1412,9 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
             uint64_t cap = r->sf_cap ? r->sf_cap : 4096;
             while (cap < (uint64_t)r->sf_len + a->nframes)
                 cap *= 2;
+            if (r->arena_bytes + (cap - r->sf_cap) * sizeof(uint32_t) > VT_READER_MAX_TABLE_BYTES)
+                return why(r, "stacks exceed the table limit");
+            r->arena_bytes += (cap - r->sf_cap) * sizeof(uint32_t);
             uint32_t *nf = realloc(r->stack_frames, cap * sizeof(uint32_t));
             if (!nf)
                 return VT_ERR_NOMEM;
@@ -1434,7 +1441,7 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
             break;
         vt_ev_thread *slot = tab_put(r, &r->threads, t.id, sizeof(vt_ev_thread), "Thread", &dup);
         if (!slot)
-            return def_failed(r, "Thread");
+            return VT_ERR_CORRUPT; /* why set by tab_put */
         if (!dup) {
             t.name = arena_str(r, nm, nl);
             if (!t.name)
@@ -1457,7 +1464,7 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
             break;
         vt_ev_module *slot = tab_put(r, &r->modules, m.id, sizeof(vt_ev_module), "Module", &dup);
         if (!slot)
-            return def_failed(r, "Module");
+            return VT_ERR_CORRUPT; /* why set by tab_put */
         m.build_id_len = (uint32_t)mr.build_id_len;
         if (!dup) {
             m.path = arena_str(r, mr.path, mr.path_len);
@@ -1482,7 +1489,7 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
             break;
         launch_slot *slot = tab_put(r, &r->launches, l.id, sizeof(launch_slot), "Launch", &dup);
         if (!slot)
-            return def_failed(r, "Launch");
+            return VT_ERR_CORRUPT; /* why set by tab_put */
         if (!dup) {
             slot->l = l;
             slot->name = str_get(r, l.name);

@@ -6,8 +6,9 @@
  * (capped at VT_READER_MAX_RECORD) and the interning tables (strings,
  * frames, stacks, threads, modules, launches, devices), which grow with the
  * number of unique definitions, never with the event count, and are capped
- * too (an id may not run more than VT_READER_ID_SLACK past the largest one
- * seen; VT_READER_MAX_TABLE_BYTES of strings).  Never trusts lengths: every
+ * too: an id may not exceed twice the number of ids of its kind defined so
+ * far plus VT_READER_ID_SLACK (ids come in order of first use), and all
+ * tables together hold at most VT_READER_MAX_TABLE_BYTES.  Never trusts lengths: every
  * allocation is capped.  Records are decoded by a hand-written protobuf
  * decoder (no allocation per record); fields unknown to this version are
  * skipped and counted, and so are records with an unknown body.
