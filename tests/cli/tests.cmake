@@ -19,3 +19,13 @@ vt_dump_golden(dump-damaged.txt 1 dump reader-sample-damaged.zst)
 add_test(NAME cli.dump.errors
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dump_errors.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA})
 set_tests_properties(cli.dump.errors PROPERTIES LABELS "cli")
+
+# Real traces recorded on the GPU machine (tests/data/gpu-*.zst, committed by
+# the inject tests), when present: dump must read them exactly as before.
+if(EXISTS ${VT_TEST_DATA}/gpu-alloc-vmm.zst)
+  vt_dump_golden(dump-gpu-alloc-vmm.txt 0 dump --stacks gpu-alloc-vmm.zst)
+  vt_dump_golden(dump-gpu-alloc-vmm.jsonl 0 dump --json --stacks gpu-alloc-vmm.zst)
+endif()
+if(EXISTS ${VT_TEST_DATA}/gpu-crash-kill.zst)
+  vt_dump_golden(dump-gpu-crash-kill.txt 1 dump --no-defs gpu-crash-kill.zst)
+endif()
