@@ -264,7 +264,10 @@ typedef struct {
     vt_map unitmap;
     uint32_t *stack_unit; size_t nstack_unit; /* stack id -> last unit + 1 (cache) */
     uint32_t *lstat_by_launch; size_t nlstat_by_launch; /* launch id -> lstats index + 1 */
-    vt_blockmap blocks;
+    vt_blockmap blocks;   /* young blocks (see vt_replay.c) */
+    vt_blockmap old;      /* old blocks */
+    uint64_t *old_filter; /* bit filter of the old blocks' addresses */
+    uint64_t filter_sets;
     vt_map vmm_handles;   /* handle -> index+1 into vmms */
     vt_vmm *vmms; size_t nvmms, capvmms; uint32_t *vmm_free; size_t nvmm_free, capvmm_free;
     vt_map vmm_maps;      /* address -> handle */

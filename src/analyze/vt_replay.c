@@ -210,6 +210,103 @@ static void blocks_remove(vt_blockmap *b, vt_block *s)
     b->len--;
 }
 
+/* Young and old blocks.  New blocks go to a small table that stays in
+ * cache (VT_YOUNG_CAP slots); when it is half full, its blocks move to the
+ * growable old table, whose addresses are also set in a bit filter.  Most
+ * frees are of recent blocks and touch only the young table; an address
+ * not in the young one is looked up in the old one only when the filter
+ * says it may be there (so a large set of long-lived blocks, e.g. a leak,
+ * no longer costs a cache miss per event). */
+#define VT_YOUNG_CAP (1u << 15)
+#define VT_FILTER_BITS 22
+
+static inline uint64_t filt_bit(uint64_t addr)
+{
+    return (addr * 0xD6E8FEB86659FD93ull) >> (64 - VT_FILTER_BITS);
+}
+
+static inline int filt_maybe(const vt_proc *p, uint64_t addr)
+{
+    if (!p->old_filter)
+        return 0;
+    uint64_t b = filt_bit(addr);
+    return (p->old_filter[b >> 6] >> (b & 63)) & 1;
+}
+
+static int filt_rebuild(vt_proc *p)
+{
+    if (!p->old_filter) {
+        p->old_filter = calloc((1u << VT_FILTER_BITS) / 64, sizeof(uint64_t));
+        if (!p->old_filter)
+            return VT_ERR_NOMEM;
+    } else {
+        memset(p->old_filter, 0, (1u << VT_FILTER_BITS) / 8);
+    }
+    for (size_t i = 0; i < p->old.cap; i++)
+        if (p->old.slots[i].addr) {
+            uint64_t b = filt_bit(p->old.slots[i].addr);
+            p->old_filter[b >> 6] |= 1ull << (b & 63);
+        }
+    p->filter_sets = p->old.len;
+    return 0;
+}
+
+/* move every young block to the old table */
+static int blocks_migrate(vt_proc *p)
+{
+    for (size_t i = 0; i < p->blocks.cap; i++) {
+        vt_block *y = &p->blocks.slots[i];
+        if (!y->addr)
+            continue;
+        vt_block *o = blocks_probe(&p->old, y->addr);
+        if (!o)
+            return VT_ERR_NOMEM;
+        if (!o->addr)
+            p->old.len++;
+        *o = *y;
+        p->filter_sets++;
+        if (p->old_filter) {
+            uint64_t b = filt_bit(y->addr);
+            p->old_filter[b >> 6] |= 1ull << (b & 63);
+        }
+    }
+    memset(p->blocks.slots, 0, p->blocks.cap * sizeof(vt_block));
+    p->blocks.len = 0;
+    /* rebuild when many filter bits belong to blocks freed since */
+    if (!p->old_filter || p->filter_sets > 2 * p->old.len + 4096)
+        return filt_rebuild(p);
+    return 0;
+}
+
+/* slot of addr in the young table (existing block or the empty slot) */
+static vt_block *young_probe(vt_proc *p, uint64_t addr)
+{
+    if ((p->blocks.len + 1) * 2 > p->blocks.cap) {
+        if (p->blocks.cap < VT_YOUNG_CAP) {
+            if (blocks_grow(&p->blocks))
+                return NULL;
+        } else if (blocks_migrate(p)) {
+            return NULL;
+        }
+    }
+    return blocks_probe(&p->blocks, addr);
+}
+
+/* a live block at addr in either table, and which table holds it */
+static vt_block *blocks_lookup(vt_proc *p, uint64_t addr, vt_blockmap **table)
+{
+    vt_block *b = blocks_find(&p->blocks, addr);
+    if (b) {
+        *table = &p->blocks;
+        return b;
+    }
+    if (filt_maybe(p, addr) && (b = blocks_find(&p->old, addr))) {
+        *table = &p->old;
+        return b;
+    }
+    return NULL;
+}
+
 /* ----------------------------------------------------------- processes */
 
 static char *xstrdup(const char *s)
@@ -262,6 +359,8 @@ void vt_proc_free(vt_proc *p)
     free(p->units);
     vt_map_free(&p->unitmap);
     free(p->blocks.slots);
+    free(p->old.slots);
+    free(p->old_filter);
     free(p->stack_unit);
     free(p->lstat_by_launch);
     vt_map_free(&p->vmm_handles);
@@ -717,11 +816,23 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
         p->zero_frees++;
         return 0;
     }
-    vt_block *b = blocks_probe(&p->blocks, e->address);
+    vt_block *b = young_probe(p, e->address);
     if (!b)
         return VT_ERR_NOMEM;
+    if (!b->addr && filt_maybe(p, e->address)) {
+        vt_block *ob = blocks_find(&p->old, e->address);
+        if (ob) { /* an old block's free was not seen: drop it here */
+            p->overlap_allocs++;
+            uint32_t old = ob->unit;
+            uint64_t sz = ob->size, ta = ob->t;
+            blocks_remove(&p->old, ob);
+            int rc = account_free(a, p, old, sz, ta, t);
+            if (rc)
+                return rc;
+        }
+    }
     if (b->addr) {
-        /* the old block's free was not seen: drop it here */
+        /* the young block's free was not seen: drop it here */
         p->overlap_allocs++;
         uint32_t old = b->unit;
         uint64_t sz = b->size, ta = b->t;
@@ -751,7 +862,8 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
 
 static int on_free(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
 {
-    vt_block *b = e->address ? blocks_find(&p->blocks, e->address) : NULL;
+    vt_blockmap *table = NULL;
+    vt_block *b = e->address ? blocks_lookup(p, e->address, &table) : NULL;
     if (!b) {
         if (!e->address)
             p->zero_frees++;
@@ -763,7 +875,7 @@ static int on_free(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
     }
     uint32_t ui = b->unit;
     uint64_t sz = b->size, ta = b->t;
-    blocks_remove(&p->blocks, b);
+    blocks_remove(table, b);
     freed_mark(p, e->address);
     return account_free(a, p, ui, sz, ta, t);
 }
@@ -1751,11 +1863,14 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         }
     }
     /* blocks live at the view and never freed afterwards */
-    for (size_t i = 0; i < p->blocks.cap; i++) {
-        const vt_block *b = &p->blocks.slots[i];
-        if (b->addr && b->t <= p->view_t) {
-            p->units[b->unit].never_bytes += (int64_t)b->size;
-            p->units[b->unit].never_count++;
+    for (int w = 0; w < 2; w++) {
+        const vt_blockmap *tb = w ? &p->old : &p->blocks;
+        for (size_t i = 0; i < tb->cap; i++) {
+            const vt_block *b = &tb->slots[i];
+            if (b->addr && b->t <= p->view_t) {
+                p->units[b->unit].never_bytes += (int64_t)b->size;
+                p->units[b->unit].never_count++;
+            }
         }
     }
     for (size_t i = 0; i < p->nvmms; i++) {

@@ -215,17 +215,18 @@ static void test_map_random(void **state)
     vt_map_free(&m);
 }
 
-/* random allocs/frees over a recycled address set vs a reference */
+/* random allocs/frees over a recycled address set vs a reference; the
+ * live set (~30 k) exceeds the young table, so blocks move to the old one */
 static void test_blocks_random(void **state)
 {
     (void)state;
-    enum { NA = 3000 };
+    enum { NA = 60000 };
     static uint64_t size[NA];
     vt_analysis *a = new_analysis(VT_AT_END, 0, NULL, 0);
     def_stack(a, 1, "f", 1);
     srand(11);
     uint64_t live = 0, t = 1;
-    for (int i = 0; i < 100000; i++, t++) {
+    for (int i = 0; i < 400000; i++, t++) {
         int k = rand() % NA;
         uint64_t addr = 0x100000 + (uint64_t)k * 512;
         if (size[k]) {
@@ -239,10 +240,36 @@ static void test_blocks_random(void **state)
         }
     }
     vt_proc *p = a->procs[0];
+    assert_true(p->old.len > 0);
     assert_int_equal(p->unknown_frees + p->double_frees + p->overlap_allocs, 0);
+    assert_int_equal(p->blocks.len + p->old.len, (size_t)unit_of(a, 1)->live_count);
+    /* an allocation over a live block (its free lost), wherever it lives */
+    int n_over = 0;
+    for (int k = 0; k < NA && n_over < 50; k++)
+        if (size[k]) {
+            uint64_t addr = 0x100000 + (uint64_t)k * 512;
+            alloc(a, t++, addr, 7, 1);
+            live = live - size[k] + 7;
+            size[k] = 7;
+            n_over++;
+        }
+    assert_int_equal(p->overlap_allocs, 50);
+    /* double frees are found wherever the block lived */
+    int n_double = 0;
+    for (int k = NA - 1; k >= 0 && n_double < 20; k--)
+        if (size[k]) {
+            uint64_t addr = 0x100000 + (uint64_t)k * 512;
+            dofree(a, t++, addr);
+            dofree(a, t++, addr);
+            live -= size[k];
+            size[k] = 0;
+            n_double++;
+        }
+    assert_int_equal(p->double_frees, 20);
     assert_int_equal(vt_analysis_finish(a), 0);
     assert_int_equal(vt_analysis_leaked_bytes(a), live);
     assert_int_equal(p->dev[0].live[VT_MEM_DEVICE], (int64_t)live);
+    assert_int_equal(unit_of(a, 1)->never_bytes, (int64_t)live);
     vt_analysis_free(a);
 }
 
