@@ -1216,7 +1216,7 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
 
     if (r->need_sync && body != VT_EV_SYNC)
         return why(r, "zstd frame does not start with a Sync record");
-    if (!r->any_record && r->frame_start == 0 && r->st.resyncs == 0 && body != VT_EV_HEADER) {
+    if (!r->any_record && r->st.resyncs == 0 && body != VT_EV_HEADER) {
         snprintf(r->why, sizeof(r->why), "not a vramtrace trace: the first record is not a header (%s)",
                  body ? vt_evtype_name((vt_evtype)body) : "no body");
         return VT_ERR_VERSION;

@@ -867,6 +867,40 @@ static void test_resume_needs_sync(void **state)
     vt_tenc_free(e);
 }
 
+/* zstd skippable frames (e.g. a container's metadata) are passed over,
+ * before the first frame too; the header is still required first. */
+static void test_skippable_frames(void **state)
+{
+    (void)state;
+    static const uint8_t skip[] = {0x50, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 'a', 'b', 'c'};
+    for (int bad = 0; bad <= 1; bad++) {
+        vt_tenc *e = vt_tenc_new(1);
+        vt_tenc_file_bytes(e, skip, sizeof(skip));
+        if (!bad)
+            vt_tenc_header(e, VT_FORMAT_MAGIC, VT_FORMAT_VERSION);
+        vt_tenc_sync(e, 0, 10, 10);
+        add_alloc(e, 1, 1, 1);
+        vt_tenc_end_frame(e);
+        vt_tenc_file_bytes(e, skip, sizeof(skip));
+        vt_tenc_sync(e, 1, 20, 20);
+        vt_tenc_end(e, 1);
+        vt_tenc_end_frame(e);
+        size_t size, n;
+        const uint8_t *d = vt_tenc_data(e, &size);
+        vt_reader *r;
+        int rc = read_all(d, size, &n, &r);
+        if (!bad) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(n, 5);
+        } else {
+            assert_int_equal(rc, VT_ERR_VERSION);
+            assert_contains(vt_reader_errmsg(r), "first record is not a header");
+        }
+        vt_reader_free(r);
+        vt_tenc_free(e);
+    }
+}
+
 /* ---- tables -------------------------------------------------------------- */
 
 static void test_tables_and_stacks(void **state)
@@ -1086,6 +1120,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_hostile_records),
         cmocka_unit_test(test_record_crossing_frames),
         cmocka_unit_test(test_resume_needs_sync),
+        cmocka_unit_test(test_skippable_frames),
         cmocka_unit_test(test_tables_and_stacks),
         cmocka_unit_test(test_large_file),
         cmocka_unit_test(test_open_errors),
