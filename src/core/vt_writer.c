@@ -773,7 +773,13 @@ static inline int64_t vt_d_corr(vt_writer *w, uint64_t c)
     rec.body_case = VRAMTRACE__RECORD__BODY_##CASE;                                                      \
     rec.field = &(msg)
 
-/* ------------------------------------------------------------ interning */
+/* ------------------------------------------------------------ interning
+ *
+ * Every intern function writes the definition first and only then takes
+ * the id and registers the key: if writing fails (or, in a signal handler,
+ * needs memory) no id is consumed and nothing refers to an undefined id;
+ * if only the registration fails, the next use defines the key again under
+ * a new id (harmless). */
 
 static int vt_in_str(vt_writer *w, const char *s, size_t len, uint32_t *id)
 {
@@ -787,18 +793,19 @@ static int vt_in_str(vt_writer *w, const char *s, size_t len, uint32_t *id)
         return 0;
     }
     uint32_t nid = w->n_string + 1;
-    int rc = vt_imap_insert(&w->strings, s, (uint32_t)len, h, nid, !w->no_alloc);
-    if (rc)
-        return rc;
-    w->n_string = nid;
     Vramtrace__String m = VRAMTRACE__STRING__INIT;
     m.id = nid;
     /* protobuf-c packs strings with strlen(): embedded NULs cannot occur,
      * producers pass C strings */
     m.value = (char *)s;
     VT_REC(r, string, STRING, m);
+    int rc = vt_enc_put(w, &r);
+    if (rc)
+        return rc;
+    w->n_string = nid;
+    vt_imap_insert(&w->strings, s, (uint32_t)len, h, nid, !w->no_alloc);
     *id = nid;
-    return vt_enc_put(w, &r);
+    return 0;
 }
 
 static inline int vt_in_cstr(vt_writer *w, const char *s, uint32_t *id)
@@ -850,12 +857,6 @@ static int vt_in_thread(vt_writer *w, uint32_t tid, const char *name, uint32_t *
         return 0;
     }
     uint32_t tidn = v ? (uint32_t)v : w->n_thread + 1;
-    if (!v) {
-        int rc = vt_umap_put(&w->threads, tid, tidn, !w->no_alloc);
-        if (rc)
-            return rc;
-        w->n_thread = tidn;
-    }
     char comm[64];
     if (!name) {
         vt_thread_comm(tid, comm, sizeof(comm));
@@ -866,8 +867,15 @@ static int vt_in_thread(vt_writer *w, uint32_t tid, const char *name, uint32_t *
     m.tid = tid;
     m.name = (char *)name;
     VT_REC(r, thread, THREAD, m);
+    int rc = vt_enc_put(w, &r);
+    if (rc)
+        return rc;
+    if (!v) {
+        w->n_thread = tidn;
+        vt_umap_put(&w->threads, tid, tidn, !w->no_alloc);
+    }
     *id = tidn;
-    return vt_enc_put(w, &r);
+    return 0;
 }
 
 static uint32_t vt_mod_lookup(const vt_writer *w, uint64_t ip)
@@ -897,7 +905,20 @@ static int vt_in_module(vt_writer *w, const vt_ev_module *m)
         w->mods = nm;
         w->cap_mods = nc;
     }
-    uint32_t id = ++w->n_module;
+    uint32_t id = w->n_module + 1;
+    Vramtrace__Module pm = VRAMTRACE__MODULE__INIT;
+    pm.id = id;
+    pm.path = (char *)(m->path ? m->path : "");
+    pm.load_bias = m->load_bias;
+    pm.start = m->start;
+    pm.end = m->end;
+    pm.build_id.data = (uint8_t *)m->build_id;
+    pm.build_id.len = m->build_id ? m->build_id_len : 0;
+    VT_REC(r, module, MODULE, pm);
+    int rc = vt_enc_put(w, &r);
+    if (rc)
+        return rc;
+    w->n_module = id;
     vt_imap_clear(&w->rawstacks, !w->no_alloc); /* native frames may map to it now */
     /* a new mapping replaces the ranges it overlaps (dlclose + dlopen) */
     size_t k = 0;
@@ -913,16 +934,7 @@ static int vt_in_module(vt_writer *w, const vt_ev_module *m)
         w->mods[pos] = (vt_modrange){m->start, m->end, id};
         w->n_mods++;
     }
-    Vramtrace__Module pm = VRAMTRACE__MODULE__INIT;
-    pm.id = id;
-    pm.path = (char *)(m->path ? m->path : "");
-    pm.load_bias = m->load_bias;
-    pm.start = m->start;
-    pm.end = m->end;
-    pm.build_id.data = (uint8_t *)m->build_id;
-    pm.build_id.len = m->build_id ? m->build_id_len : 0;
-    VT_REC(r, module, MODULE, pm);
-    return vt_enc_put(w, &r);
+    return 0;
 }
 
 static int vt_in_code(vt_writer *w, const vt_code_payload *c)
@@ -969,10 +981,6 @@ static int vt_in_frame(vt_writer *w, const vt_frame *f, uint32_t *id)
         return 0;
     }
     uint32_t nid = w->n_frame + 1;
-    int rc = vt_imap_insert(&w->frames, key, sizeof(key), h, nid, !w->no_alloc);
-    if (rc)
-        return rc;
-    w->n_frame = nid;
     Vramtrace__Frame m = VRAMTRACE__FRAME__INIT;
     m.id = nid;
     if (key[0]) {
@@ -985,8 +993,13 @@ static int vt_in_frame(vt_writer *w, const vt_frame *f, uint32_t *id)
         m.module = key[3];
     }
     VT_REC(r, frame, FRAME, m);
+    int rc = vt_enc_put(w, &r);
+    if (rc)
+        return rc;
+    w->n_frame = nid;
+    vt_imap_insert(&w->frames, key, sizeof(key), h, nid, !w->no_alloc);
     *id = nid;
-    return vt_enc_put(w, &r);
+    return 0;
 }
 
 /* Intern the `len` outermost frames of ids[0..n) (innermost first) as a
@@ -1009,18 +1022,19 @@ static int vt_in_suffix(vt_writer *w, const uint32_t *ids, uint32_t n, uint32_t 
             return rc;
     }
     uint32_t nid = w->n_stack + 1;
-    int rc = vt_imap_insert(&w->stacks, key, len * 4, h, nid, !w->no_alloc);
-    if (rc)
-        return rc;
-    w->n_stack = nid;
     Vramtrace__Stack m = VRAMTRACE__STACK__INIT;
     m.id = nid;
     m.n_frame = len - p;
     m.frame = (uint32_t *)key;
     m.parent = parent;
     VT_REC(r, stack, STACK, m);
+    int rc = vt_enc_put(w, &r);
+    if (rc)
+        return rc;
+    w->n_stack = nid;
+    vt_imap_insert(&w->stacks, key, len * 4, h, nid, !w->no_alloc);
     *id = nid;
-    return vt_enc_put(w, &r);
+    return 0;
 }
 
 /* `s->frames` points at `nwords` packed words (see vt_frame_short). */
@@ -1071,10 +1085,6 @@ static int vt_in_launch(vt_writer *w, const vt_ev_kernel *k, uint32_t *id)
         return 0;
     }
     uint32_t nid = w->n_launch + 1;
-    rc = vt_imap_insert(&w->launches, key, sizeof(key), h, nid, !w->no_alloc);
-    if (rc)
-        return rc;
-    w->n_launch = nid;
     Vramtrace__Launch m = VRAMTRACE__LAUNCH__INIT;
     m.id = nid;
     m.name = name;
@@ -1089,8 +1099,13 @@ static int vt_in_launch(vt_writer *w, const vt_ev_kernel *k, uint32_t *id)
     m.shared_memory = k->shared_memory;
     m.graph = k->graph != 0;
     VT_REC(r, launch, LAUNCH, m);
+    rc = vt_enc_put(w, &r);
+    if (rc)
+        return rc;
+    w->n_launch = nid;
+    vt_imap_insert(&w->launches, key, sizeof(key), h, nid, !w->no_alloc);
     *id = nid;
-    return vt_enc_put(w, &r);
+    return 0;
 }
 
 /* ------------------------------------------------------ entry -> record */

@@ -329,14 +329,16 @@ static void pipe_abort_handler(int sig)
 static void test_emergency_flush_writer_blocked(void **state)
 {
     (void)state;
-    int data[2], status[2];
+    int data[2], status[2], ready[2];
     assert_int_equal(pipe(data), 0);
     assert_int_equal(pipe(status), 0);
+    assert_int_equal(pipe(ready), 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(data[0]);
         close(status[0]);
+        close(ready[0]);
         dup2(status[1], 3);
         vt_writer_config cfg;
         vt_writer_config_default(&cfg);
@@ -363,12 +365,18 @@ static void test_emergency_flush_writer_blocked(void **state)
                 _exit(4);
         }
         usleep(200 * 1000); /* the writer fills the pipe and blocks */
+        ssize_t k = write(ready[1], "R", 1);
+        (void)k;
         raise(SIGABRT);
         _exit(5);
     }
     close(data[1]);
     close(status[1]);
-    usleep(300 * 1000); /* the child is in its handler, waiting */
+    close(ready[1]);
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1); /* the child raises now */
+    close(ready[0]);
+    usleep(200 * 1000); /* the child is in its handler, waiting (up to 1 s) */
     size_t cap = 1 << 20, n = 0;
     unsigned char *buf = malloc(cap);
     for (;;) {
