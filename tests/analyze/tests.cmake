@@ -38,10 +38,10 @@ vt_analyze_golden(diff_leak.json 0 diff --json leak.zst leak2.zst)
 foreach(m default expandable tensors)
   add_test(NAME analyze.golden.gpu-leaky-${m}.txt
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${CMAKE_CURRENT_LIST_DIR}/data
-            ${CMAKE_CURRENT_LIST_DIR}/golden/gpu-leaky-${m}.txt 0 report --no-symbols --frames 40 gpu-leaky-${m}.zst)
+            ${CMAKE_CURRENT_LIST_DIR}/golden/gpu-leaky-${m}.txt 0 report --no-symbols --top 8 --frames 40 gpu-leaky-${m}.zst)
   add_test(NAME analyze.golden.gpu-leaky-${m}.json
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${CMAKE_CURRENT_LIST_DIR}/data
-            ${CMAKE_CURRENT_LIST_DIR}/golden/gpu-leaky-${m}.json 0 report --no-symbols --json gpu-leaky-${m}.zst)
+            ${CMAKE_CURRENT_LIST_DIR}/golden/gpu-leaky-${m}.json 0 report --no-symbols --top 8 --json gpu-leaky-${m}.zst)
   set_tests_properties(analyze.golden.gpu-leaky-${m}.txt analyze.golden.gpu-leaky-${m}.json
                        PROPERTIES LABELS "analyze;analyze-golden")
 endforeach()
@@ -50,19 +50,31 @@ add_test(NAME analyze.gpu-verdicts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/gpu-ve
                                            ${CMAKE_CURRENT_LIST_DIR}/data)
 set_tests_properties(analyze.gpu-verdicts PROPERTIES LABELS "analyze")
 
-# Real traces recorded on the GPU machine (tests/data/gpu-*.zst), when present.
+# Real traces recorded on the GPU machine by the injection tests
+# (tests/data/gpu-*.zst): a golden report for each one that has a golden
+# file (scripts/update-golden.sh writes them; a new fixture needs
+# `touch tests/analyze/golden/NAME.txt NAME.json` first).  A trace cut by
+# SIGKILL is reported, then the read error exits 1.
+set(VT_GPU_FIXTURE_RC_gpu-crash-kill 1)
 file(GLOB VT_GPU_FIXTURES ${VT_TEST_DATA}/gpu-*.zst)
 foreach(f ${VT_GPU_FIXTURES})
   get_filename_component(n ${f} NAME_WE)
-  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/golden/${n}.txt)
-    add_test(NAME analyze.golden.${n}.txt
-      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
-              ${CMAKE_CURRENT_LIST_DIR}/golden/${n}.txt 0 report --no-symbols ${n}.zst)
-    add_test(NAME analyze.golden.${n}.json
-      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
-              ${CMAKE_CURRENT_LIST_DIR}/golden/${n}.json 0 report --no-symbols --json ${n}.zst)
-    set_tests_properties(analyze.golden.${n}.txt analyze.golden.${n}.json PROPERTIES LABELS "analyze;analyze-golden")
+  set(rc 0)
+  if(DEFINED VT_GPU_FIXTURE_RC_${n})
+    set(rc ${VT_GPU_FIXTURE_RC_${n}})
   endif()
+  foreach(fmt txt json)
+    if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/golden/${n}.${fmt})
+      set(extra "")
+      if(fmt STREQUAL "json")
+        set(extra "--json")
+      endif()
+      add_test(NAME analyze.golden.${n}.${fmt}
+        COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
+                ${CMAKE_CURRENT_LIST_DIR}/golden/${n}.${fmt} ${rc} report --no-symbols --top 5 ${extra} ${n}.zst)
+      set_tests_properties(analyze.golden.${n}.${fmt} PROPERTIES LABELS "analyze;analyze-golden")
+    endif()
+  endforeach()
 endforeach()
 
 add_test(NAME analyze.cli COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/cli.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES}
