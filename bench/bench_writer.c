@@ -4,7 +4,7 @@
  * simulated training loop (kernel-only, alloc/free-only and mixed).
  * Not a test: prints a report; results go to BENCHMARKS.md (## writer).
  *
- *   bench_writer [--steps N] [--dir DIR] [--level L] [--jitter PCT] [--paced MS] [--keep]
+ *   bench_writer [--steps N] [--dir DIR] [--level L] [--jitter PCT] [--paced MS] [--producer-only] [--keep]
  *
  * Writes its trace files in DIR (default /tmp) and removes them. */
 #define _GNU_SOURCE
@@ -51,6 +51,7 @@ static double rnd_norm(void)
 static const char *g_dir = "/tmp";
 static int g_level = 3;
 static int g_keep = 0;
+static int g_producer_only = 0; /* --producer-only: skip the size runs */
 static int g_paced_ms = 0; /* --paced MS: sleep between steps (flushes every flush_ms/4 in between) */
 static double g_jitter = 0.01; /* --jitter: kernel duration sd, fraction of the mean */ /* --keep: leave the size-run trace files */
 
@@ -397,6 +398,8 @@ int main(int argc, char **argv)
             g_dir = argv[++i];
         else if (!strcmp(argv[i], "--jitter") && i + 1 < argc)
             g_jitter = atof(argv[++i]) / 100.0;
+        else if (!strcmp(argv[i], "--producer-only"))
+            g_producer_only = 1;
         else if (!strcmp(argv[i], "--paced") && i + 1 < argc)
             g_paced_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--keep"))
@@ -404,7 +407,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--level") && i + 1 < argc)
             g_level = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--steps N] [--dir DIR] [--level L] [--jitter PCT] [--paced MS] [--keep]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--steps N] [--dir DIR] [--level L] [--jitter PCT] [--paced MS] [--producer-only] [--keep]\n", argv[0]);
             return 2;
         }
     }
@@ -433,6 +436,8 @@ int main(int argc, char **argv)
                    kname[k], th, th > 1 ? "s" : " ", c, (unsigned long long)d);
         }
 
+    if (g_producer_only)
+        return 0;
 mixes:;
     struct {
         const char *name;

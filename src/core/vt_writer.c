@@ -415,6 +415,8 @@ static const vt_layout *vt_layout_of(unsigned type)
 /* Frames travel packed in the ring: a native frame without line whose pc
  * has the top bit clear is one word (the pc); any other is two words:
  * (1 << 63 | kind << 32 | line), pc. */
+_Static_assert(sizeof(vt_frame) == 16 && offsetof(vt_frame, kind) == offsetof(vt_frame, line) + 4,
+               "vt_push reads line and kind as one word");
 static inline int vt_frame_short(const vt_frame *f)
 {
     return f->kind == VT_FRAME_NATIVE && !f->line && !(f->pc >> 63);
@@ -460,11 +462,9 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
         if (s->frames && s->nframes) {
             nframes = s->nframes < VT_MAX_STACK ? s->nframes : VT_MAX_STACK;
             frames = s->frames;
-            /* packed: one word per plain native frame, two otherwise */
-            nwords = nframes;
-            for (uint32_t i = 0; i < nframes; i++)
-                nwords += !vt_frame_short(&frames[i]);
-            total += (uint64_t)nwords * 8;
+            /* packed: one word per plain native frame, two otherwise;
+             * reserve the worst case, publish the size actually used */
+            total += (uint64_t)nframes * 16;
         }
     }
     for (int i = 0; i < 2; i++) {
@@ -530,18 +530,24 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
         s->nframes = nframes;
         s->frames = NULL;
         if (nframes) {
-            uint64_t *wd = (uint64_t *)(p + off);
+            uint64_t *wd = (uint64_t *)(p + off), *w0 = wd;
             for (uint32_t i = 0; i < nframes; i++) {
                 const vt_frame *f = &frames[i];
-                if (vt_frame_short(f)) {
-                    *wd++ = f->pc;
+                uint64_t pc = f->pc, line_kind;
+                memcpy(&line_kind, &f->line, sizeof(line_kind)); /* line and kind at once */
+                if (__builtin_expect(!(line_kind | (pc >> 63)), 1)) { /* vt_frame_short() */
+                    *wd++ = pc;
                 } else {
                     *wd++ = (1ull << 63) | ((uint64_t)(f->kind & 0x7fffffffu) << 32) | f->line;
-                    *wd++ = f->pc;
+                    *wd++ = pc;
                 }
             }
+            nwords = (uint32_t)(wd - w0);
             s->frames = (const vt_frame *)(uintptr_t)off;
             e->nwords = nwords;
+            uint64_t unused = (uint64_t)nframes * 16 - (uint64_t)nwords * 8;
+            e->size -= (uint32_t)unused;
+            newhead -= unused;
         }
         if (!s->tid)
             s->tid = e->tid;
