@@ -19,6 +19,10 @@ if [ "${VT_UPDATE_GOLDEN:-0}" = 1 ]; then
     echo "updated $golden"
     exit 0
 fi
+if [ ! -f "$golden" ]; then
+    echo "FAIL: no golden file $golden (scripts/update-golden.sh writes it)"
+    exit 1
+fi
 if ! diff -u "$golden" "$out"; then
     echo "FAIL: output of vramtrace $* differs from $golden (VT_UPDATE_GOLDEN=1 to refresh)"
     exit 1
