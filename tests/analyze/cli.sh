@@ -54,6 +54,18 @@ expect 0 - "$vt" diff "$dir/leak.zst" "$dir/leak2.zst"
 expect 2 "usage" "$vt" diff "$dir/leak.zst"
 expect 1 "missing.zst" "$vt" diff "$dir/leak.zst" "$tmp/missing.zst"
 expect 0 - "$vt" report --help
+# every JSON output parses (strings are valid UTF-8, numbers finite)
+if command -v python3 >/dev/null; then
+    for f in "$dir"/*.zst "$dir"/ranks; do
+        "$vt" report --json "$f" >"$tmp/j.json" 2>/dev/null
+        python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/j.json" ||
+            { echo "FAIL: report --json $f is not valid JSON"; fails=$((fails + 1)); }
+    done
+    "$vt" diff --json "$dir/leak.zst" "$dir/leak2.zst" >"$tmp/j.json"
+    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/j.json" ||
+        { echo "FAIL: diff --json is not valid JSON"; fails=$((fails + 1)); }
+    echo "ok: JSON outputs parse"
+fi
 if [ -n "$corpus" ] && [ -d "$corpus" ]; then
     n=0
     for f in "$corpus"/*; do

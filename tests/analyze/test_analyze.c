@@ -708,6 +708,24 @@ static void test_symbolize(void **state)
     r = vt_symbolizer_lookup(s, o.path, NULL, 0, rel);
     assert_int_equal(r->status, VT_SYM_OK);
     vt_symbolizer_free(s);
+    /* --sysroot: the binary copied under another root */
+    char root[] = "/tmp/vt_sysroot_XXXXXX", dst[8192];
+    static char cmd[32768];
+    assert_non_null(mkdtemp(root));
+    assert_int_equal(vt_symbolizer_create(&s, root), 0);
+    r = vt_symbolizer_lookup(s, o.path, o.bid, o.bid_len, rel);
+    assert_int_equal(r->status, VT_SYM_NOT_FOUND);
+    vt_symbolizer_free(s);
+    snprintf(dst, sizeof(dst), "%s%s", root, o.path);
+    snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\" && cp '%s' '%s'", dst, o.path, dst);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(vt_symbolizer_create(&s, root), 0);
+    r = vt_symbolizer_lookup(s, o.path, o.bid, o.bid_len, rel);
+    assert_int_equal(r->status, VT_SYM_OK);
+    assert_string_equal(r->lines[r->nlines - 1].function, "outer_function");
+    vt_symbolizer_free(s);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
 }
 
 /* end to end: a native stack into this binary, user frame and text */
