@@ -889,6 +889,8 @@ static void test_skippable_frames(void **state)
         const uint8_t *d = vt_tenc_data(e, &size);
         vt_reader *r;
         int rc = read_all(d, size, &n, &r);
+        if (rc != (bad ? VT_ERR_VERSION : 0))
+            fail_msg("bad=%d: rc %d: %s", bad, rc, vt_reader_errmsg(r));
         if (!bad) {
             assert_int_equal(rc, 0);
             assert_int_equal(n, 5);
