@@ -1750,7 +1750,10 @@ static int zstd_go_careful(vt_reader *r)
     const uint8_t *p;
     size_t n;
     uint64_t at = r->frame_start;
-    if (r->careful || in_peek(r, &at, 1, &p, &n) || at != r->frame_start)
+    /* Not for a frame found by scanning that has not shown its Sync yet:
+     * likely garbage, and re-decoding every such candidate would make a
+     * crafted file cost quadratic time. */
+    if (r->careful || r->need_sync || in_peek(r, &at, 1, &p, &n) || at != r->frame_start)
         return -1;
     ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
     r->careful = 1;
