@@ -208,8 +208,21 @@ static void vt_atfork_child(void)
     t_tls.tid = 0;
     for (int i = 0; i < VT_MAX_WRITERS; i++) {
         vt_writer *w = atomic_load(&g_reg[i]);
+        /* closed once: unregistered here, so that a later fork of this
+         * child does not close whatever reuses the fd number */
+        atomic_store(&g_reg[i], NULL);
         if (w && w->fd >= 0)
             close(w->fd);
+    }
+}
+
+/* Take `w` out of the fork registry if it is still there. */
+static void vt_unregister(vt_writer *w)
+{
+    if (w->reg_slot >= 0) {
+        vt_writer *exp = w;
+        atomic_compare_exchange_strong(&g_reg[w->reg_slot], &exp, NULL);
+        w->reg_slot = -1;
     }
 }
 
@@ -1784,8 +1797,7 @@ static void vt_writer_destroy(vt_writer *w)
 {
     if (!w)
         return;
-    if (w->reg_slot >= 0)
-        atomic_store(&g_reg[w->reg_slot], NULL);
+    vt_unregister(w);
     vt_ring *r = atomic_load(&w->rings);
     while (r) {
         vt_ring *next = r->next;
@@ -1944,10 +1956,7 @@ int vt_writer_create(vt_writer **out, const vt_writer_config *cfg_in, const vt_e
     return 0;
 
 fail_close:
-    if (w->reg_slot >= 0) {
-        atomic_store(&g_reg[w->reg_slot], NULL);
-        w->reg_slot = -1;
-    }
+    vt_unregister(w);
     close(w->fd);
 fail_free:
     pthread_mutex_destroy(&w->mu);
@@ -2060,6 +2069,7 @@ int vt_writer_close(vt_writer *w, vt_endreason reason, int sig)
         pthread_join(w->thread, NULL);
         w->thread_started = 0;
     }
+    vt_unregister(w); /* before the fd number can be reused */
     if (w->fd >= 0) {
         close(w->fd);
         w->fd = -1;
@@ -2075,9 +2085,6 @@ void vt_writer_free(vt_writer *w)
     if (vt_forked(w)) {
         /* never join or lock in a fork child: the parent's thread is not
          * here and the mutex may have been copied locked */
-        if (w->reg_slot >= 0)
-            atomic_store(&g_reg[w->reg_slot], NULL);
-        w->reg_slot = -1;
         vt_writer_destroy(w);
         return;
     }

@@ -3,6 +3,7 @@
  * never write into the parent's file; the emergency flush from a signal
  * handler ends the stream with End{SIGNAL}. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -208,6 +209,52 @@ static void test_fork(void **state)
     wt_trace_free(&t);
     unlink(path);
     unlink(cpath);
+}
+
+/* A writer closed in the parent: its fd number is reused by another file;
+ * a fork must not close that file in the child (nor any fd of a writer a
+ * fork child inherited, in a grandchild). */
+static void test_fork_fd_reuse(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "reuse_fd.vt");
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.path = path;
+    vt_writer *w = NULL, *w2 = NULL;
+    assert_int_equal(vt_writer_create(&w, &cfg, NULL), 0);
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    int other = open("/dev/null", O_WRONLY | O_CLOEXEC); /* likely the writer's old number */
+    assert_true(other >= 0);
+    char path2[512];
+    wt_tmp_path(path2, sizeof(path2), "reuse_fd2.vt");
+    cfg.path = path2;
+    assert_int_equal(vt_writer_create(&w2, &cfg, NULL), 0); /* live across the fork */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int bad = fcntl(other, F_GETFD) < 0;
+        /* grandchild: w2's fd was closed in the child already; whatever
+         * the child opens next must survive the next fork */
+        int again = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        pid_t g = fork();
+        if (g == 0)
+            _exit(fcntl(again, F_GETFD) < 0 || fcntl(other, F_GETFD) < 0 ? 1 : 0);
+        int st;
+        waitpid(g, &st, 0);
+        bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+        _exit(bad);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    close(other);
+    vt_writer_free(w);
+    vt_writer_free(w2);
+    unlink(path);
+    unlink(path2);
 }
 
 static vt_writer *g_w;
@@ -419,6 +466,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigkill_recovers_flushed),
         cmocka_unit_test(test_fork),
+        cmocka_unit_test(test_fork_fd_reuse),
         cmocka_unit_test(test_emergency_flush),
         cmocka_unit_test(test_emergency_flush_writer_blocked),
     };
