@@ -8,23 +8,29 @@
  * number of unique definitions, never with the event count, and are capped
  * too: an id may not exceed twice the number of ids of its kind defined so
  * far plus VT_READER_ID_SLACK (ids come in order of first use), and all
- * tables together hold at most VT_READER_MAX_TABLE_BYTES.  Never trusts lengths: every
- * allocation is capped.  Records are decoded by a hand-written protobuf
- * decoder (no allocation per record); fields unknown to this version are
- * skipped and counted, and so are records with an unknown body.
+ * tables together hold at most VT_READER_MAX_TABLE_BYTES.  Never trusts
+ * lengths: every allocation is capped.  Records are decoded by a
+ * hand-written protobuf decoder (no allocation per record); fields unknown
+ * to this version are skipped and counted, and so are records with an
+ * unknown body.
  *
- * Errors carry the file name and the compressed offset:
+ * Errors carry the file name and compressed offsets:
  *   "FILE: truncated at offset N (inside a zstd frame starting at offset M)"
- *   "FILE: corrupt record at offset N (frame starting at offset M, ...): why"
+ *   "FILE: corrupt record at offset N (frame starting at offset M,
+ *          decompressed byte D): why"   N: input consumed when it was met
  *   "FILE: corrupt zstd frame at offset N (frame starting at offset M): why"
+ *                                        N: the byte where zstd failed
+ *   "FILE: not a vramtrace trace ..." / "unsupported format version V ..."
  * A truncated file yields every complete record, then VT_ERR_TRUNCATED.
- * After VT_ERR_CORRUPT (or VT_ERR_TOO_LARGE, a record over the cap) the
- * caller may call vt_reader_next() again: the reader resumes at the next
- * zstd frame that decodes and starts with a Sync (events in between are lost;
- * see vt_reader_stats).  VT_ERR_TRUNCATED, VT_ERR_VERSION (not a trace, bad
- * magic, unknown format version), VT_ERR_IO and VT_ERR_NOMEM are final: every
- * later call returns the same code.  A stream that ends cleanly between
- * frames but without an End record is truncated too (the process died).
+ * Damage yields every record decoded before it (all zstd blocks before the
+ * damaged one), then VT_ERR_CORRUPT (or VT_ERR_TOO_LARGE, a record over the
+ * cap); the caller may call vt_reader_next() again: the reader resumes at
+ * the next zstd frame that decodes and starts with a Sync (the rest of the
+ * damaged frame is lost; see vt_reader_stats).  VT_ERR_TRUNCATED,
+ * VT_ERR_VERSION (not a trace, bad magic, unknown format version, first
+ * record not a header), VT_ERR_IO and VT_ERR_NOMEM are final: every later
+ * call returns the same code.  A stream that ends cleanly between frames but
+ * without an End record is truncated too (the process died).
  * Not thread-safe; one reader per thread.
  */
 #ifndef VT_READER_H
