@@ -1073,22 +1073,51 @@ static inline void kernel_resolve(const vt_reader *r, vt_ev_kernel *k)
  * order, each optional.  Returns 1 if done, 0 to take the generic path
  * (which also reports any error).  Only between records of a frame that
  * is in sync (no header or Sync checks pending). */
+/* A varint with 10 readable bytes at p guaranteed by the caller (p may be
+ * at `end`: the result is then refused). */
+static inline __attribute__((always_inline)) int rd_varint_u(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t b0 = p[0];
+    if (b0 < 0x80) {
+        *out = b0;
+        *pp = p + 1;
+        return p < end ? 0 : -1;
+    }
+    uint64_t b1 = p[1];
+    if (b1 < 0x80) {
+        *out = (b0 & 0x7f) | b1 << 7;
+        *pp = p + 2;
+        return p + 2 <= end ? 0 : -1;
+    }
+    uint64_t b2 = p[2];
+    if (b2 < 0x80) {
+        *out = (b0 & 0x7f) | (b1 & 0x7f) << 7 | b2 << 14;
+        *pp = p + 3;
+        return p + 3 <= end ? 0 : -1;
+    }
+    if (rd_varint_long(pp, out))
+        return -1;
+    return *pp > end ? -1 : 0;
+}
+
 /* One optional varint field `n` of a body being read in field order (the
  * values live in scalars: an array here cost a store-forwarding stall). */
 #define FAST_FIELD(n, var)                                                    \
     if (p < end && *p == TAG(n, WT_VARINT)) {                                 \
         p++;                                                                  \
-        if (rd_varint_h(&p, end, h, &var))                                    \
+        if (rd_varint_u(&p, end, &var))                                       \
             return 0;                                                         \
     }
 
 static inline int fast_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_event *ev)
 {
-    const uint8_t *h = r->hard;
     uint64_t ts = 0;
+    if (r->hard - end < 10) /* the last record in the buffer: generic path */
+        return 0;
     if (*p == TAG(1, WT_VARINT)) {
         p++;
-        if (rd_varint_h(&p, end, h, &ts))
+        if (rd_varint_u(&p, end, &ts))
             return 0;
     }
     if (end - p < 2 || p[1] >= 0x80 || p + 2 + p[1] != end)
