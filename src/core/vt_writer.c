@@ -1663,6 +1663,7 @@ static void *vt_thread_main(void *arg)
         if (stop) {
             if (got >= 0)
                 vt_enc_round(w); /* stragglers published meanwhile */
+            vt_enc_discard_rest(w); /* emits racing with close: counted as dropped */
             vt_enc_finish(w, w->stop_reason, w->stop_sig);
             atomic_store(&w->enc_owner, 0);
             break;
@@ -2061,6 +2062,7 @@ int vt_writer_close(vt_writer *w, vt_endreason reason, int sig)
     }
     if (atomic_exchange(&w->closed, 1))
         return atomic_load(&w->err);
+    atomic_store(&w->off, 1); /* emits from now on are refused */
     if (w->thread_started) {
         w->stop_reason = reason;
         w->stop_sig = sig;
