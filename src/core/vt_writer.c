@@ -1849,6 +1849,8 @@ int vt_writer_create(vt_writer **out, const vt_writer_config *cfg_in, const vt_e
         cfg.ring_bytes = 1u << 20;
     if (!cfg.level)
         cfg.level = 3;
+    if (cfg.level > 19) /* "ultra" levels need hundreds of MB inside the traced process */
+        cfg.level = 19;
     pthread_once(&g_once, vt_global_init);
 
     vt_writer *w = calloc(1, sizeof(*w));

@@ -42,7 +42,7 @@ typedef struct {
     unsigned flush_ms;  /* max time between zstd flushes; default 100 */
     size_t frame_bytes; /* uncompressed bytes per independent zstd frame; default 4 MiB */
     size_t ring_bytes;  /* per producer thread ring; default 1 MiB */
-    int level;          /* zstd level; default 3 */
+    int level;          /* zstd level; default 3 (0 = default, at most 19, negative = faster) */
     int quiet;          /* no stderr message on failure */
     vt_clock clock;     /* the clock used by vt_writer_now(); default MONOTONIC */
     uint64_t (*clock_fn)(void); /* optional clock override (e.g. cuptiGetTimestamp) */
