@@ -2044,7 +2044,8 @@ void vt_writer_emergency_flush(vt_writer *w, int sig)
     atomic_compare_exchange_strong(&w->emerg_sig, &exp, sig ? sig : -1);
     vt_wake(w);
     for (int i = 0; i < VT_EMERGENCY_WAIT_MS; i++) {
-        if (atomic_load(&w->emerg_done) || atomic_load(&w->err))
+        /* done by the writer thread, or by another handler (then `off`) */
+        if (atomic_load(&w->emerg_done) || atomic_load(&w->err) || atomic_load(&w->off))
             break;
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
