@@ -67,7 +67,9 @@ int vt_writer_create(vt_writer **out, const vt_writer_config *cfg, const vt_ev_h
  * at most 512, innermost kept; site.stack is ignored).  If ev->time_ns is 0
  * for a timed event the writer's clock is read.  site.tid 0 = the calling
  * thread.  Thread-safe, lock-free; the first emit of a thread maps its ring
- * (mmap).  Returns 0, VT_ERR_DROPPED (ring full, counted), VT_ERR_DISABLED
+ * (mmap) and registers a pthread key value.  Not async-signal-safe: a
+ * handler must not emit while it may have interrupted an emit of its own
+ * thread (they share the thread's ring).  Returns 0, VT_ERR_DROPPED (ring full, counted), VT_ERR_DISABLED
  * (also for w == NULL: tracing is off) or VT_ERR_INVALID. */
 int vt_writer_emit(vt_writer *w, const vt_event *ev);
 
