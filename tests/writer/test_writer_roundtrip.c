@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -668,6 +670,135 @@ static void test_lifecycle(void **state)
     unlink(path);
 }
 
+static uint64_t prng(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* Property test: 30000 random events of random kinds with random field
+ * values (extreme times and correlation ids included, random stacks of
+ * native and Python frames, random strings, small frames): each comes back
+ * in order with its kind, time, correlation id and main value. */
+static void test_random_events(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "random.vt");
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.frame_bytes = 65536;
+    cfg.ring_bytes = 64u << 20;
+    vt_writer *w = open_writer(path, &cfg);
+    enum { N = 30000 };
+    static const vt_evtype kinds[] = {VT_EV_ALLOC, VT_EV_FREE, VT_EV_ALLOC_FAILED, VT_EV_VMM_RESERVE,
+                                      VT_EV_VMM_ADDRESS_FREE, VT_EV_VMM_CREATE, VT_EV_VMM_RELEASE, VT_EV_VMM_MAP,
+                                      VT_EV_VMM_UNMAP, VT_EV_POOL, VT_EV_NVTX, VT_EV_NOTE};
+    static const int body[] = {VRAMTRACE__RECORD__BODY_ALLOC, VRAMTRACE__RECORD__BODY_FREE,
+                               VRAMTRACE__RECORD__BODY_ALLOC_FAILED, VRAMTRACE__RECORD__BODY_VMM_RESERVE,
+                               VRAMTRACE__RECORD__BODY_VMM_ADDRESS_FREE, VRAMTRACE__RECORD__BODY_VMM_CREATE,
+                               VRAMTRACE__RECORD__BODY_VMM_RELEASE, VRAMTRACE__RECORD__BODY_VMM_MAP,
+                               VRAMTRACE__RECORD__BODY_VMM_UNMAP, VRAMTRACE__RECORD__BODY_POOL,
+                               VRAMTRACE__RECORD__BODY_NVTX, VRAMTRACE__RECORD__BODY_NOTE};
+    int *kind = malloc(N * sizeof(int));
+    uint64_t *tm = malloc(N * sizeof(uint64_t)), *corr = malloc(N * sizeof(uint64_t)), *val = malloc(N * sizeof(uint64_t));
+    uint64_t x = 0x1234567887654321ull;
+    char str[64];
+    vt_frame fr[40];
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(vt_writer_define_code(w, 0x9000 + (uint64_t)i, i % 2 ? "a.py" : "b.py", "fn"), 0);
+    for (int i = 0; i < N; i++) {
+        int k = (int)(prng(&x) % (sizeof(kinds) / sizeof(kinds[0])));
+        kind[i] = k;
+        /* times: increasing, with occasional big jumps and a few going back */
+        uint64_t r = prng(&x);
+        tm[i] = (i ? tm[i - 1] : 1) + (r % 7 == 0 ? (r >> 20) : r % 5000);
+        if (r % 97 == 0 && tm[i] > 100000)
+            tm[i] -= 100000;
+        corr[i] = prng(&x) % 5 == 0 ? 0 : (prng(&x) % 3 == 0 ? prng(&x) : (uint64_t)i * 3);
+        val[i] = prng(&x);
+        uint32_t nf = (uint32_t)(prng(&x) % 40);
+        for (uint32_t f = 0; f < nf; f++) {
+            uint64_t q = prng(&x);
+            if (q % 4 == 0)
+                fr[f] = (vt_frame){.pc = 0x9000 + q % 60, .line = (uint32_t)(q >> 40) % 3000, .kind = VT_FRAME_PYTHON};
+            else
+                fr[f] = (vt_frame){.pc = 0x400000 + (q % 64) * 16 + (q % 11 == 0 ? (1ull << 63) : 0),
+                                   .kind = VT_FRAME_NATIVE};
+        }
+        vt_site site = {.frames = fr, .nframes = nf};
+        snprintf(str, sizeof(str), "s%llu", (unsigned long long)(prng(&x) % 300));
+        vt_event e;
+        memset(&e, 0, sizeof(e));
+        e.type = kinds[k];
+        e.time_ns = tm[i];
+        switch (kinds[k]) {
+        case VT_EV_ALLOC: e.u.alloc = (vt_ev_alloc){.address = val[i], .size = ~val[i], .corr = corr[i], .site = site}; break;
+        case VT_EV_FREE: e.u.free = (vt_ev_free){.address = val[i], .corr = corr[i], .site = site}; break;
+        case VT_EV_ALLOC_FAILED:
+            e.u.alloc_failed = (vt_ev_alloc_failed){.size = val[i], .error_name = str, .corr = corr[i], .site = site};
+            break;
+        case VT_EV_VMM_RESERVE: case VT_EV_VMM_ADDRESS_FREE: case VT_EV_VMM_UNMAP:
+            e.u.vmm_range = (vt_ev_vmm_range){.address = val[i], .size = 1, .corr = corr[i], .site = site};
+            break;
+        case VT_EV_VMM_CREATE: e.u.vmm_create = (vt_ev_vmm_create){.handle = val[i], .corr = corr[i], .site = site}; break;
+        case VT_EV_VMM_RELEASE: e.u.vmm_release = (vt_ev_vmm_release){.handle = val[i], .corr = corr[i]}; break;
+        case VT_EV_VMM_MAP: e.u.vmm_map = (vt_ev_vmm_map){.address = val[i], .corr = corr[i]}; break;
+        case VT_EV_POOL: e.u.pool = (vt_ev_pool){.pool = val[i], .corr = corr[i], .site = site}; break;
+        case VT_EV_NVTX: e.u.nvtx = (vt_ev_nvtx){.op = VT_NVTX_MARK, .message = str, .range_id = val[i]}; break;
+        case VT_EV_NOTE: e.u.note = (vt_ev_note){.text = str}; break;
+        default: break;
+        }
+        assert_int_equal(vt_writer_emit(w, &e), 0);
+    }
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+    wt_trace t;
+    assert_int_equal(wt_decode_file(path, &t, 1), 0);
+    assert_int_equal(t.errors, 0);
+    assert_true(t.nzframes > 5);
+    size_t j = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        const wt_ev *ev = &t.ev[i];
+        const Vramtrace__Record *r = ev->rec;
+        if (ev->type == VRAMTRACE__RECORD__BODY_END)
+            continue;
+        assert_true(j < N);
+        assert_int_equal(ev->type, body[kind[j]]);
+        assert_int_equal(ev->time, tm[j]);
+        int has_corr = ev->type != VRAMTRACE__RECORD__BODY_NVTX && ev->type != VRAMTRACE__RECORD__BODY_NOTE;
+        if (has_corr)
+            assert_int_equal(ev->corr, corr[j]);
+        uint64_t v = 0;
+        switch (ev->type) {
+        case VRAMTRACE__RECORD__BODY_ALLOC: v = r->alloc->address; assert_int_equal(r->alloc->size, ~val[j]); break;
+        case VRAMTRACE__RECORD__BODY_FREE: v = r->free->address; break;
+        case VRAMTRACE__RECORD__BODY_ALLOC_FAILED: v = r->alloc_failed->size; break;
+        case VRAMTRACE__RECORD__BODY_VMM_RESERVE: v = r->vmm_reserve->address; break;
+        case VRAMTRACE__RECORD__BODY_VMM_ADDRESS_FREE: v = r->vmm_address_free->address; break;
+        case VRAMTRACE__RECORD__BODY_VMM_UNMAP: v = r->vmm_unmap->address; break;
+        case VRAMTRACE__RECORD__BODY_VMM_CREATE: v = r->vmm_create->handle; break;
+        case VRAMTRACE__RECORD__BODY_VMM_RELEASE: v = r->vmm_release->handle; break;
+        case VRAMTRACE__RECORD__BODY_VMM_MAP: v = r->vmm_map->address; break;
+        case VRAMTRACE__RECORD__BODY_POOL: v = r->pool->pool; break;
+        case VRAMTRACE__RECORD__BODY_NVTX: v = r->nvtx->range_id; break;
+        default: v = val[j]; break;
+        }
+        assert_int_equal(v, val[j]);
+        j++;
+    }
+    assert_int_equal(j, N);
+    assert_int_equal(t.end->events, N);
+    free(kind);
+    free(tm);
+    free(corr);
+    free(val);
+    wt_trace_free(&t);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -676,6 +807,7 @@ int main(void)
         cmocka_unit_test(test_frames_and_sync),
         cmocka_unit_test(test_periodic_flush),
         cmocka_unit_test(test_lifecycle),
+        cmocka_unit_test(test_random_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
