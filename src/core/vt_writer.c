@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "vt_writer.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -693,12 +694,32 @@ static int vt_enc_feed(vt_writer *w, ZSTD_EndDirective mode)
     return 0;
 }
 
+/* Records whose size is bounded by construction (fixed fields, stacks of
+ * at most VT_MAX_STACK frames) are packed without a get_packed_size() pass
+ * first: their length prefix fits in two bytes. */
+#define VT_SMALL_MAX 16383
+static inline int vt_rec_small(Vramtrace__Record__BodyCase c)
+{
+    switch (c) {
+    case VRAMTRACE__RECORD__BODY_HEADER:
+    case VRAMTRACE__RECORD__BODY_STRING:
+    case VRAMTRACE__RECORD__BODY_MODULE:
+    case VRAMTRACE__RECORD__BODY_THREAD:
+    case VRAMTRACE__RECORD__BODY_DEVICE:
+    case VRAMTRACE__RECORD__BODY_NOTE:
+        return 0; /* strings of any length */
+    default:
+        return 1;
+    }
+}
+
 static int vt_enc_put(vt_writer *w, const Vramtrace__Record *r)
 {
     if (atomic_load_explicit(&w->err, memory_order_relaxed))
         return atomic_load(&w->err);
-    size_t n = vramtrace__record__get_packed_size(r);
-    size_t need = n + 11;
+    const int small = vt_rec_small(r->body_case);
+    size_t n = small ? 0 : vramtrace__record__get_packed_size(r);
+    size_t need = small ? VT_SMALL_MAX + 3 : n + 11;
     if (w->stage_len + need > w->stage_cap) {
         int rc = vt_enc_feed(w, ZSTD_e_continue);
         if (rc)
@@ -716,13 +737,25 @@ static int vt_enc_put(vt_writer *w, const Vramtrace__Record *r)
     unsigned char *p = w->stage + w->stage_len;
     size_t k = 0;
     p[k++] = 0x0A;
-    uint64_t v = n;
-    while (v >= 0x80) {
-        p[k++] = (unsigned char)(v | 0x80);
-        v >>= 7;
+    if (small) {
+        n = vramtrace__record__pack(r, p + 2);
+        assert(n <= VT_SMALL_MAX);
+        if (n < 128) {
+            p[k++] = (unsigned char)n;
+        } else {
+            memmove(p + 3, p + 2, n);
+            p[k++] = (unsigned char)(n | 0x80);
+            p[k++] = (unsigned char)(n >> 7);
+        }
+    } else {
+        uint64_t v = n;
+        while (v >= 0x80) {
+            p[k++] = (unsigned char)(v | 0x80);
+            v >>= 7;
+        }
+        p[k++] = (unsigned char)v;
+        vramtrace__record__pack(r, p + k);
     }
-    p[k++] = (unsigned char)v;
-    vramtrace__record__pack(r, p + k);
     w->stage_len += k + n;
     w->frame_in += k + n;
     atomic_fetch_add_explicit(&w->st_records, 1, memory_order_relaxed);
