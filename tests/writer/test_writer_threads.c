@@ -434,6 +434,63 @@ static void test_many_writers_one_thread(void **state)
     }
 }
 
+static void *named_thread(void *p)
+{
+    vt_writer *w = p;
+    pthread_setname_np(pthread_self(), "worker-7");
+    vt_event e;
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_FREE;
+    e.u.free.address = 77;
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    vt_writer_flush(w); /* the writer reads the name while the thread lives */
+    return NULL;
+}
+
+/* Each OS thread gets a small id and a Thread record named from
+ * /proc/self/task/TID/comm before its first event. */
+static void test_thread_names(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "names.vt");
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.path = path;
+    vt_writer *w = NULL;
+    assert_int_equal(vt_writer_create(&w, &cfg, NULL), 0);
+    vt_event e;
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_FREE;
+    e.u.free.address = 1;
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    pthread_t th;
+    pthread_create(&th, NULL, named_thread, w);
+    pthread_join(th, NULL);
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+    wt_trace t;
+    assert_int_equal(wt_decode_file(path, &t, 0), 0);
+    assert_int_equal(t.errors, 0);
+    assert_int_equal(t.nthread, 2);
+    int seen = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        if (t.ev[i].type != VRAMTRACE__RECORD__BODY_FREE)
+            continue;
+        const Vramtrace__Thread *th2 = t.thread[t.ev[i].thread];
+        if (t.ev[i].a == 77) {
+            assert_string_equal(th2->name, "worker-7");
+            assert_int_not_equal(th2->tid, (uint32_t)getpid());
+        } else {
+            assert_int_equal(th2->tid, (uint32_t)getpid());
+        }
+        seen++;
+    }
+    assert_int_equal(seen, 2);
+    wt_trace_free(&t);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -444,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_merge_by_time),
         cmocka_unit_test(test_free_before_thread_exit),
         cmocka_unit_test(test_many_writers_one_thread),
+        cmocka_unit_test(test_thread_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
