@@ -133,8 +133,8 @@ struct vt_writer {
     int thread_started;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    _Atomic uint64_t flush_req;
-    uint64_t flush_done; /* under mu */
+    _Atomic uint64_t flush_req, drain_req;
+    uint64_t flush_done, drain_done; /* under mu */
     int thread_exited;   /* under mu */
     _Atomic uint64_t st_records, st_raw, st_written, st_frames, st_cpu;
 
@@ -1664,7 +1664,7 @@ static void *vt_thread_main(void *arg)
 {
     vt_writer *w = arg;
     atomic_store(&w->thread_tid, (uint32_t)syscall(SYS_gettid));
-    uint64_t done_local = 0;
+    uint64_t done_local = 0, drain_local = 0;
     for (;;) {
         int exp = 0;
         if (!atomic_compare_exchange_strong(&w->enc_owner, &exp, 1)) {
@@ -1678,6 +1678,7 @@ static void *vt_thread_main(void *arg)
             break;
         }
         uint64_t req = atomic_load(&w->flush_req);
+        uint64_t dreq = atomic_load(&w->drain_req);
         int stop = atomic_load(&w->stop);
         long got = vt_enc_round(w);
         int esig = atomic_load(&w->emerg_sig);
@@ -1712,10 +1713,12 @@ static void *vt_thread_main(void *arg)
             nap = age >= w->poll_ns ? 0 : w->poll_ns - age;
         }
         atomic_store(&w->enc_owner, 0);
-        if (req != done_local) {
+        if (req != done_local || dreq != drain_local) {
             done_local = req;
+            drain_local = dreq;
             pthread_mutex_lock(&w->mu);
             w->flush_done = req;
+            w->drain_done = dreq;
             pthread_cond_broadcast(&w->cv);
             pthread_mutex_unlock(&w->mu);
         }
@@ -1729,8 +1732,8 @@ static void *vt_thread_main(void *arg)
         /* sleep until woken or the next poll */
         uint32_t seq = atomic_load(&w->wake_seq);
         atomic_store(&w->sleeping, 1);
-        if (atomic_load(&w->flush_req) == done_local && !atomic_load(&w->stop) &&
-            !atomic_load(&w->emerg_sig)) {
+        if (atomic_load(&w->flush_req) == done_local && atomic_load(&w->drain_req) == drain_local &&
+            !atomic_load(&w->stop) && !atomic_load(&w->emerg_sig)) {
             uint64_t t = nap;
             if (t) {
                 struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
@@ -2001,7 +2004,9 @@ fail_free:
     return rc;
 }
 
-int vt_writer_flush(vt_writer *w)
+/* Ask the writer thread for a round (and a zstd flush if `flush`) and
+ * wait until it has done one that started after this call. */
+static int vt_writer_request(vt_writer *w, int flush)
 {
     if (!w)
         return VT_ERR_DISABLED;
@@ -2009,12 +2014,14 @@ int vt_writer_flush(vt_writer *w)
         int e = atomic_load(&w->err);
         return e ? e : VT_ERR_DISABLED;
     }
+    _Atomic uint64_t *req = flush ? &w->flush_req : &w->drain_req;
+    uint64_t *done = flush ? &w->flush_done : &w->drain_done;
     pthread_mutex_lock(&w->mu);
-    uint64_t target = atomic_fetch_add(&w->flush_req, 1) + 1;
+    uint64_t target = atomic_fetch_add(req, 1) + 1;
     pthread_mutex_unlock(&w->mu);
     vt_wake(w);
     pthread_mutex_lock(&w->mu);
-    while (w->flush_done < target && !w->thread_exited) {
+    while (*done < target && !w->thread_exited) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 50000000;
@@ -2024,12 +2031,22 @@ int vt_writer_flush(vt_writer *w)
         }
         pthread_cond_timedwait(&w->cv, &w->mu, &ts);
     }
-    int ok = w->flush_done >= target;
+    int ok = *done >= target;
     pthread_mutex_unlock(&w->mu);
     int e = atomic_load(&w->err);
     if (e)
         return e;
     return ok ? 0 : VT_ERR_DISABLED;
+}
+
+int vt_writer_flush(vt_writer *w)
+{
+    return vt_writer_request(w, 1);
+}
+
+int vt_writer_drain(vt_writer *w)
+{
+    return vt_writer_request(w, 0);
 }
 
 void vt_writer_emergency_flush(vt_writer *w, int sig)

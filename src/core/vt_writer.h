@@ -88,6 +88,13 @@ uint64_t vt_writer_now(const vt_writer *w);
  * VT_ERR_DISABLED.  Not for use inside signal handlers. */
 int vt_writer_flush(vt_writer *w);
 
+/* Block until every event emitted before the call has left the rings and
+ * been encoded, without forcing a zstd flush (cheaper than
+ * vt_writer_flush(), and no small zstd block): for a producer that must
+ * not drop, e.g. a thread copying a large CUPTI buffer, to pace itself.
+ * Same returns as vt_writer_flush(). */
+int vt_writer_drain(vt_writer *w);
+
 /* Async-signal-safe best effort: write what is queued, append
  * End{reason=SIGNAL, signal=sig}, end the zstd frame.  No malloc, no lock:
  * if the encoder is free (atomic try-acquire) the handler encodes itself
