@@ -1787,8 +1787,16 @@ static int vt_enc_header(vt_writer *w, const vt_ev_header *hdr)
         h.hostname = host;
     if (hdr->program)
         h.program = (char *)hdr->program;
-    h.n_argv = hdr->argv ? hdr->argc : 0;
-    h.argv = (char **)hdr->argv;
+    char **argv = NULL; /* NULL entries become "" (protobuf-c would strlen them) */
+    if (hdr->argv && hdr->argc) {
+        argv = calloc(hdr->argc, sizeof(*argv));
+        if (!argv)
+            return VT_ERR_NOMEM;
+        for (uint32_t i = 0; i < hdr->argc; i++)
+            argv[i] = (char *)(hdr->argv[i] ? hdr->argv[i] : "");
+        h.n_argv = hdr->argc;
+        h.argv = argv;
+    }
     Vramtrace__EnvVar *env = NULL, **envp = NULL;
     if (hdr->nenv && hdr->env_names && hdr->env_values) {
         env = calloc(hdr->nenv, sizeof(*env));
@@ -1796,6 +1804,7 @@ static int vt_enc_header(vt_writer *w, const vt_ev_header *hdr)
         if (!env || !envp) {
             free(env);
             free(envp);
+            free(argv);
             return VT_ERR_NOMEM;
         }
         for (uint32_t i = 0; i < hdr->nenv; i++) {
@@ -1824,6 +1833,7 @@ static int vt_enc_header(vt_writer *w, const vt_ev_header *hdr)
     int rc = vt_enc_put(w, &r);
     free(env);
     free(envp);
+    free(argv);
     if (rc)
         return rc;
     w->host_t = w->dev_t = h.trace_clock_ns;

@@ -47,10 +47,10 @@ static void test_roundtrip_all_kinds(void **state)
     vt_writer_config_default(&cfg);
     vt_writer *w = NULL;
     cfg.path = path;
-    const char *argv[] = {"python", "train.py", "--lr=3"};
+    const char *argv[] = {"python", "train.py", "--lr=3", NULL};
     const char *en[] = {"RANK", "WORLD_SIZE"}, *ev_[] = {"3", "8"};
     vt_ev_header hdr = {.pid = 4242, .ppid = 1, .hostname = "node7", .program = "train.py",
-                        .argv = argv, .argc = 3, .env_names = en, .env_values = ev_, .nenv = 2,
+                        .argv = argv, .argc = 4, /* a NULL entry is written as "" */ .env_names = en, .env_values = ev_, .nenv = 2,
                         .clock = VT_CLOCK_CUPTI, .trace_clock_ns = 1000000, .realtime_ns = 1700000000000000000ull,
                         .kernels = 1, .native_stacks = 1, .python_stacks = 1};
     assert_int_equal(vt_writer_create(&w, &cfg, &hdr), 0);
@@ -213,8 +213,9 @@ static void test_roundtrip_all_kinds(void **state)
     assert_int_equal(t.header->pid, 4242);
     assert_string_equal(t.header->hostname, "node7");
     assert_string_equal(t.header->program, "train.py");
-    assert_int_equal(t.header->n_argv, 3);
+    assert_int_equal(t.header->n_argv, 4);
     assert_string_equal(t.header->argv[2], "--lr=3");
+    assert_string_equal(t.header->argv[3], "");
     assert_int_equal(t.header->n_env, 2);
     assert_string_equal(t.header->env[1]->name, "WORLD_SIZE");
     assert_string_equal(t.header->env[1]->value, "8");
