@@ -39,7 +39,7 @@ typedef struct vt_writer vt_writer;
 typedef struct {
     const char *path;   /* created with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600 */
     int fd;             /* if >= 0, write here instead of `path` (the writer closes it) */
-    unsigned flush_ms;  /* max time between zstd flushes; default 100 */
+    unsigned flush_ms;  /* an event is in the file within flush_ms (~flush_ms/2); default 100 */
     size_t frame_bytes; /* uncompressed bytes per independent zstd frame; default 4 MiB */
     size_t ring_bytes;  /* per producer thread ring; default 1 MiB */
     int level;          /* zstd level; default 3 (0 = default, at most 19, negative = faster) */
@@ -69,8 +69,9 @@ int vt_writer_create(vt_writer **out, const vt_writer_config *cfg, const vt_ev_h
  * thread.  Thread-safe, lock-free; the first emit of a thread maps its ring
  * (mmap) and registers a pthread key value.  Not async-signal-safe: a
  * handler must not emit while it may have interrupted an emit of its own
- * thread (they share the thread's ring).  Returns 0, VT_ERR_DROPPED (ring full, counted), VT_ERR_DISABLED
- * (also for w == NULL: tracing is off) or VT_ERR_INVALID. */
+ * thread (they share the thread's ring).  Returns 0, VT_ERR_DROPPED (ring
+ * full, counted), VT_ERR_DISABLED (also for w == NULL: tracing is off) or
+ * VT_ERR_INVALID. */
 int vt_writer_emit(vt_writer *w, const vt_event *ev);
 
 /* Describe a Python code key used in vt_frame.pc of VT_FRAME_PYTHON frames.
