@@ -31,7 +31,7 @@ if [ $quick -eq 0 ]; then
     # Tests labelled nosan load code into foreign interpreters (Python) or
     # measure crash behaviour that sanitizers intercept.
     run_suite "asan+ubsan" build-asan "-LE nosan" -DVT_SANITIZE=address,undefined -DVT_BUILD_INJECT=OFF
-    run_suite "tsan" build-tsan "-L threads" -DVT_SANITIZE=thread -DVT_BUILD_INJECT=OFF
+    run_suite "tsan" build-tsan "-L writer" -DVT_SANITIZE=thread -DVT_BUILD_INJECT=OFF
 fi
 if [ $status -eq 0 ]; then echo "=== scripts/test.sh: all suites passed"; else echo "=== scripts/test.sh: FAILURES"; fi
 exit $status

@@ -46,14 +46,20 @@ static void check_chain_against_backtrace(vt_unwinder *u)
     assert_string_equal(fn_of(r.ips[0]), "chain_c");
     assert_string_equal(fn_of(r.ips[1]), "chain_b");
     assert_string_equal(fn_of(r.ips[2]), "chain_a");
-    int common = r.n < r.nbt ? r.n : r.nbt;
+    /* backtrace()'s own frames first: none normally, one under ASan, whose
+     * interceptor wraps backtrace(); align on chain_c */
+    int k = 0;
+    while (k < r.nbt && strcmp(fn_of((uint64_t)(uintptr_t)r.bt[k]), "chain_c") != 0)
+        k++;
+    assert_true(k <= 2 && k < r.nbt);
+    int common = r.n < r.nbt - k ? r.n : r.nbt - k;
     for (int i = 1; i < common; i++) {
-        if (r.ips[i] != (uint64_t)(uintptr_t)r.bt[i])
+        if (r.ips[i] != (uint64_t)(uintptr_t)r.bt[i + k])
             fail_msg("frame %d: unwinder %#lx (%s) backtrace %p (%s)", i, (unsigned long)r.ips[i], fn_of(r.ips[i]),
-                     r.bt[i], fn_of((uint64_t)(uintptr_t)r.bt[i]));
+                     r.bt[i + k], fn_of((uint64_t)(uintptr_t)r.bt[i + k]));
     }
     /* the walk reaches as far as backtrace() (within one frame: _start) */
-    assert_true(r.n >= r.nbt - 1);
+    assert_true(r.n >= r.nbt - k - 1);
 }
 
 static vt_unwinder *g_u;
@@ -213,12 +219,12 @@ static void test_modmap(void **state)
     assert_int_equal(n, 20); /* linked with --build-id=sha1 */
     assert_int_equal(self->build_id_len, 20);
     assert_memory_equal(self->build_id, bid, 20);
-    /* libc holds printf */
-    const vt_module *libc = vt_modmap_find(m, (uint64_t)(uintptr_t)&printf);
+    /* libc holds getpid (not printf: sanitizers interpose that one) */
+    const vt_module *libc = vt_modmap_find(m, (uint64_t)(uintptr_t)&getpid);
     assert_non_null(libc);
     assert_non_null(strstr(libc->path, "libc"));
     Dl_info di;
-    assert_true(dladdr((void *)&printf, &di));
+    assert_true(dladdr((void *)&getpid, &di));
     assert_int_equal(libc->load_bias, (uint64_t)(uintptr_t)di.dli_fbase);
     assert_null(vt_modmap_find(m, 8));
 }
