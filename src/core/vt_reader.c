@@ -23,6 +23,7 @@
 
 #include "vt_error.h"
 #include "vt_reader.h"
+#include "vt_reader_batch.h"
 
 #define IN_CHUNK (1u << 20)
 #define RAW_INIT (256u << 10)
@@ -112,6 +113,7 @@ struct vt_reader {
     const uint8_t *hard; /* raw + rend while decoding: readable bound for varints */
     char err[ERR_LEN];
     char why[WHY_LEN];
+    vt_kbatch kb; /* kernels of a KernelBatch record not returned yet (vt_reader_batch.c) */
 };
 
 /* ---- messages ------------------------------------------------------- */
@@ -1229,7 +1231,8 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
             if (rd_varint_h(&p, end, r->hard, &v))
                 return why(r, "bad ts_delta varint");
             ts = v;
-        } else if ((tag & 7) == WT_LEN && (tag >> 3) >= 2 && (tag >> 3) < VT_EV__MAX) {
+        } else if ((tag & 7) == WT_LEN && (tag >> 3) >= 2 &&
+                   ((tag >> 3) < VT_EV__MAX || (tag >> 3) == VT_REC_KERNEL_BATCH)) {
             const uint8_t *q;
             size_t n;
             if (rd_len(&p, end, r->hard, &q, &n))
@@ -1261,6 +1264,18 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
         kernel_resolve(r, k);
         break;
     }
+    case VT_REC_KERNEL_BATCH:
+        /* n kernels: the first now, the rest from vt_reader_next() */
+        rc = vt_kbatch_decode(&r->kb, bp, be, &r->device_time, &r->corr, &r->st.unknown_fields, r->why,
+                              sizeof(r->why));
+        if (rc)
+            return rc;
+        r->any_record = 1;
+        if (!r->kb.left)
+            return 0; /* empty */
+        vt_kbatch_next(&r->kb, ev);
+        kernel_resolve(r, &ev->u.kernel);
+        return 1;
     case VT_EV_ALLOC:
         ZERO(&ev->u.alloc);
         rc = dec_alloc(r, bp, be, &ev->u.alloc, &cd);
@@ -1846,6 +1861,11 @@ static int next_slow(vt_reader *r, vt_event *ev) __attribute__((noinline));
 
 int vt_reader_next(vt_reader *r, vt_event *ev)
 {
+    if (r->kb.left) { /* the rest of a KernelBatch */
+        vt_kbatch_next(&r->kb, ev);
+        kernel_resolve(r, &ev->u.kernel);
+        return 1;
+    }
     /* Hot path: a whole short entry in the buffer, a frame in sync. */
     const uint8_t *p = r->raw + r->rpos, *pe = r->raw + r->rend;
     if (__builtin_expect(pe - p >= 3 && p[0] == 0x0A && p[1] < 0x80 && p + 2 + p[1] <= pe, 1) &&
@@ -2187,5 +2207,6 @@ void vt_reader_free(vt_reader *r)
     free(r->launches.v);
     free(r->stack_frames);
     free(r->devices);
+    vt_kbatch_free(&r->kb);
     free(r);
 }

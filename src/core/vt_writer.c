@@ -10,7 +10,13 @@
  * strings/threads/frames/stacks/launches/modules/code keys, encodes each
  * Record with protobuf-c into a staging buffer as `0x0A varint(len) bytes`,
  * compresses with ZSTD_compressStream2 and writes to the file.  Time and
- * correlation deltas follow docs/FORMAT.md ("Stream rules").
+ * correlation deltas follow docs/FORMAT.md ("Stream rules").  Kernels are
+ * held back in a preallocated batch and written as one column-packed
+ * KernelBatch record per run of consecutive kernels (a run of one as a
+ * plain Kernel record): the batch goes out before any other record (so the
+ * stream order of events and definitions is exactly that of one record per
+ * kernel), when VT_KBATCH_MAX kernels are pending, and before every zstd
+ * flush and frame end.
  *
  * Touches: its output file descriptor, /proc/self/task/TID/comm (thread
  * names), stderr (one line when it disables itself).  Never exit/abort.
@@ -51,6 +57,7 @@
 #define VT_STAGE_BYTES (256u << 10)
 #define VT_EMERGENCY_WAIT_MS 1000 /* a signal handler waits at most this for the writer thread */
 #define VT_EMERGENCY_DRAIN_NS (100ull * 1000000) /* the writer thread's drain budget then */
+#define VT_KBATCH_MAX 256  /* kernels per KernelBatch record (bounded: packed without a size pass) */
 
 /* ---------------------------------------------------------------- ring */
 
@@ -164,6 +171,16 @@ struct vt_writer {
     vt_frame ftmp[VT_MAX_STACK];
     vt_cursor *cur;
     size_t cap_cur;
+    /* pending kernels (absolute values; deltas are taken when the batch is
+     * written, at its place in the stream).  Part of the writer: no
+     * allocation, usable by the emergency flush. */
+    uint32_t kb_n;
+    int kb_graph_any;
+    uint32_t kb_launch[VT_KBATCH_MAX];
+    int64_t kb_start[VT_KBATCH_MAX];
+    uint64_t kb_dur[VT_KBATCH_MAX];
+    int64_t kb_corr[VT_KBATCH_MAX];
+    uint64_t kb_graph[VT_KBATCH_MAX];
 };
 
 /* --------------------------------------------------------------- globals */
@@ -708,15 +725,27 @@ static inline int vt_rec_small(Vramtrace__Record__BodyCase c)
     case VRAMTRACE__RECORD__BODY_DEVICE:
     case VRAMTRACE__RECORD__BODY_NOTE:
         return 0; /* strings of any length */
+    case VRAMTRACE__RECORD__BODY_KERNEL_BATCH:
+        /* per kernel at most 5 + 4 * 10 bytes of varints, plus tags and lengths */
+        return VT_KBATCH_MAX * 45 + 64 <= VT_SMALL_MAX;
     default:
         return 1;
     }
 }
 
+static int vt_enc_kbatch(vt_writer *w);
+
 static int vt_enc_put(vt_writer *w, const Vramtrace__Record *r)
 {
     if (atomic_load_explicit(&w->err, memory_order_relaxed))
         return atomic_load(&w->err);
+    if (w->kb_n && r->body_case != VRAMTRACE__RECORD__BODY_KERNEL_BATCH &&
+        r->body_case != VRAMTRACE__RECORD__BODY_KERNEL) {
+        /* pending kernels first: records keep the order of their events */
+        int rc = vt_enc_kbatch(w);
+        if (rc)
+            return rc;
+    }
     const int small = vt_rec_small(r->body_case);
     size_t n = small ? 0 : vramtrace__record__get_packed_size(r);
     size_t need = small ? VT_SMALL_MAX + 3 : n + 11;
@@ -788,7 +817,9 @@ static int vt_enc_frame_check(vt_writer *w)
 {
     if (w->frame_in < w->cfg.frame_bytes)
         return 0;
-    int rc = vt_enc_feed(w, ZSTD_e_end);
+    int rc = vt_enc_kbatch(w);
+    if (!rc)
+        rc = vt_enc_feed(w, ZSTD_e_end);
     if (rc)
         return rc;
     return vt_enc_sync(w);
@@ -796,7 +827,9 @@ static int vt_enc_frame_check(vt_writer *w)
 
 static int vt_enc_flush(vt_writer *w)
 {
-    int rc = vt_enc_feed(w, ZSTD_e_flush);
+    int rc = vt_enc_kbatch(w);
+    if (!rc)
+        rc = vt_enc_feed(w, ZSTD_e_flush);
     w->dirty = 0;
     return rc;
 }
@@ -824,6 +857,70 @@ static inline int64_t vt_d_corr(vt_writer *w, uint64_t c)
     Vramtrace__Record rec = VRAMTRACE__RECORD__INIT;                                                     \
     rec.body_case = VRAMTRACE__RECORD__BODY_##CASE;                                                      \
     rec.field = &(msg)
+
+/* Write the pending kernels: one Kernel record for a single kernel, else a
+ * KernelBatch (docs/FORMAT.md): start[0] is the delta from the device time
+ * base, start[i > 0] the gap since the end of kernel i-1 (start - (start +
+ * duration) of the previous one; smaller and more regular than the
+ * start-to-start delta: -7 % bytes on the bench, -2 % on real traces);
+ * corr[i] the delta a Kernel record would carry.  The device time base
+ * ends at the last kernel's start, as after Kernel records. */
+static int vt_enc_kbatch(vt_writer *w)
+{
+    const uint32_t n = w->kb_n;
+    if (!n)
+        return 0;
+    w->kb_n = 0; /* before vt_enc_put, which flushes a pending batch */
+    if (n == 1) {
+        Vramtrace__Kernel k = VRAMTRACE__KERNEL__INIT;
+        k.launch = w->kb_launch[0];
+        k.duration_ns = w->kb_dur[0];
+        k.graph_id = w->kb_graph[0];
+        k.corr = vt_d_corr(w, (uint64_t)w->kb_corr[0]);
+        VT_REC(r, kernel, KERNEL, k);
+        r.ts_delta = vt_d_dev(w, (uint64_t)w->kb_start[0]);
+        return vt_enc_put(w, &r);
+    }
+    uint64_t base = w->dev_t;
+    for (uint32_t i = 0; i < n; i++) { /* absolute -> delta, in place */
+        const uint64_t st = (uint64_t)w->kb_start[i];
+        w->kb_start[i] = (int64_t)(st - base);
+        base = st + w->kb_dur[i];
+        w->kb_corr[i] = vt_d_corr(w, (uint64_t)w->kb_corr[i]);
+    }
+    w->dev_t = base - w->kb_dur[n - 1]; /* the last kernel's start */
+    Vramtrace__KernelBatch b = VRAMTRACE__KERNEL_BATCH__INIT;
+    b.n_launch = b.n_start = b.n_duration_ns = b.n_corr = n;
+    b.launch = w->kb_launch;
+    b.start = w->kb_start;
+    b.duration_ns = w->kb_dur;
+    b.corr = w->kb_corr;
+    if (w->kb_graph_any) {
+        b.n_graph_id = n;
+        b.graph_id = w->kb_graph;
+    }
+    w->kb_graph_any = 0;
+    VT_REC(r, kernel_batch, KERNEL_BATCH, b); /* ts_delta 0 */
+    return vt_enc_put(w, &r);
+}
+
+/* Queue one kernel (its Launch is defined); the batch goes out when full. */
+static int vt_enc_kernel(vt_writer *w, uint32_t launch, const vt_ev_kernel *k, uint64_t start)
+{
+    uint32_t i = w->kb_n++;
+    w->kb_launch[i] = launch;
+    w->kb_start[i] = (int64_t)start;
+    w->kb_dur[i] = k->duration_ns;
+    w->kb_corr[i] = (int64_t)k->corr;
+    w->kb_graph[i] = k->graph_id;
+    w->kb_graph_any |= k->graph_id != 0;
+    w->events++;
+    if (!w->dirty) { /* pending counts as unflushed data (flush_ms bound) */
+        w->dirty = 1;
+        w->dirty_since = vt_mono_ns();
+    }
+    return w->kb_n == VT_KBATCH_MAX ? vt_enc_kbatch(w) : 0;
+}
 
 /* ------------------------------------------------------------ interning
  *
@@ -1213,6 +1310,8 @@ static int vt_enc_entry(vt_writer *w, const vt_ent *e)
         u.mod.build_id = vt_fix(e, u.mod.build_id);
 
     int rc = vt_enc_frame_check(w);
+    if (!rc && e->type != VT_EV_KERNEL && e->type != VT_ENT_CODE)
+        rc = vt_enc_kbatch(w); /* before this event's deltas are taken (corr is shared) */
     if (rc)
         return rc;
 
@@ -1247,7 +1346,6 @@ static int vt_enc_entry(vt_writer *w, const vt_ent *e)
         Vramtrace__Pool pool;
         Vramtrace__PoolUsage pu;
         Vramtrace__MemoryUsage mu;
-        Vramtrace__Kernel k;
         Vramtrace__Nvtx nvtx;
         Vramtrace__Device dev;
         Vramtrace__Dropped drop;
@@ -1403,16 +1501,13 @@ static int vt_enc_entry(vt_writer *w, const vt_ent *e)
         break;
     }
     case VT_EV_KERNEL: {
-        Vramtrace__Kernel x = VRAMTRACE__KERNEL__INIT;
-        rc = vt_in_launch(w, &u.k, &x.launch);
+        /* definitions first (they flush kernels still pending), then the
+         * kernel joins the pending batch */
+        uint32_t launch;
+        rc = vt_in_launch(w, &u.k, &launch);
         if (rc)
             return rc;
-        x.duration_ns = u.k.duration_ns;
-        x.graph_id = u.k.graph_id;
-        x.corr = vt_d_corr(w, u.k.corr);
-        m.k = x;
-        r.kernel = &m.k;
-        break;
+        return vt_enc_kernel(w, launch, &u.k, e->time);
     }
     case VT_EV_NVTX: {
         Vramtrace__Nvtx x = VRAMTRACE__NVTX__INIT;

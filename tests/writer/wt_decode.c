@@ -50,6 +50,61 @@ typedef struct {
     uint64_t host, dev, corr;
 } wt_state;
 
+/* A KernelBatch: its columns checked, then one kernel event per entry, as
+ * if it were that many Kernel records (proto/vramtrace.proto). */
+static void wt_batch(wt_trace *t, wt_state *s, const Vramtrace__Record *r, int keep)
+{
+    const Vramtrace__KernelBatch *b = r->kernel_batch;
+    size_t n = b->n_launch;
+    t->nbatches++;
+    t->nbatched += n;
+    if (r->ts_delta)
+        wt_err(t, "KernelBatch with ts_delta %lld", (long long)r->ts_delta);
+    if (b->n_start != n || b->n_duration_ns != n || b->n_corr != n || (b->n_graph_id && b->n_graph_id != n)) {
+        wt_err(t, "KernelBatch columns disagree: %zu launch, %zu start, %zu duration, %zu corr, %zu graph_id", n,
+               b->n_start, b->n_duration_ns, b->n_corr, b->n_graph_id);
+        return;
+    }
+    if (n < 2)
+        wt_err(t, "KernelBatch of %zu kernels (the writer batches runs of 2 or more)", n);
+    if (t->end)
+        wt_err(t, "record after End");
+    uint64_t prev_start = s->dev;
+    uint64_t base = s->dev; /* start[0] from the base, start[i] from the end of kernel i-1 */
+    for (size_t i = 0; i < n; i++) {
+        wt_ev e;
+        memset(&e, 0, sizeof(e));
+        e.type = VRAMTRACE__RECORD__BODY_KERNEL;
+        s->dev = base + (uint64_t)b->start[i];
+        base = s->dev + b->duration_ns[i];
+        e.time = s->dev;
+        const int64_t ts = (int64_t)(e.time - prev_start);
+        prev_start = e.time;
+        s->corr += (uint64_t)b->corr[i];
+        e.corr = s->corr;
+        e.a = b->launch[i];
+        e.b = b->duration_ns[i];
+        e.batch = (uint32_t)n;
+        REF(t, b->launch[i], t->nlaunch, "launch");
+        if (keep) {
+            Vramtrace__Record *kr = malloc(sizeof(*kr));
+            Vramtrace__Kernel *k = malloc(sizeof(*k));
+            vramtrace__record__init(kr);
+            vramtrace__kernel__init(k);
+            k->launch = b->launch[i];
+            k->duration_ns = b->duration_ns[i];
+            k->graph_id = b->n_graph_id ? b->graph_id[i] : 0;
+            k->corr = b->corr[i];
+            kr->ts_delta = ts; /* what a Kernel record here would carry */
+            kr->body_case = VRAMTRACE__RECORD__BODY_KERNEL;
+            kr->kernel = k;
+            e.rec = kr; /* freed like an unpacked record */
+        }
+        GROW(t->ev, t->nev, t->capev);
+        t->ev[t->nev++] = e;
+    }
+}
+
 /* Returns 1 if the record is kept (owned by t), 0 if it may be freed. */
 static int wt_record(wt_trace *t, wt_state *s, Vramtrace__Record *r, int keep)
 {
@@ -138,6 +193,9 @@ static int wt_record(wt_trace *t, wt_state *s, Vramtrace__Record *r, int keep)
         t->launch = wt_table_set(t->launch, t->nlaunch, r->launch);
         wt_keep(t, r);
         return 1;
+    case VRAMTRACE__RECORD__BODY_KERNEL_BATCH:
+        wt_batch(t, s, r, keep);
+        return 0;
     default:
         break;
     }

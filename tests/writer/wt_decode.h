@@ -21,7 +21,9 @@ typedef struct {
     uint64_t corr;    /* absolute correlation id (records with a corr field) */
     uint64_t a, b;    /* alloc: address,size; free: address; kernel: launch,duration */
     uint32_t thread, stack;
-    Vramtrace__Record *rec; /* only when decoded with keep */
+    uint32_t batch;   /* kernels: size of the KernelBatch it came in, 0 for a Kernel record */
+    Vramtrace__Record *rec; /* only when decoded with keep (a kernel of a batch:
+                             * a Record{ts_delta, kernel} made up here) */
 } wt_ev;
 
 typedef struct {
@@ -42,6 +44,7 @@ typedef struct {
     wt_ev *ev;
     size_t nev, capev;
     uint64_t nrecords, nsync, nzframes;
+    uint64_t nbatches, nbatched; /* KernelBatch records, kernels in them */
     uint64_t dropped_queue;   /* sum of Dropped{WRITER_QUEUE}.count */
     uint64_t dropped_other;   /* sum of the other sources */
     int truncated;            /* the data stopped inside a frame or record */

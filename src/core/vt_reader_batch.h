@@ -1,0 +1,63 @@
+/* vt_reader_batch.h - the reader's decoder of KernelBatch records (src/core).
+ *
+ * A KernelBatch (Record.body field 28, proto/vramtrace.proto) is n kernels
+ * in packed columns.  vt_reader.c decodes the whole record at once with
+ * vt_kbatch_decode() (every column checked before any kernel is returned,
+ * so a corrupt batch yields none of its kernels), then hands out one
+ * ordinary VT_EV_KERNEL per vt_reader_next() call with vt_kbatch_next():
+ * consumers never see a batch.  Memory: the columns of one batch, at most
+ * VT_KBATCH_READ_MAX kernels (about 2.4 MiB), kept for reuse until
+ * vt_kbatch_free().  Depends on the C library only.
+ */
+#ifndef VT_READER_BATCH_H
+#define VT_READER_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vt_event.h"
+
+/* Record.body field number of KernelBatch.  Not a vt_evtype: the reader
+ * turns a batch into VT_EV_KERNEL events. */
+#define VT_REC_KERNEL_BATCH 28u
+/* Kernels per batch a reader accepts (the writer writes at most 256). */
+#define VT_KBATCH_READ_MAX 65536u
+
+typedef struct {
+    uint32_t left;  /* kernels not yet returned */
+    uint32_t n;     /* kernels in the batch */
+    uint32_t cap;   /* capacity of the columns */
+    uint32_t *launch;
+    uint64_t *start; /* absolute device times */
+    uint64_t *dur;
+    uint64_t *corr;  /* absolute correlation ids */
+    uint64_t *graph;
+} vt_kbatch;
+
+/* Decode the KernelBatch message [p, end) (the Record body).  On success
+ * returns 0: b->n = b->left = the number of kernels (0 for an empty
+ * batch), *device_time = the last kernel's start and *corr its correlation
+ * id (docs/FORMAT.md, "Times").  On failure returns VT_ERR_CORRUPT (the
+ * reason in why[why_len]) or VT_ERR_NOMEM; then b is empty and the bases
+ * are unchanged.  *unknown counts skipped unknown fields. */
+int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, uint64_t *device_time,
+                     uint64_t *corr, uint64_t *unknown, char *why, size_t why_len);
+
+/* The next pending kernel into *ev (b->left > 0): type, time_ns (start),
+ * launch_id, duration_ns, corr, graph_id.  The launch fields (name,
+ * device, grid...) are the caller's to resolve. */
+static inline void vt_kbatch_next(vt_kbatch *b, vt_event *ev)
+{
+    uint32_t i = b->n - b->left--;
+    ev->type = VT_EV_KERNEL;
+    ev->time_ns = b->start[i];
+    ev->u.kernel.launch_id = b->launch[i];
+    ev->u.kernel.duration_ns = b->dur[i];
+    ev->u.kernel.corr = b->corr[i];
+    ev->u.kernel.graph_id = b->graph[i];
+}
+
+/* Release the columns; the batch is empty and reusable afterwards. */
+void vt_kbatch_free(vt_kbatch *b);
+
+#endif

@@ -1,0 +1,608 @@
+/* test_reader_batch.c - KernelBatch records (Record.body 28) in the reader
+ * (src/core/vt_reader_batch.c and its hook in vt_reader.c): hand-built
+ * batches (protobuf-c packed, unpacked columns, empty, unknown fields)
+ * read as plain kernels with the shared time and correlation bases;
+ * corrupt batches (columns that disagree, too many kernels, a bad varint)
+ * give VT_ERR_CORRUPT with offsets and none of their kernels; writer
+ * traces with batches split by flushes, zstd frames and other events read
+ * back in emission order; truncation at every byte of a batched trace. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vt_error.h"
+#include "vt_reader.h"
+#include "vt_testenc.h"
+#include "vt_writer.h"
+
+/* ---- hand-made bytes ------------------------------------------------ */
+
+typedef struct {
+    uint8_t b[1 << 19];
+    size_t n;
+} buf;
+
+static void put_varint(buf *b, uint64_t v)
+{
+    do {
+        b->b[b->n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+}
+static void put_tag(buf *b, uint32_t field, int wt)
+{
+    put_varint(b, ((uint64_t)field << 3) | (uint64_t)wt);
+}
+static void put_msg(buf *b, uint32_t field, const buf *m)
+{
+    put_tag(b, field, 2);
+    put_varint(b, m->n);
+    memcpy(b->b + b->n, m->b, m->n);
+    b->n += m->n;
+}
+static uint64_t zz(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+/* A packed column of `n` values. */
+static void put_packed(buf *b, uint32_t field, const uint64_t *v, size_t n)
+{
+    static buf col;
+    col.n = 0;
+    for (size_t i = 0; i < n; i++)
+        put_varint(&col, v[i]);
+    put_msg(b, field, &col);
+}
+/* Record{kernel_batch = body} as a stream entry. */
+static void batch_entry(vt_tenc *e, const buf *body)
+{
+    static buf rec, ent;
+    rec.n = ent.n = 0;
+    put_msg(&rec, 28, body);
+    put_msg(&ent, 1, &rec);
+    vt_tenc_stream_bytes(e, ent.b, ent.n);
+}
+
+static vt_tenc *start_trace(void)
+{
+    vt_tenc *e = vt_tenc_new(1);
+    vt_tenc_header(e, VT_FORMAT_MAGIC, VT_FORMAT_VERSION);
+    vt_tenc_sync(e, 0, 1000, 500); /* host 1000, device 500 */
+    vt_tenc_string(e, 1, "_Z4gemm");
+    vt_tenc_string(e, 2, "_Z6reduce");
+    for (uint32_t id = 1; id <= 2; id++) {
+        Vramtrace__Launch l = VRAMTRACE__LAUNCH__INIT;
+        l.id = id;
+        l.name = id;
+        l.device = id;
+        l.stream = 7;
+        l.grid_x = 128 * id;
+        l.block_x = 256;
+        l.graph = id == 2;
+        vt_tenc_add(e, 0, VRAMTRACE__RECORD__BODY_LAUNCH, &l);
+    }
+    return e;
+}
+
+static void expect_kernel(vt_reader *r, uint64_t t, uint32_t launch, uint64_t dur, uint64_t corr, uint64_t gid)
+{
+    vt_event ev;
+    int rc = vt_reader_next(r, &ev);
+    if (rc != 1)
+        fail_msg("expected a kernel, got %d: %s", rc, vt_reader_errmsg(r));
+    assert_int_equal(ev.type, VT_EV_KERNEL);
+    assert_int_equal(ev.time_ns, t);
+    assert_int_equal(ev.u.kernel.launch_id, launch);
+    assert_int_equal(ev.u.kernel.duration_ns, dur);
+    assert_int_equal(ev.u.kernel.corr, corr);
+    assert_int_equal(ev.u.kernel.graph_id, gid);
+    /* resolved through the Launch like a Kernel record */
+    assert_string_equal(ev.u.kernel.name, launch == 1 ? "_Z4gemm" : "_Z6reduce");
+    assert_int_equal(ev.u.kernel.name_id, launch);
+    assert_int_equal(ev.u.kernel.device, launch);
+    assert_int_equal(ev.u.kernel.stream, 7);
+    assert_int_equal(ev.u.kernel.grid[0], 128 * launch);
+    assert_int_equal(ev.u.kernel.block[0], 256);
+    assert_int_equal(!!ev.u.kernel.graph, launch == 2);
+}
+
+static void expect_type(vt_reader *r, vt_evtype t)
+{
+    vt_event ev;
+    int rc = vt_reader_next(r, &ev);
+    if (rc != 1)
+        fail_msg("expected %s, got %d: %s", vt_evtype_name(t), rc, vt_reader_errmsg(r));
+    if (ev.type != t)
+        fail_msg("expected %s, got %s", vt_evtype_name(t), vt_evtype_name(ev.type));
+}
+
+static void skip_defs(vt_reader *r)
+{
+    expect_type(r, VT_EV_HEADER);
+    expect_type(r, VT_EV_SYNC);
+    expect_type(r, VT_EV_STRING);
+    expect_type(r, VT_EV_STRING);
+    expect_type(r, VT_EV_LAUNCH);
+    expect_type(r, VT_EV_LAUNCH);
+}
+
+/* ---- well-formed batches -------------------------------------------- */
+
+static void test_handmade_batches(void **state)
+{
+    (void)state;
+    vt_tenc *e = start_trace();
+    /* 1. protobuf-c's packing of a KernelBatch, with graph ids */
+    uint32_t l1[] = {1, 2, 1};
+    int64_t s1[] = {100, -30, 1000};
+    uint64_t d1[] = {50, 60, 70};
+    int64_t c1[] = {10, 1, -2};
+    uint64_t g1[] = {0, 9, 0};
+    Vramtrace__KernelBatch b = VRAMTRACE__KERNEL_BATCH__INIT;
+    b.n_launch = b.n_start = b.n_duration_ns = b.n_corr = b.n_graph_id = 3;
+    b.launch = l1;
+    b.start = s1;
+    b.duration_ns = d1;
+    b.corr = c1;
+    b.graph_id = g1;
+    vt_tenc_add(e, 0, VRAMTRACE__RECORD__BODY_KERNEL_BATCH, &b);
+    /* 2. an alloc between: the correlation base is shared, host time apart */
+    Vramtrace__Alloc a = VRAMTRACE__ALLOC__INIT;
+    a.address = 0x1000;
+    a.size = 64;
+    a.corr = 5;
+    vt_tenc_add(e, 20, VRAMTRACE__RECORD__BODY_ALLOC, &a);
+    /* 3. a plain Kernel record continues from the batch's last kernel */
+    Vramtrace__Kernel k = VRAMTRACE__KERNEL__INIT;
+    k.launch = 2;
+    k.duration_ns = 80;
+    k.corr = 1;
+    k.graph_id = 4;
+    vt_tenc_add(e, 7, VRAMTRACE__RECORD__BODY_KERNEL, &k);
+    /* 4. by hand: no graph_id column, `start` unpacked (one varint per
+     * entry, split around the others), an unknown field, a column in two
+     * packed pieces */
+    static buf body;
+    body.n = 0;
+    uint64_t l4a[] = {1}, l4b[] = {1, 2};
+    uint64_t d4[] = {5, 6, 7}, c4[] = {zz(3), zz(3), zz(3)};
+    put_packed(&body, 1, l4a, 1);
+    put_tag(&body, 2, 0);
+    put_varint(&body, zz(10));
+    put_packed(&body, 3, d4, 3);
+    put_tag(&body, 2, 0);
+    put_varint(&body, zz(10));
+    put_tag(&body, 99, 0); /* unknown field of a newer writer */
+    put_varint(&body, 12345);
+    put_packed(&body, 1, l4b, 2);
+    put_packed(&body, 4, c4, 3);
+    put_tag(&body, 2, 0);
+    put_varint(&body, zz(-5));
+    batch_entry(e, &body);
+    /* 5. an empty batch: no event */
+    body.n = 0;
+    batch_entry(e, &body);
+    a.address = 0x2000;
+    a.corr = 1;
+    vt_tenc_add(e, 1, VRAMTRACE__RECORD__BODY_ALLOC, &a);
+    vt_tenc_end(e, 9);
+    vt_tenc_end_frame(e);
+
+    size_t size;
+    const uint8_t *d = vt_tenc_data(e, &size);
+    vt_reader *r;
+    assert_int_equal(vt_reader_open_mem(&r, d, size, "b.zst"), 0);
+    skip_defs(r);
+    /* start[0] from the device base 500, start[i] from the end of kernel i-1 */
+    expect_kernel(r, 600, 1, 50, 10, 0);
+    expect_kernel(r, 620, 2, 60, 11, 9);  /* 600 + 50 - 30 */
+    expect_kernel(r, 1680, 1, 70, 9, 0);  /* 620 + 60 + 1000 */
+    vt_event ev;
+    assert_int_equal(vt_reader_next(r, &ev), 1);
+    assert_int_equal(ev.type, VT_EV_ALLOC);
+    assert_int_equal(ev.time_ns, 1020);
+    assert_int_equal(ev.u.alloc.corr, 14);
+    expect_kernel(r, 1687, 2, 80, 15, 4); /* the base is the batch's last start */
+    expect_kernel(r, 1697, 1, 5, 18, 0);
+    expect_kernel(r, 1712, 1, 6, 21, 0);
+    expect_kernel(r, 1713, 2, 7, 24, 0);
+    assert_int_equal(vt_reader_next(r, &ev), 1);
+    assert_int_equal(ev.type, VT_EV_ALLOC);
+    assert_int_equal(ev.time_ns, 1021);
+    assert_int_equal(ev.u.alloc.corr, 25);
+    expect_type(r, VT_EV_END);
+    assert_int_equal(vt_reader_next(r, &ev), 0);
+    vt_reader_stats st;
+    vt_reader_get_stats(r, &st);
+    assert_int_equal(st.unknown_fields, 1);
+    assert_int_equal(st.unknown_records, 0);
+    assert_int_equal(st.records, 6 + 1 + 1 + 1 + 1 + 1 + 1 + 1); /* defs, 2 batches, alloc, kernel, empty, alloc, end */
+    assert_true(st.complete);
+    vt_reader_free(r);
+    vt_tenc_free(e);
+}
+
+/* ---- corrupt batches ------------------------------------------------ */
+
+/* One corrupt batch in frame 0 (after a good kernel), a good batch in
+ * frame 1: the good kernel, then VT_ERR_CORRUPT with offsets and `why`,
+ * none of the bad batch's kernels, then the next frame reads. */
+static void check_corrupt(const buf *bad, const char *why)
+{
+    vt_tenc *e = start_trace();
+    Vramtrace__Kernel k = VRAMTRACE__KERNEL__INIT;
+    k.launch = 1;
+    k.duration_ns = 3;
+    vt_tenc_add(e, 10, VRAMTRACE__RECORD__BODY_KERNEL, &k);
+    vt_tenc_flush(e);
+    batch_entry(e, bad);
+    vt_tenc_end_frame(e);
+    vt_tenc_sync(e, 1, 2000, 9000);
+    static buf good;
+    good.n = 0;
+    uint64_t l[] = {2, 2}, s[] = {zz(1), zz(2)}, dd[] = {4, 4}, c[] = {zz(7), zz(1)};
+    put_packed(&good, 1, l, 2);
+    put_packed(&good, 2, s, 2);
+    put_packed(&good, 3, dd, 2);
+    put_packed(&good, 4, c, 2);
+    batch_entry(e, &good);
+    vt_tenc_end(e, 3);
+    vt_tenc_end_frame(e);
+    size_t size;
+    const uint8_t *d = vt_tenc_data(e, &size);
+    vt_reader *r;
+    assert_int_equal(vt_reader_open_mem(&r, d, size, "c.zst"), 0);
+    skip_defs(r);
+    expect_kernel(r, 510, 1, 3, 0, 0);
+    vt_event ev;
+    int rc = vt_reader_next(r, &ev);
+    if (rc != VT_ERR_CORRUPT)
+        fail_msg("expected VT_ERR_CORRUPT for \"%s\", got %d (%s)", why, rc, vt_reader_errmsg(r));
+    const char *m = vt_reader_errmsg(r);
+    if (!strstr(m, "c.zst: corrupt record at offset ") || !strstr(m, "(frame starting at offset 0, decompressed byte ") ||
+        !strstr(m, why))
+        fail_msg("message \"%s\" (wanted \"%s\")", m, why);
+    /* resume at frame 1: its Sync, then the good batch */
+    expect_type(r, VT_EV_SYNC);
+    expect_kernel(r, 9001, 2, 4, 7, 0);
+    expect_kernel(r, 9007, 2, 4, 8, 0);
+    expect_type(r, VT_EV_END);
+    assert_int_equal(vt_reader_next(r, &ev), 0);
+    vt_reader_free(r);
+    vt_tenc_free(e);
+}
+
+static void test_corrupt_batches(void **state)
+{
+    (void)state;
+    static buf b;
+    uint64_t v[4] = {1, 1, 1, 1};
+    /* start has one entry fewer than launch */
+    b.n = 0;
+    put_packed(&b, 1, v, 3);
+    put_packed(&b, 2, v, 2);
+    put_packed(&b, 3, v, 3);
+    put_packed(&b, 4, v, 3);
+    check_corrupt(&b, "KernelBatch columns disagree: 3 launch, 2 start");
+    /* duration missing */
+    b.n = 0;
+    put_packed(&b, 1, v, 2);
+    put_packed(&b, 2, v, 2);
+    put_packed(&b, 4, v, 2);
+    check_corrupt(&b, "KernelBatch columns disagree: 2 launch, 0 duration_ns");
+    /* graph_id neither empty nor n entries */
+    b.n = 0;
+    put_packed(&b, 1, v, 2);
+    put_packed(&b, 2, v, 2);
+    put_packed(&b, 3, v, 2);
+    put_packed(&b, 4, v, 2);
+    put_packed(&b, 5, v, 1);
+    check_corrupt(&b, "KernelBatch columns disagree: 2 launch, 1 graph_id");
+    /* corr longer than launch */
+    b.n = 0;
+    put_packed(&b, 1, v, 1);
+    put_packed(&b, 2, v, 1);
+    put_packed(&b, 3, v, 1);
+    put_packed(&b, 4, v, 4);
+    check_corrupt(&b, "KernelBatch columns disagree: 1 launch, 4 corr");
+    /* columns without launch */
+    b.n = 0;
+    put_packed(&b, 2, v, 1);
+    check_corrupt(&b, "KernelBatch columns disagree: 0 launch, 1 start");
+    /* a packed column ending inside a varint */
+    b.n = 0;
+    put_tag(&b, 1, 2);
+    put_varint(&b, 2);
+    b.b[b.n++] = 0x01;
+    b.b[b.n++] = 0x81;
+    check_corrupt(&b, "bad varint at the end of KernelBatch column launch");
+    /* an 11-byte varint inside a packed column */
+    b.n = 0;
+    put_tag(&b, 3, 2);
+    put_varint(&b, 11);
+    for (int i = 0; i < 10; i++)
+        b.b[b.n++] = 0xff;
+    b.b[b.n++] = 0x01;
+    put_packed(&b, 1, v, 1);
+    put_packed(&b, 2, v, 1);
+    put_packed(&b, 4, v, 1);
+    check_corrupt(&b, "bad varint in KernelBatch column duration_ns");
+    /* a column longer than its message */
+    b.n = 0;
+    put_tag(&b, 1, 2);
+    put_varint(&b, 50);
+    b.b[b.n++] = 1;
+    check_corrupt(&b, "KernelBatch column launch runs past the end of the message");
+    /* more kernels than a reader accepts (65537 one-byte launch ids) */
+    b.n = 0;
+    static uint64_t many[65537];
+    for (size_t i = 0; i < 65537; i++)
+        many[i] = 1;
+    put_packed(&b, 1, many, 65537);
+    check_corrupt(&b, "KernelBatch with more than 65536 entries in column launch");
+    /* the most a reader accepts is fine: 65536 kernels */
+    vt_tenc *e = start_trace();
+    b.n = 0;
+    for (uint32_t f = 1; f <= 4; f++)
+        put_packed(&b, f, many, 65536);
+    batch_entry(e, &b);
+    vt_tenc_end(e, 65536);
+    vt_tenc_end_frame(e);
+    size_t size;
+    const uint8_t *d = vt_tenc_data(e, &size);
+    vt_reader *r;
+    assert_int_equal(vt_reader_open_mem(&r, d, size, "m.zst"), 0);
+    skip_defs(r);
+    vt_event ev;
+    for (uint64_t i = 1; i <= 65536; i++) {
+        assert_int_equal(vt_reader_next(r, &ev), 1);
+        assert_int_equal(ev.type, VT_EV_KERNEL);
+        assert_int_equal(ev.time_ns, 499); /* zigzag 1 = -1 after each 1-ns kernel */
+        assert_int_equal(ev.u.kernel.corr, (uint64_t)0 - i);
+    }
+    expect_type(r, VT_EV_END);
+    assert_int_equal(vt_reader_next(r, &ev), 0);
+    vt_reader_free(r);
+    vt_tenc_free(e);
+}
+
+/* ---- writer traces --------------------------------------------------- */
+
+typedef struct {
+    vt_event ev;
+} sent;
+
+static void mk_kernel(vt_event *e, uint64_t i)
+{
+    static const char *const names[] = {"_Z4gemm", "_Z6reduce", "ncclKernel_AllReduce", "_Z4copy"};
+    memset(e, 0, sizeof(*e));
+    e->type = VT_EV_KERNEL;
+    e->time_ns = 5000000 + i * 1000 + (i % 7) * 13;
+    e->u.kernel = (vt_ev_kernel){.name = names[(i * 7 / 3) % 4], .device = 0, .stream = (uint32_t)(i % 3),
+                                 .grid = {64, 1, 1}, .block = {256, 1, 1}, .graph = i % 5 == 0,
+                                 .graph_id = i % 5 == 0 ? i / 5 : 0, .duration_ns = 400 + (i * 37) % 900,
+                                 .corr = 100 + i * 2};
+}
+static void mk_alloc(vt_event *e, uint64_t i)
+{
+    memset(e, 0, sizeof(*e));
+    e->type = VT_EV_ALLOC;
+    e->time_ns = 1000000 + i * 100;
+    e->u.alloc = (vt_ev_alloc){.address = 0x7f0000000000ull + i * 512, .size = 512 + i, .corr = 100 + i * 2 + 1};
+}
+
+/* A run-structured trace from one thread: runs of 1..600 kernels between
+ * allocations, some runs cut by vt_writer_flush() (and a reader checking
+ * the flushed file at that moment), small zstd frames. */
+static char *write_batched(uint64_t seed, size_t *n_out, sent **out, size_t frame_bytes, int check_flush)
+{
+    static char path[256];
+    snprintf(path, sizeof(path), "/tmp/vt_reader_batch_%d_%llu.zst", (int)getpid(), (unsigned long long)seed);
+    unlink(path);
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.path = path;
+    cfg.frame_bytes = frame_bytes;
+    cfg.ring_bytes = 8u << 20;
+    cfg.clock = VT_CLOCK_MONOTONIC;
+    vt_writer *w;
+    vt_ev_header h = {.pid = 1, .ppid = 1, .hostname = "h", .program = "p", .kernels = 1,
+                      .trace_clock_ns = 1000000, .realtime_ns = 1};
+    assert_int_equal(vt_writer_create(&w, &cfg, &h), 0);
+    size_t cap = 20000, n = 0;
+    sent *s = calloc(cap, sizeof(*s));
+    uint64_t rng = seed, ki = 0, ai = 0;
+    static const size_t runs[] = {1, 2, 3, 255, 256, 257, 600, 1, 40, 511, 512, 513, 7};
+    for (size_t round = 0; n < cap - 700; round++) {
+        size_t run = runs[round % (sizeof(runs) / sizeof(runs[0]))];
+        uint64_t cut = check_flush && round % 3 == 1 ? vt_tenc_rand(&rng) % run : (uint64_t)-1;
+        for (size_t j = 0; j < run; j++) {
+            mk_kernel(&s[n].ev, ki++);
+            while (vt_writer_emit(w, &s[n].ev) == VT_ERR_DROPPED)
+                usleep(100);
+            n++;
+            if (j == cut) {
+                /* everything emitted so far is in the file now: a batch
+                 * that was pending went out at the flush */
+                assert_int_equal(vt_writer_flush(w), 0);
+                vt_reader *r;
+                char msg[256];
+                assert_int_equal(vt_reader_open(&r, path, msg, sizeof(msg)), 0);
+                vt_event ev;
+                size_t got = 0;
+                int rc;
+                while ((rc = vt_reader_next(r, &ev)) == 1)
+                    if (ev.type == VT_EV_KERNEL || ev.type == VT_EV_ALLOC)
+                        got++;
+                assert_int_equal(rc, VT_ERR_TRUNCATED);
+                assert_int_equal(got, n);
+                vt_reader_free(r);
+            }
+        }
+        mk_alloc(&s[n].ev, ai++);
+        while (vt_writer_emit(w, &s[n].ev) == VT_ERR_DROPPED)
+            usleep(100);
+        n++;
+    }
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+    *n_out = n;
+    *out = s;
+    return path;
+}
+
+static void same_event(const vt_event *g, const vt_event *w, size_t i)
+{
+    if (g->type != w->type || g->time_ns != w->time_ns)
+        fail_msg("event %zu: got %s at %llu, sent %s at %llu", i, vt_evtype_name(g->type),
+                 (unsigned long long)g->time_ns, vt_evtype_name(w->type), (unsigned long long)w->time_ns);
+    if (g->type == VT_EV_KERNEL) {
+        const vt_ev_kernel *a = &g->u.kernel, *b = &w->u.kernel;
+        assert_string_equal(a->name, b->name);
+        assert_int_equal(a->stream, b->stream);
+        assert_int_equal(a->grid[0], b->grid[0]);
+        assert_int_equal(!!a->graph, !!b->graph);
+        assert_int_equal(a->graph_id, b->graph_id);
+        assert_int_equal(a->duration_ns, b->duration_ns);
+        assert_int_equal(a->corr, b->corr);
+    } else {
+        assert_int_equal(g->u.alloc.address, w->u.alloc.address);
+        assert_int_equal(g->u.alloc.size, w->u.alloc.size);
+        assert_int_equal(g->u.alloc.corr, w->u.alloc.corr);
+    }
+}
+
+static void read_back(const char *path, const sent *s, size_t n, vt_reader_stats *st)
+{
+    vt_reader *r;
+    char msg[256];
+    assert_int_equal(vt_reader_open(&r, path, msg, sizeof(msg)), 0);
+    vt_event ev;
+    size_t i = 0;
+    int rc;
+    while ((rc = vt_reader_next(r, &ev)) == 1) {
+        if (ev.type != VT_EV_KERNEL && ev.type != VT_EV_ALLOC)
+            continue;
+        assert_true(i < n);
+        same_event(&ev, &s[i].ev, i);
+        i++;
+    }
+    if (rc)
+        fail_msg("%s", vt_reader_errmsg(r));
+    assert_int_equal(i, n);
+    vt_reader_get_stats(r, st);
+    vt_reader_free(r);
+}
+
+static void test_writer_batches(void **state)
+{
+    (void)state;
+    size_t n;
+    sent *s;
+    /* large frames: batches of up to 256 */
+    char *path = write_batched(1, &n, &s, 4u << 20, 1);
+    vt_reader_stats st;
+    read_back(path, s, n, &st);
+    assert_true(st.complete);
+    assert_int_equal(st.unknown_fields + st.unknown_records, 0);
+    /* far fewer records than events: the kernels came in batches */
+    assert_true(st.records < n / 10);
+    print_message("batched: %zu events in %llu records, %llu bytes\n", n, (unsigned long long)st.records,
+                  (unsigned long long)st.bytes_in);
+    unlink(path);
+    free(s);
+    /* 4 KiB frames: every frame ends with its batch, the next starts with a Sync */
+    path = write_batched(2, &n, &s, 4096, 0);
+    read_back(path, s, n, &st);
+    assert_true(st.complete);
+    assert_true(st.frames > 20);
+    assert_int_equal(st.sync_gaps, 0);
+    unlink(path);
+    free(s);
+}
+
+/* Every prefix of a small batched writer trace: a prefix of the events
+ * (kernels of a batch never partly: a batch is one record), then
+ * VT_ERR_TRUNCATED; the full file reads completely. */
+static void test_batch_truncation(void **state)
+{
+    (void)state;
+    char path[256];
+    snprintf(path, sizeof(path), "/tmp/vt_reader_batch_trunc_%d.zst", (int)getpid());
+    unlink(path);
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.path = path;
+    cfg.frame_bytes = 300;
+    vt_writer *w;
+    assert_int_equal(vt_writer_create(&w, &cfg, NULL), 0);
+    enum { N = 60 };
+    sent s[N];
+    for (size_t i = 0; i < N; i++) {
+        if (i % 13 == 12)
+            mk_alloc(&s[i].ev, i);
+        else
+            mk_kernel(&s[i].ev, i);
+        assert_int_equal(vt_writer_emit(w, &s[i].ev), 0);
+        if (i == 30)
+            assert_int_equal(vt_writer_flush(w), 0); /* a batch cut by a flush */
+    }
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+    FILE *f = fopen(path, "rb");
+    static uint8_t data[1 << 16];
+    size_t size = fread(data, 1, sizeof(data), f);
+    fclose(f);
+    unlink(path);
+    assert_true(size > 100 && size < sizeof(data));
+    size_t prev = 0;
+    for (size_t len = 0; len <= size; len++) {
+        uint8_t *pre = malloc(len ? len : 1);
+        memcpy(pre, data, len);
+        vt_reader *r;
+        vt_event ev;
+        int rc;
+        size_t i = 0;
+        assert_int_equal(vt_reader_open_mem(&r, pre, len, "t.zst"), 0);
+        while ((rc = vt_reader_next(r, &ev)) == 1) {
+            if (ev.type != VT_EV_KERNEL && ev.type != VT_EV_ALLOC)
+                continue;
+            assert_true(i < N);
+            same_event(&ev, &s[i].ev, i);
+            i++;
+        }
+        if (len == size) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(i, N);
+        } else {
+            if (rc != VT_ERR_TRUNCATED)
+                fail_msg("len %zu: %d %s", len, rc, vt_reader_errmsg(r));
+            assert_non_null(strstr(vt_reader_errmsg(r), "t.zst: truncated at offset "));
+        }
+        assert_true(i >= prev);
+        prev = i;
+        vt_reader_free(r);
+        free(pre);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_handmade_batches),
+        cmocka_unit_test(test_corrupt_batches),
+        cmocka_unit_test(test_writer_batches),
+        cmocka_unit_test(test_batch_truncation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
