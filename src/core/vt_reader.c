@@ -60,7 +60,11 @@ typedef struct { uint32_t id, len; const char *s; } str_slot;
 typedef struct { uint32_t id, n, parent, depth; uint32_t off; } stack_slot;
 typedef struct { uint32_t defined; vt_ev_device d; } dev_slot;
 /* A launch with its name resolved once (saves a dependent load per kernel). */
-typedef struct { vt_ev_launch l; const char *name; } launch_slot;
+/* A launch with what a kernel event copies from it (name resolved, device,
+ * stream, grid, block, ...) laid out as the head of a vt_ev_kernel, so that
+ * a kernel record copies it with a few wide moves. */
+#define KERNEL_HEAD offsetof(vt_ev_kernel, graph_id)
+typedef struct { uint32_t id, pad_; vt_ev_kernel k; vt_ev_launch l; } launch_slot;
 
 struct vt_reader {
     char name[256];
@@ -93,6 +97,7 @@ struct vt_reader {
     uint64_t skip_from;     /* where the damaged data began (for skipped_bytes) */
     int need_sync;          /* after a resync: the frame must start with a Sync */
     int any_record;
+    int fast;               /* vt_reader_next() may take its hot path */
     uint64_t host_time, device_time, corr;
     uint64_t last_seq;
     int have_seq;
@@ -1043,122 +1048,113 @@ static int dec_header(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_ev_
     } while (0)
 
 
-/* Decode one Record [p, end) into *ev.  Returns 1 (event), 0 (record
- * skipped: unknown body), VT_ERR_CORRUPT (r->why says why), VT_ERR_VERSION
- * (message in r->why) or VT_ERR_NOMEM. */
-static inline void kernel_resolve(const vt_reader *r, vt_ev_kernel *k)
+static const vt_ev_kernel kernel_none;
+
+/* Kernel fields that come from its Launch (zero if the launch is unknown). */
+static inline __attribute__((always_inline)) void kernel_resolve(const vt_reader *r, vt_ev_kernel *k)
 {
     const launch_slot *ls = tab_get(&r->launches, k->launch_id, sizeof(launch_slot));
-    if (ls) {
-        const vt_ev_launch *l = &ls->l;
-        k->name_id = l->name;
-        k->name = ls->name ? ls->name : str_get(r, l->name);
-        k->device = l->device;
-        k->stream = l->stream;
-        memcpy(k->grid, l->grid, sizeof(k->grid));
-        memcpy(k->block, l->block, sizeof(k->block));
-        k->shared_memory = l->shared_memory;
-        k->graph = l->graph;
-    } else {
-        k->name_id = 0;
-        k->name = NULL;
-        k->device = k->stream = k->shared_memory = 0;
-        memset(k->grid, 0, sizeof(k->grid));
-        memset(k->block, 0, sizeof(k->block));
-        k->graph = 0;
-    }
+    memcpy(k, ls ? &ls->k : &kernel_none, KERNEL_HEAD);
+    if (__builtin_expect(ls && !k->name && k->name_id, 0)) /* its String came late */
+        k->name = str_get(r, k->name_id);
 }
 
 /* Fast path for the records that make most of a trace (kernels, allocs,
  * frees), in the layout every protobuf encoder (the writer included)
  * produces: Record{ts_delta, body} and the body's varint fields 1..n in
- * order, each optional.  Returns 1 if done, 0 to take the generic path
- * (which also reports any error).  Only between records of a frame that
- * is in sync (no header or Sync checks pending). */
-/* A varint with 10 readable bytes at p guaranteed by the caller (p may be
- * at `end`: the result is then refused). */
-static inline __attribute__((always_inline)) int rd_varint_u(const uint8_t **pp, const uint8_t *end, uint64_t *out)
-{
-    const uint8_t *p = *pp;
-    uint64_t b0 = p[0];
-    if (b0 < 0x80) {
-        *out = b0;
-        *pp = p + 1;
-        return p < end ? 0 : -1;
-    }
-    uint64_t b1 = p[1];
-    if (b1 < 0x80) {
-        *out = (b0 & 0x7f) | b1 << 7;
-        *pp = p + 2;
-        return p + 2 <= end ? 0 : -1;
-    }
-    uint64_t b2 = p[2];
-    if (b2 < 0x80) {
-        *out = (b0 & 0x7f) | (b1 & 0x7f) << 7 | b2 << 14;
-        *pp = p + 3;
-        return p + 3 <= end ? 0 : -1;
-    }
-    if (rd_varint_long(pp, out))
-        return -1;
-    return *pp > end ? -1 : 0;
-}
+ * order, each optional, every varint at most 8 bytes.  Returns 1 if done,
+ * 0 to take the generic path (which also reports any error).  Only between
+ * records of a frame that is in sync (no header or Sync checks pending),
+ * with at least FAST_SLACK readable bytes after the record.
+ *
+ * Why it looks like this: which kind comes next, and how many bytes a
+ * duration, a size or a time delta takes, are data that no branch
+ * predictor guesses, and a wrong guess costs more than decoding a varint.
+ * So varints are decoded without a branch on their length: load 8 bytes,
+ * find the last byte from the continuation bits, squeeze the 7-bit groups
+ * together with shifts (values of 9-10 bytes, rare, take the generic
+ * path).  Small fields that are one byte in practice (enums, thread ids,
+ * correlation deltas) keep a one-byte test, which is then well predicted. */
+#define FAST_SLACK 16
 
-/* One optional varint field `n` of a body being read in field order (the
- * values live in scalars: an array here cost a store-forwarding stall). */
+/* p: the varint (8 readable bytes).  Sets var and moves p. */
+#define FAST_VARINT(var)                                                      \
+    do {                                                                      \
+        uint64_t x_, s_;                                                      \
+        memcpy(&x_, p, 8); /* little-endian, as every target of this code */  \
+        s_ = ~x_ & 0x8080808080808080ull;                                     \
+        if (__builtin_expect(s_ == 0, 0))                                     \
+            return 0;                                                         \
+        p += ((unsigned)__builtin_ctzll(s_) + 1) >> 3;                        \
+        x_ &= s_ ^ (s_ - 1);                                                  \
+        x_ = ((x_ & 0x7f007f007f007f00ull) >> 1) | (x_ & 0x007f007f007f007full); \
+        x_ = ((x_ & 0x3fff00003fff0000ull) >> 2) | (x_ & 0x00003fff00003fffull); \
+        x_ = ((x_ & 0x0fffffff00000000ull) >> 4) | (x_ & 0x000000000fffffffull); \
+        var = x_;                                                             \
+    } while (0)
+
+/* One optional varint field `n` of a body read in field order.  A varint
+ * that runs past `end` leaves p > end: later fields are then absent and
+ * the final p == end check fails.  A field starts before `end`, so no read
+ * goes more than 8 bytes past it (FAST_SLACK). */
 #define FAST_FIELD(n, var)                                                    \
     if (p < end && *p == TAG(n, WT_VARINT)) {                                 \
         p++;                                                                  \
-        if (rd_varint_u(&p, end, &var))                                       \
-            return 0;                                                         \
+        FAST_VARINT(var);                                                     \
+    }
+#define FAST_FIELD1(n, var)                                                   \
+    if (p < end && *p == TAG(n, WT_VARINT)) {                                 \
+        p++;                                                                  \
+        if (__builtin_expect(*p < 0x80, 1))                                   \
+            var = *p++;                                                       \
+        else                                                                  \
+            FAST_VARINT(var);                                                 \
     }
 
-static inline int fast_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_event *ev)
+static inline __attribute__((always_inline)) int fast_record(vt_reader *r, const uint8_t *p, const uint8_t *end,
+                                                             vt_event *ev)
 {
     uint64_t ts = 0;
-    if (r->hard - end < 10) /* the last record in the buffer: generic path */
-        return 0;
     if (*p == TAG(1, WT_VARINT)) {
         p++;
-        if (rd_varint_u(&p, end, &ts))
-            return 0;
+        FAST_VARINT(ts);
     }
     if (end - p < 2 || p[1] >= 0x80 || p + 2 + p[1] != end)
         return 0;
     uint8_t body = p[0];
     p += 2;
-    switch (body) {
-    case TAG(VT_EV_KERNEL, WT_LEN): {
+    if (__builtin_expect(body == TAG(VT_EV_KERNEL, WT_LEN), 1)) {
         uint64_t launch = 0, dur = 0, cd = 0, gid = 0;
         FAST_FIELD(1, launch)
         FAST_FIELD(2, dur)
-        FAST_FIELD(3, cd)
+        FAST_FIELD1(3, cd)
         FAST_FIELD(4, gid)
         if (p != end)
             return 0;
         vt_ev_kernel *k = &ev->u.kernel;
         ev->type = VT_EV_KERNEL;
         k->launch_id = (uint32_t)launch;
+        kernel_resolve(r, k);
         k->duration_ns = dur;
         k->graph_id = gid;
-        kernel_resolve(r, k);
         r->corr += (uint64_t)unzigzag(cd);
         k->corr = r->corr;
         r->device_time += (uint64_t)unzigzag(ts);
         ev->time_ns = r->device_time;
         return 1;
     }
-    case TAG(VT_EV_ALLOC, WT_LEN): {
+    if (body == TAG(VT_EV_ALLOC, WT_LEN)) {
         uint64_t addr = 0, size = 0, dev = 0, kind = 0, api = 0, stream = 0, pool = 0, thr = 0, stk = 0, cd = 0;
         FAST_FIELD(1, addr)
         FAST_FIELD(2, size)
-        FAST_FIELD(3, dev)
-        FAST_FIELD(4, kind)
-        FAST_FIELD(5, api)
+        FAST_FIELD1(3, dev)
+        FAST_FIELD1(4, kind)
+        FAST_FIELD1(5, api)
         FAST_FIELD(6, stream)
         FAST_FIELD(7, pool)
-        FAST_FIELD(8, thr)
+        FAST_FIELD1(8, thr)
         FAST_FIELD(9, stk)
-        FAST_FIELD(10, cd)
+        FAST_FIELD1(10, cd)
         if (p != end)
             return 0;
         vt_ev_alloc *a = &ev->u.alloc;
@@ -1177,17 +1173,15 @@ static inline int fast_record(vt_reader *r, const uint8_t *p, const uint8_t *end
         a->site.tid = tid_of(r, (uint32_t)thr);
         r->corr += (uint64_t)unzigzag(cd);
         a->corr = r->corr;
-        break;
-    }
-    case TAG(VT_EV_FREE, WT_LEN): {
+    } else if (body == TAG(VT_EV_FREE, WT_LEN)) {
         uint64_t addr = 0, dev = 0, kind = 0, api = 0, stream = 0, thr = 0, cd = 0, stk = 0;
         FAST_FIELD(1, addr)
-        FAST_FIELD(2, dev)
-        FAST_FIELD(3, kind)
-        FAST_FIELD(4, api)
+        FAST_FIELD1(2, dev)
+        FAST_FIELD1(3, kind)
+        FAST_FIELD1(4, api)
         FAST_FIELD(5, stream)
-        FAST_FIELD(6, thr)
-        FAST_FIELD(7, cd)
+        FAST_FIELD1(6, thr)
+        FAST_FIELD1(7, cd)
         FAST_FIELD(8, stk)
         if (p != end)
             return 0;
@@ -1205,9 +1199,7 @@ static inline int fast_record(vt_reader *r, const uint8_t *p, const uint8_t *end
         a->site.tid = tid_of(r, (uint32_t)thr);
         r->corr += (uint64_t)unzigzag(cd);
         a->corr = r->corr;
-        break;
-    }
-    default:
+    } else {
         return 0;
     }
     r->host_time += (uint64_t)unzigzag(ts);
@@ -1215,6 +1207,11 @@ static inline int fast_record(vt_reader *r, const uint8_t *p, const uint8_t *end
     return 1;
 }
 #undef FAST_FIELD
+#undef FAST_FIELD1
+#undef FAST_VARINT
+/* Decode one Record [p, end) into *ev.  Returns 1 (event), 0 (record
+ * skipped: unknown body), VT_ERR_CORRUPT (r->why says why), VT_ERR_VERSION
+ * (message in r->why) or VT_ERR_NOMEM. */
 
 static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_event *ev)
 {
@@ -1535,8 +1532,17 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
         if (!slot)
             return VT_ERR_CORRUPT; /* why set by tab_put */
         if (!dup) {
+            slot->id = l.id;
             slot->l = l;
-            slot->name = str_get(r, l.name);
+            vt_ev_kernel *t = &slot->k;
+            t->name = str_get(r, l.name);
+            t->name_id = l.name;
+            t->device = l.device;
+            t->stream = l.stream;
+            memcpy(t->grid, l.grid, sizeof(t->grid));
+            memcpy(t->block, l.block, sizeof(t->block));
+            t->shared_memory = l.shared_memory;
+            t->graph = l.graph;
         }
         ev->u.launch = l;
         break;
@@ -1858,6 +1864,7 @@ static int begin_frame(vt_reader *r)
 }
 
 static int next_slow(vt_reader *r, vt_event *ev) __attribute__((noinline));
+static int next_slow_(vt_reader *r, vt_event *ev);
 
 int vt_reader_next(vt_reader *r, vt_event *ev)
 {
@@ -1866,11 +1873,11 @@ int vt_reader_next(vt_reader *r, vt_event *ev)
         kernel_resolve(r, &ev->u.kernel);
         return 1;
     }
-    /* Hot path: a whole short entry in the buffer, a frame in sync. */
+    /* Hot path: a whole short entry in the buffer with FAST_SLACK bytes
+     * after it, a frame in sync (r->fast, set by next_slow). */
     const uint8_t *p = r->raw + r->rpos, *pe = r->raw + r->rend;
-    if (__builtin_expect(pe - p >= 3 && p[0] == 0x0A && p[1] < 0x80 && p + 2 + p[1] <= pe, 1) &&
-        __builtin_expect(r->state == ST_READ && r->any_record && !r->need_sync, 1)) {
-        r->hard = pe;
+    if (__builtin_expect(r->fast && pe - p >= 2 + FAST_SLACK && p[0] == 0x0A && p[1] < 0x80 &&
+                             pe - p >= 2 + FAST_SLACK + p[1], 1)) {
         if (fast_record(r, p + 2, p + 2 + p[1], ev)) {
             r->rpos += 2 + (size_t)p[1];
             r->st.records++;
@@ -1881,6 +1888,14 @@ int vt_reader_next(vt_reader *r, vt_event *ev)
 }
 
 static int next_slow(vt_reader *r, vt_event *ev)
+{
+    int rc = next_slow_(r, ev);
+    /* the hot path of vt_reader_next() only for a frame in sync */
+    r->fast = rc == 1 && r->state == ST_READ && r->any_record && !r->need_sync;
+    return rc;
+}
+
+static int next_slow_(vt_reader *r, vt_event *ev)
 {
     for (;;) {
         switch (r->state) {
