@@ -65,7 +65,9 @@ int vt_reader_open_mem(vt_reader **out, const void *data, size_t size, const cha
  * DEVICE) included, after the reader has stored them.  ev->time_ns follows
  * the delta rules of docs/FORMAT.md (definitions get the current host time).
  * Kernels come resolved through their Launch (name NULL and name_id 0 if
- * the launch is unknown); vt_site.tid is resolved from the thread table.
+ * the launch is unknown); a KernelBatch record comes out as its kernels,
+ * one VT_EV_KERNEL per call (decoded and checked whole first: a corrupt
+ * batch yields none); vt_site.tid is resolved from the thread table.
  * Pointers inside *ev stay valid until the next call, except those into the
  * tables (strings, names, paths), valid until vt_reader_free(). */
 int vt_reader_next(vt_reader *r, vt_event *ev);

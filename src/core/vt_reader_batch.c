@@ -1,14 +1,16 @@
 /* vt_reader_batch.c - KernelBatch decoding for the reader (see
- * vt_reader_batch.h).  Two passes over the record: the first counts the
- * entries of each column (packed or, as protobuf allows, one varint per
- * entry) and checks them against each other and the cap before anything
- * is allocated; the second decodes.  Touches nothing but its own memory.
+ * vt_reader_batch.h).  One pass over the record into columns sized by the
+ * record's length (an entry takes at least a byte) capped at
+ * VT_KBATCH_READ_MAX; columns may come packed or, as protobuf allows, one
+ * varint per entry, in any order and in pieces; their lengths are checked
+ * against each other at the end.  Touches nothing but its own memory.
  */
 #include "vt_reader_batch.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vt_error.h"
 
@@ -117,16 +119,40 @@ static int reserve(vt_kbatch *b, uint32_t n)
     return 0;
 }
 
-int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p0, const uint8_t *end, uint64_t *device_time,
+/* Varint inside [*pp, end) with the one- and two-byte cases inline (almost
+ * every entry of the writer's columns). */
+static inline __attribute__((always_inline)) int rd_v(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    if (__builtin_expect(p < end && p[0] < 0x80, 1)) {
+        *out = p[0];
+        *pp = p + 1;
+        return 0;
+    }
+    if (p + 1 < end && p[1] < 0x80) {
+        *out = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+        *pp = p + 2;
+        return 0;
+    }
+    return rd_varint(pp, end, out);
+}
+
+int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, uint64_t *device_time,
                      uint64_t *corr, uint64_t *unknown, char *why, size_t why_len)
 {
     b->n = b->left = 0;
-    /* pass 1: count and validate the framing */
-    uint64_t cnt[NCOL] = {0};
+    /* every entry takes at least one byte: the columns need at most
+     * min(length, cap) slots, so they are sized before decoding (one pass) */
+    size_t len = (size_t)(end - p);
+    uint32_t lim = len < VT_KBATCH_READ_MAX ? (uint32_t)len : VT_KBATCH_READ_MAX;
+    if (reserve(b, lim))
+        return VT_ERR_NOMEM;
+    uint32_t cnt[NCOL] = {0};
+    uint64_t *col[NCOL] = {NULL, b->start, b->dur, b->corr, b->graph};
     uint64_t nunknown = 0;
-    for (const uint8_t *p = p0; p < end;) {
+    while (p < end) {
         uint64_t tag, v;
-        if (rd_varint(&p, end, &tag))
+        if (rd_v(&p, end, &tag))
             return fail(why, why_len, "bad tag in KernelBatch");
         if ((tag >> 3) == 0)
             return fail(why, why_len, "invalid field number 0 in KernelBatch");
@@ -137,73 +163,43 @@ int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p0, const uint8_t *end, uint64
             nunknown++;
             continue;
         }
-        if ((tag & 7) == 0) {
-            if (rd_varint(&p, end, &v))
-                return fail(why, why_len, "bad varint in KernelBatch column %s", col_name[c]);
-            cnt[c]++;
-        } else {
-            if (rd_varint(&p, end, &v) || v > (uint64_t)(end - p))
+        const uint8_t *q = p, *qe = end;
+        if ((tag & 7) == 2) {
+            if (rd_v(&p, end, &v) || v > (uint64_t)(end - p))
                 return fail(why, why_len, "KernelBatch column %s runs past the end of the message", col_name[c]);
-            const uint8_t *q = p, *qe = p + v;
-            p = qe;
-            if (v && qe[-1] >= 0x80)
-                return fail(why, why_len, "bad varint at the end of KernelBatch column %s", col_name[c]);
-            for (; q < qe; q++)
-                cnt[c] += *q < 0x80;
-        }
-        if (cnt[c] > VT_KBATCH_READ_MAX)
-            return fail(why, why_len, "KernelBatch with more than %u entries in column %s", VT_KBATCH_READ_MAX,
-                        col_name[c]);
-    }
-    const uint64_t n = cnt[C_LAUNCH];
-    for (int c = C_START; c < NCOL; c++)
-        if (cnt[c] != n && !(c == C_GRAPH && cnt[c] == 0))
-            return fail(why, why_len, "KernelBatch columns disagree: %llu launch, %llu %s",
-                        (unsigned long long)n, (unsigned long long)cnt[c], col_name[c]);
-    if (n == 0) {
-        *unknown += nunknown;
-        return 0;
-    }
-    if (reserve(b, (uint32_t)n))
-        return VT_ERR_NOMEM;
-
-    /* pass 2: the values (start and corr as deltas for now) */
-    uint32_t pos[NCOL] = {0};
-    uint64_t *col[NCOL] = {NULL, b->start, b->dur, b->corr, b->graph};
-    for (const uint8_t *p = p0; p < end;) {
-        uint64_t tag, v;
-        rd_varint(&p, end, &tag); /* checked in pass 1 */
-        int c = column_of(tag >> 3, (unsigned)(tag & 7));
-        if (c < 0) {
-            skip(&p, end, tag, why, why_len);
-            continue;
-        }
-        const uint8_t *q, *qe;
-        if ((tag & 7) == 0) {
-            q = p;
-            qe = end;
-        } else {
-            rd_varint(&p, end, &v);
             q = p;
             qe = p + v;
             p = qe;
+            if (v && qe[-1] >= 0x80)
+                return fail(why, why_len, "bad varint at the end of KernelBatch column %s", col_name[c]);
         }
+        uint32_t k = cnt[c];
         do {
             if (q == qe)
                 break; /* an empty packed column */
-            if (rd_varint(&q, qe, &v))
+            if (k == lim)
+                return fail(why, why_len, "KernelBatch with more than %u entries in column %s", VT_KBATCH_READ_MAX,
+                            col_name[c]);
+            if (rd_v(&q, qe, &v))
                 return fail(why, why_len, "bad varint in KernelBatch column %s", col_name[c]);
             if (c == C_LAUNCH)
-                b->launch[pos[c]++] = (uint32_t)v;
+                b->launch[k++] = (uint32_t)v;
             else
-                col[c][pos[c]++] = v;
+                col[c][k++] = v;
         } while ((tag & 7) == 2 && q < qe);
+        cnt[c] = k;
         if ((tag & 7) == 0)
             p = q;
     }
+    const uint32_t n = cnt[C_LAUNCH];
+    for (int c = C_START; c < NCOL; c++)
+        if (cnt[c] != n && !(c == C_GRAPH && cnt[c] == 0))
+            return fail(why, why_len, "KernelBatch columns disagree: %u launch, %u %s", n, cnt[c], col_name[c]);
+    *unknown += nunknown;
+    if (n == 0)
+        return 0;
     if (!cnt[C_GRAPH])
-        for (uint32_t i = 0; i < n; i++)
-            b->graph[i] = 0;
+        memset(b->graph, 0, n * sizeof(*b->graph));
 
     /* deltas -> absolute values: start[0] from the device time base,
      * start[i] from the end of kernel i-1; the base ends at the last start */
@@ -217,8 +213,7 @@ int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p0, const uint8_t *end, uint64
     }
     *device_time = t;
     *corr = k;
-    *unknown += nunknown;
-    b->n = b->left = (uint32_t)n;
+    b->n = b->left = n;
     return 0;
 }
 

@@ -12,8 +12,8 @@
  * compresses with ZSTD_compressStream2 and writes to the file.  Time and
  * correlation deltas follow docs/FORMAT.md ("Stream rules").  Kernels are
  * held back in a preallocated batch and written as one column-packed
- * KernelBatch record per run of consecutive kernels (a run of one as a
- * plain Kernel record): the batch goes out before any other record (so the
+ * KernelBatch record per run of consecutive kernels (a run shorter than
+ * VT_KBATCH_MIN as plain Kernel records): the batch goes out before any other record (so the
  * stream order of events and definitions is exactly that of one record per
  * kernel), when VT_KBATCH_MAX kernels are pending, and before every zstd
  * flush and frame end.
@@ -58,6 +58,9 @@
 #define VT_EMERGENCY_WAIT_MS 1000 /* a signal handler waits at most this for the writer thread */
 #define VT_EMERGENCY_DRAIN_NS (100ull * 1000000) /* the writer thread's drain budget then */
 #define VT_KBATCH_MAX 256  /* kernels per KernelBatch record (bounded: packed without a size pass) */
+#ifndef VT_KBATCH_MIN
+#define VT_KBATCH_MIN 16   /* shorter runs: Kernel records (as small, and faster to read) */
+#endif
 
 /* ---------------------------------------------------------------- ring */
 
@@ -858,8 +861,10 @@ static inline int64_t vt_d_corr(vt_writer *w, uint64_t c)
     rec.body_case = VRAMTRACE__RECORD__BODY_##CASE;                                                      \
     rec.field = &(msg)
 
-/* Write the pending kernels: one Kernel record for a single kernel, else a
- * KernelBatch (docs/FORMAT.md): start[0] is the delta from the device time
+/* Write the pending kernels: Kernel records for fewer than VT_KBATCH_MIN
+ * (for a handful of kernels a batch saves almost nothing and costs the
+ * reader more per kernel: measured with bench_reader's interleaved mix),
+ * else a KernelBatch (docs/FORMAT.md): start[0] is the delta from the device time
  * base, start[i > 0] the gap since the end of kernel i-1 (start - (start +
  * duration) of the previous one; smaller and more regular than the
  * start-to-start delta: -7 % bytes on the bench, -2 % on real traces);
@@ -871,15 +876,21 @@ static int vt_enc_kbatch(vt_writer *w)
     if (!n)
         return 0;
     w->kb_n = 0; /* before vt_enc_put, which flushes a pending batch */
-    if (n == 1) {
-        Vramtrace__Kernel k = VRAMTRACE__KERNEL__INIT;
-        k.launch = w->kb_launch[0];
-        k.duration_ns = w->kb_dur[0];
-        k.graph_id = w->kb_graph[0];
-        k.corr = vt_d_corr(w, (uint64_t)w->kb_corr[0]);
-        VT_REC(r, kernel, KERNEL, k);
-        r.ts_delta = vt_d_dev(w, (uint64_t)w->kb_start[0]);
-        return vt_enc_put(w, &r);
+    if (n < VT_KBATCH_MIN) {
+        w->kb_graph_any = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            Vramtrace__Kernel k = VRAMTRACE__KERNEL__INIT;
+            k.launch = w->kb_launch[i];
+            k.duration_ns = w->kb_dur[i];
+            k.graph_id = w->kb_graph[i];
+            k.corr = vt_d_corr(w, (uint64_t)w->kb_corr[i]);
+            VT_REC(r, kernel, KERNEL, k);
+            r.ts_delta = vt_d_dev(w, (uint64_t)w->kb_start[i]);
+            int rc = vt_enc_put(w, &r);
+            if (rc)
+                return rc;
+        }
+        return 0;
     }
     uint64_t base = w->dev_t;
     for (uint32_t i = 0; i < n; i++) { /* absolute -> delta, in place */
