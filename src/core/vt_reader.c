@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_d_stableOutBuffer (1.4.0+) */
 #include <zstd.h>
 
 #include "vt_error.h"
@@ -28,6 +29,9 @@
 #define IN_CHUNK (1u << 20)
 #define RAW_INIT (256u << 10)
 #define RAW_MIN_FREE (64u << 10)
+/* Whole-frame buffer: the writer ends a zstd frame after frame_bytes (4 MiB
+ * by default) of records, so a frame is at most that plus one record. */
+#define RAW_STABLE ((8u << 20) + (64u << 10))
 #define MAX_TABLE_IDS (1u << 28)
 #define MAX_STACK_FRAMES_TOTAL (1u << 27) /* uint32 frame ids over all stacks */
 #define MAX_STACK_DEPTH (1u << 24)
@@ -87,14 +91,21 @@ struct vt_reader {
     uint64_t zerr_at;
     int careful;          /* re-decoding a damaged frame byte by byte */
     uint64_t careful_skip;/* decompressed bytes to drop while doing so */
+    int stable_ok;        /* frames may be decoded whole into raw (the input can go back) */
+    int stable;           /* this frame is: ZSTD_d_stableOutBuffer, raw never moves */
+    int zmode;            /* ZSTD_d_stableOutBuffer as set in dctx */
     uint64_t in_counted;  /* input counted in st.bytes_in so far */
     /* decompressed bytes: [rpos, rend) not decoded yet */
     uint8_t *raw;
     size_t rcap, rpos, rend;
+    size_t bcap;          /* streaming frames use raw[0, bcap) (<= rcap): zstd's
+                           * output per call, so what a zstd error loses, stays
+                           * as with a small buffer */
     /* decoder */
     int state, last_err;
     uint64_t resync_from;   /* scan for a zstd magic from here */
     uint64_t skip_from;     /* where the damaged data began (for skipped_bytes) */
+    uint64_t skip_hw;       /* ST_DISCARD: input counted in skipped_bytes up to here */
     int need_sync;          /* after a resync: the frame must start with a Sync */
     int any_record;
     int fast;               /* vt_reader_next() may take its hot path */
@@ -1671,9 +1682,13 @@ static int corrupt(vt_reader *r, int code, int zstd_ok, const char *fmt, ...)
     va_end(ap);
     r->last_err = code;
     r->st.resyncs++;
-    r->rpos = r->rend = 0;
+    if (r->stable && r->in_frame)
+        r->rpos = r->rend; /* zstd writes on at rend: raw must not move */
+    else
+        r->rpos = r->rend = 0;
     if (zstd_ok && r->in_frame) {
         r->state = ST_DISCARD;
+        r->skip_hw = r->in_pos;
     } else if (zstd_ok) {
         r->state = ST_READ; /* the frame ended cleanly: the next starts at in_pos */
     } else {
@@ -1720,27 +1735,103 @@ static int resync(vt_reader *r)
     }
 }
 
+/* Leave whole-frame decoding for this frame: decode it again from its
+ * start the streaming way, dropping the bytes already produced (the
+ * careful_skip mechanism).  For a frame larger than raw (then for the rest
+ * of the stream: disable), and for any zstd error, which the streaming
+ * way then finds again and reports as always. */
+static void stable_fallback(vt_reader *r, int disable)
+{
+    size_t keep = r->rend - r->rpos;
+    memmove(r->raw, r->raw + r->rpos, keep);
+    r->raw_base += r->rpos;
+    r->careful_skip = r->raw_base + keep; /* = bytes of the frame produced */
+    r->rpos = 0;
+    r->rend = keep;
+    while (r->bcap < keep + RAW_MIN_FREE && r->bcap < r->rcap)
+        r->bcap *= 2;
+    if (r->bcap > r->rcap)
+        r->bcap = r->rcap;
+    ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+    r->zmode = ZSTD_isError(ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_stableOutBuffer, 0));
+    r->stable = 0;
+    if (disable || r->zmode)
+        r->stable_ok = 0;
+    r->in_pos = r->frame_start;
+    r->zerr = 0;
+}
+
+/* decompress_more() for a frame decoded whole: zstd writes straight into
+ * raw (no copy out of its window), which holds the frame from its first
+ * byte: nothing moves until the frame ends. */
+static int decompress_stable(vt_reader *r, size_t need)
+{
+    size_t start_end = r->rend;
+    for (;;) {
+        if (need > r->rcap - r->rpos || r->rend == r->rcap) {
+            stable_fallback(r, 1); /* the frame does not fit */
+            return 0;
+        }
+        const uint8_t *p;
+        size_t n;
+        uint64_t at = r->in_pos;
+        int rc = in_peek(r, &at, 1, &p, &n);
+        if (rc)
+            return rc;
+        ZSTD_inBuffer in = {p, n, 0};
+        ZSTD_outBuffer out = {r->raw, r->rcap, r->rend};
+        size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
+        if (ZSTD_isError(ret)) {
+            stable_fallback(r, 0);
+            return 0;
+        }
+        size_t got = out.pos - r->rend;
+        r->in_pos += in.pos;
+        if (r->in_pos > r->in_counted) {
+            r->st.bytes_in += r->in_pos - r->in_counted;
+            r->in_counted = r->in_pos;
+        }
+        r->st.bytes_raw += got;
+        r->rend += got;
+        if (ret == 0) {
+            r->in_frame = 0;
+            return 0;
+        }
+        if (r->rend - r->rpos >= need)
+            return 0;
+        if (n == 0 && r->rend == start_end)
+            return set_final(r, VT_ERR_TRUNCATED, "truncated at offset %llu (inside a zstd frame starting at offset %llu)",
+                             (unsigned long long)r->in_pos, (unsigned long long)r->frame_start);
+        start_end = r->rend;
+    }
+}
+
 /* Decompress more of the current frame so that `need` bytes are available
  * at raw + rpos.  Returns 0 (progress, or the frame ended: in_frame = 0),
  * or a final error code. */
 static int decompress_more(vt_reader *r, size_t need)
 {
-    if (r->rpos && (need > r->rcap - r->rpos || r->rcap - r->rend < RAW_MIN_FREE)) {
+    if (r->stable)
+        return decompress_stable(r, need);
+    if (r->rpos && (need > r->bcap - r->rpos || r->bcap - r->rend < RAW_MIN_FREE)) {
         size_t keep = r->rend - r->rpos;
         memmove(r->raw, r->raw + r->rpos, keep);
         r->raw_base += r->rpos;
         r->rpos = 0;
         r->rend = keep;
     }
-    if (need > r->rcap) {
-        size_t cap = r->rcap;
+    if (need > r->bcap) {
+        size_t cap = r->bcap;
         while (cap < need)
             cap *= 2;
-        uint8_t *nr = realloc(r->raw, cap);
-        if (!nr)
-            return set_final(r, VT_ERR_NOMEM, "out of memory for a %zu-byte record", need);
-        r->raw = nr;
-        r->rcap = cap;
+        if (cap > r->rcap) {
+            uint8_t *nr = realloc(r->raw, cap);
+            if (!nr)
+                return set_final(r, VT_ERR_NOMEM, "out of memory for a %zu-byte record", need);
+            r->raw = nr;
+            r->rcap = cap;
+        }
+        r->bcap = cap;
     }
     size_t start_end = r->rend;
     for (;;) {
@@ -1753,7 +1844,7 @@ static int decompress_more(vt_reader *r, size_t need)
         if (r->careful && n > 1)
             n = 1;
         ZSTD_inBuffer in = {p, n, 0};
-        ZSTD_outBuffer out = {r->raw, r->rcap, r->rend};
+        ZSTD_outBuffer out = {r->raw, r->bcap, r->rend};
         size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
         size_t got = out.pos - r->rend;
         if (r->careful_skip && got) { /* decoded before the damage was found: already out */
@@ -1858,6 +1949,24 @@ static int begin_frame(vt_reader *r)
     r->careful_skip = 0;
     r->raw_base = 0;
     r->rpos = r->rend = 0;
+    r->stable = 0;
+    if (r->stable_ok && r->rcap < RAW_STABLE) {
+        uint8_t *nr = realloc(r->raw, RAW_STABLE);
+        if (nr) {
+            r->raw = nr;
+            r->rcap = RAW_STABLE;
+        } else {
+            r->stable_ok = 0;
+        }
+    }
+    if (r->stable_ok != r->zmode) {
+        ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+        if (ZSTD_isError(ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_stableOutBuffer, r->stable_ok)))
+            r->stable_ok = 0; /* this zstd cannot: streaming, as before */
+        else
+            r->zmode = r->stable_ok;
+    }
+    r->stable = r->stable_ok && r->zmode;
     if (!skippable)
         r->st.frames++;
     return 0;
@@ -1914,7 +2023,8 @@ static int next_slow_(vt_reader *r, vt_event *ev)
                 drop_frame(r);
                 r->state = ST_RESYNC;
                 r->resync_from = r->frame_start + 1;
-                r->skip_from = r->in_pos; /* bytes before were counted while discarding */
+                /* bytes before were counted while discarding */
+                r->skip_from = r->in_pos > r->skip_hw ? r->in_pos : r->skip_hw;
                 continue;
             }
             if (!r->in_frame) {
@@ -1922,11 +2032,25 @@ static int next_slow_(vt_reader *r, vt_event *ev)
                 continue;
             }
             {
-                uint64_t before = r->in_pos;
-                r->rpos = r->rend = 0;
-                int rc = decompress_more(r, r->rcap);
-                r->st.skipped_bytes += r->in_pos - before;
-                r->rpos = r->rend = 0;
+                int rc;
+                if (r->stable) {
+                    /* raw holds the frame from its start: drop, never move */
+                    r->rpos = r->rend;
+                    rc = decompress_more(r, 1);
+                    if (r->stable)
+                        r->rpos = r->rend;
+                    else
+                        r->rpos = r->rend = 0;
+                } else {
+                    r->rpos = r->rend = 0;
+                    rc = decompress_more(r, r->bcap);
+                    r->rpos = r->rend = 0;
+                }
+                /* input passed over; a stable_fallback() reads some again */
+                if (r->in_pos > r->skip_hw) {
+                    r->st.skipped_bytes += r->in_pos - r->skip_hw;
+                    r->skip_hw = r->in_pos;
+                }
                 if (rc)
                     return rc;
             }
@@ -2065,7 +2189,7 @@ static int reader_new(vt_reader **out, const char *name)
     snprintf(r->name, sizeof(r->name), "%s", name ? name : "<memory>");
     r->dctx = ZSTD_createDCtx();
     r->raw = malloc(RAW_INIT);
-    r->rcap = RAW_INIT;
+    r->rcap = r->bcap = RAW_INIT;
     if (!r->dctx || !r->raw) {
         vt_reader_free(r);
         return VT_ERR_NOMEM;
@@ -2085,6 +2209,7 @@ int vt_reader_open_mem(vt_reader **out, const void *data, size_t size, const cha
         return rc;
     r->mem = data ? data : (const uint8_t *)"";
     r->mem_size = data ? size : 0;
+    r->stable_ok = 1;
     *out = r;
     return 0;
 }
@@ -2116,6 +2241,7 @@ int vt_reader_open(vt_reader **out, const char *path, char *errmsg, size_t errms
     }
     r->fd = fd;
     r->seekable = S_ISREG(sb.st_mode) && lseek(fd, 0, SEEK_CUR) >= 0;
+    r->stable_ok = r->seekable; /* a pipe cannot go back for stable_fallback() */
     r->ibuf = malloc(IN_CHUNK);
     if (!r->ibuf) {
         if (errmsg && errmsg_len)
