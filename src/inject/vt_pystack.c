@@ -344,6 +344,8 @@ VT_AI int frame_line(int safe, int minor, uintptr_t code, uintptr_t instr, int o
     int bad = 0, addr;
     if (minor == 10) {
         int lasti = (int)(int32_t)(uint32_t)instr;
+        if (lasti > (1 << 28)) /* no code object is that long: a wrong read */
+            return FR_STOP;
         addr = lasti < 0 ? -1 : lasti * 2;
     } else {
         long size = (long)rdp(safe, code + L->ob_size, &bad);
