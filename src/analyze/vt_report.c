@@ -162,7 +162,24 @@ static void text_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o
     uint32_t shown = n < a->cfg.max_frames ? n : a->cfg.max_frames;
     for (uint32_t i = 0; i < shown; i++) {
         vt_xframe_format(&fr[i], line, sizeof(line));
+        /* Why a frame is unsymbolized is said once per run of frames of
+         * one module, not on every line. */
+        if (i > 0 && !fr[i].python && !fr[i - 1].python && !fr[i].function && !fr[i - 1].function &&
+            fr[i].status == fr[i - 1].status && fr[i].module && fr[i - 1].module &&
+            !strcmp(fr[i].module, fr[i - 1].module)) {
+            char *paren = strrchr(line, '(');
+            if (paren && paren > line && paren[-1] == ' ')
+                paren[-1] = '\0';
+        }
         fprintf(o, "%s  %c %s\n", indent, (int)i == user ? '>' : ' ', line);
+    }
+    if (user >= 0 && (uint32_t)user >= shown) {
+        /* the user's frame is below the cut: show it in its place */
+        if ((uint32_t)user > shown)
+            fprintf(o, "%s    ... %u frames\n", indent, (uint32_t)user - shown);
+        vt_xframe_format(&fr[user], line, sizeof(line));
+        fprintf(o, "%s  > %s\n", indent, line);
+        shown = (uint32_t)user + 1;
     }
     if (shown < n)
         fprintf(o, "%s    ... %u more frames\n", indent, n - shown);
