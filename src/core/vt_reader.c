@@ -1081,40 +1081,58 @@ static inline __attribute__((always_inline)) void kernel_resolve(const vt_reader
  * Why it looks like this: which kind comes next, and how many bytes a
  * duration, a size or a time delta takes, are data that no branch
  * predictor guesses, and a wrong guess costs more than decoding a varint.
- * So varints are decoded without a branch on their length: load 8 bytes,
- * find the last byte from the continuation bits, squeeze the 7-bit groups
- * together with shifts (values of 9-10 bytes, rare, take the generic
- * path).  Small fields that are one byte in practice (enums, thread ids,
+ * So varints are decoded without a branch on their length: load 4 or 8
+ * bytes, find the last byte from the continuation bits, squeeze the 7-bit
+ * groups together with shifts (values of 9-10 bytes, rare, take the
+ * generic path).  Small fields that are one byte in practice (enums, thread ids,
  * correlation deltas) keep a one-byte test, which is then well predicted. */
-#define FAST_SLACK 16
+#define FAST_SLACK 128
 
-/* p: the varint (8 readable bytes).  Sets var and moves p. */
+/* p: the varint (8 readable bytes).  Sets var and moves p.  Up to 4 bytes
+ * (28 bits: ids, sizes, durations, time deltas) with 32-bit masks, which
+ * are immediates; longer ones (addresses, handles) with 64-bit ones.  That
+ * one branch depends on the field much more than on the value, so it is
+ * well predicted. */
 #define FAST_VARINT(var)                                                      \
     do {                                                                      \
-        uint64_t x_, s_;                                                      \
-        memcpy(&x_, p, 8); /* little-endian, as every target of this code */  \
-        s_ = ~x_ & 0x8080808080808080ull;                                     \
-        if (__builtin_expect(s_ == 0, 0))                                     \
-            return 0;                                                         \
-        p += ((unsigned)__builtin_ctzll(s_) + 1) >> 3;                        \
-        x_ &= s_ ^ (s_ - 1);                                                  \
-        x_ = ((x_ & 0x7f007f007f007f00ull) >> 1) | (x_ & 0x007f007f007f007full); \
-        x_ = ((x_ & 0x3fff00003fff0000ull) >> 2) | (x_ & 0x00003fff00003fffull); \
-        x_ = ((x_ & 0x0fffffff00000000ull) >> 4) | (x_ & 0x000000000fffffffull); \
-        var = x_;                                                             \
+        uint32_t w_, t_;                                                      \
+        memcpy(&w_, p, 4); /* little-endian, as every target of this code */  \
+        t_ = ~w_ & 0x80808080u;                                               \
+        if (__builtin_expect(t_ != 0, 1)) {                                   \
+            p += ((unsigned)__builtin_ctz(t_) + 1) >> 3;                      \
+            w_ &= t_ ^ (t_ - 1);                                              \
+            w_ = ((w_ & 0x7f007f00u) >> 1) | (w_ & 0x007f007fu);             \
+            w_ = ((w_ & 0x3fff0000u) >> 2) | (w_ & 0x00003fffu);             \
+            var = w_;                                                         \
+        } else {                                                              \
+            uint64_t x_, s_;                                                  \
+            memcpy(&x_, p, 8);                                                \
+            s_ = ~x_ & 0x8080808080808080ull;                                 \
+            if (__builtin_expect(s_ == 0, 0))                                 \
+                return 0; /* 9 or 10 bytes: the generic path */               \
+            p += ((unsigned)__builtin_ctzll(s_) + 1) >> 3;                    \
+            x_ &= s_ ^ (s_ - 1);                                              \
+            x_ = ((x_ & 0x7f007f007f007f00ull) >> 1) | (x_ & 0x007f007f007f007full); \
+            x_ = ((x_ & 0x3fff00003fff0000ull) >> 2) | (x_ & 0x00003fff00003fffull); \
+            x_ = ((x_ & 0x0fffffff00000000ull) >> 4) | (x_ & 0x000000000fffffffull); \
+            var = x_;                                                         \
+        }                                                                     \
     } while (0)
 
-/* One optional varint field `n` of a body read in field order.  A varint
- * that runs past `end` leaves p > end: later fields are then absent and
- * the final p == end check fails.  A field starts before `end`, so no read
- * goes more than 8 bytes past it (FAST_SLACK). */
+/* One optional varint field `n` of a body read in field order.  Fields
+ * are not checked against `end` one by one: a varint that runs past it
+ * leaves p > end, and the final p == end check fails.  p moves at most 9
+ * bytes per field and 11 fields are read at most, so no read goes more
+ * than FAST_SLACK bytes past `end`. */
 #define FAST_FIELD(n, var)                                                    \
-    if (p < end && *p == TAG(n, WT_VARINT)) {                                 \
+    if (*p == TAG(n, WT_VARINT)) {                                            \
         p++;                                                                  \
         FAST_VARINT(var);                                                     \
     }
+/* The same for a field that is one byte in practice (enums, thread ids,
+ * correlation deltas): that test is well predicted and cheaper. */
 #define FAST_FIELD1(n, var)                                                   \
-    if (p < end && *p == TAG(n, WT_VARINT)) {                                 \
+    if (*p == TAG(n, WT_VARINT)) {                                            \
         p++;                                                                  \
         if (__builtin_expect(*p < 0x80, 1))                                   \
             var = *p++;                                                       \
