@@ -2,7 +2,11 @@
  *
  * How: the file is read in 1 MiB chunks (pread, so that after damage the
  * reader can go back and scan for the next zstd magic) and decompressed with
- * ZSTD_decompressStream one frame at a time into `raw`; entries
+ * ZSTD_decompressStream one frame at a time into `raw`: a frame whole into
+ * an 8 MiB buffer where the input can go back (ZSTD_d_stableOutBuffer: no
+ * copy out of zstd's window), else, and for frames that do not fit or fail,
+ * streaming through a small buffer (decompress_stable, stable_fallback);
+ * entries
  * (0x0A, varint len, Record) are decoded in place by the hand-written
  * protobuf decoder below (protobuf-c unpack mallocs per message, too slow
  * for 30 M events/s).  Entries never straddle frames (docs/FORMAT.md), so
