@@ -1,7 +1,9 @@
 /* vt_reader.h - streaming trace reader (src/core).
  *
  * Iterates over the events of a trace file in bounded memory: the input
- * chunk (1 MiB), the decompression window (frames asking for more than
+ * chunk (1 MiB), an 8 MiB buffer into which a whole zstd frame is
+ * decompressed when it fits (the writer's frames do), else the streaming
+ * decompression window (frames asking for more than
  * 2^VT_READER_WINDOW_LOG_MAX bytes are refused as corrupt), one record
  * (capped at VT_READER_MAX_RECORD), the columns of one KernelBatch (at most
  * 65536 kernels, ~2.4 MiB; vt_reader_batch.h) and the interning tables (strings,
