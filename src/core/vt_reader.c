@@ -1733,8 +1733,8 @@ static int resync(vt_reader *r)
     uint64_t pos = r->resync_from;
     drop_frame(r);
     for (;;) {
-        const uint8_t *p;
-        size_t n;
+        const uint8_t *p = NULL;
+        size_t n = 0;
         uint64_t at = pos;
         int rc = in_peek(r, &at, 4, &p, &n);
         if (rc)
@@ -1863,8 +1863,8 @@ static int decompress_more(vt_reader *r, size_t need)
     }
     size_t start_end = r->rend;
     for (;;) {
-        const uint8_t *p;
-        size_t n;
+        const uint8_t *p = NULL;
+        size_t n = 0;
         uint64_t at = r->in_pos;
         int rc = in_peek(r, &at, 1, &p, &n);
         if (rc)

@@ -363,7 +363,7 @@ int main(int argc, char **argv)
                 ok = stack_has(e->stack, w[4], why, sizeof(why));
                 if (!ok) {
                     char tmp[2048];
-                    snprintf(tmp, sizeof(tmp), "stack: %s", why);
+                    snprintf(tmp, sizeof(tmp), "stack: %.2000s", why);
                     memcpy(why, tmp, sizeof(why));
                 }
             }
