@@ -120,10 +120,8 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
 {
     char msg[512];
     vt_reader *r = NULL;
-    int rc = vt_analysis_begin_process(a, path);
-    if (rc)
-        return rc;
-    rc = vt_reader_open(&r, path, msg, sizeof(msg));
+    /* A file that cannot be opened is an error, not an empty process. */
+    int rc = vt_reader_open(&r, path, msg, sizeof(msg));
     if (rc) {
         char full[700];
         if (strstr(msg, path))
@@ -131,6 +129,11 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
         else
             snprintf(full, sizeof(full), "%s: %s", path, msg[0] ? msg : vt_strerror(rc));
         vt_analysis_add_error(a, rc, full);
+        return rc;
+    }
+    rc = vt_analysis_begin_process(a, path);
+    if (rc) {
+        vt_reader_free(r);
         return rc;
     }
     struct stat st;

@@ -173,7 +173,9 @@ int cmd_report(int argc, char **argv)
         rc = 1;
         goto cleanup;
     }
-    if ((json ? vt_report_json(a, stdout) : vt_report_text(a, stdout)) || fflush(stdout)) {
+    /* Nothing readable: the errors alone say it (JSON keeps its schema). */
+    int empty = !json && vt_analysis_nprocs(a) == 0 && vt_analysis_nerrors(a) > 0;
+    if (!empty && ((json ? vt_report_json(a, stdout) : vt_report_text(a, stdout)) || fflush(stdout))) {
         fprintf(stderr, "vramtrace report: cannot write the report\n");
         rc = 1;
         goto cleanup;

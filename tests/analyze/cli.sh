@@ -35,6 +35,10 @@ expect 2 "usage" "$vt" report
 expect 2 "needs a value" "$vt" report "$dir/leak.zst" --at
 expect 2 "not a positive number" "$vt" report --top 0 "$dir/leak.zst"
 expect 1 "$tmp/missing.zst" "$vt" report "$tmp/missing.zst"
+# nothing readable: the error alone, no empty report on stdout
+if [ -s "$tmp/out" ]; then
+    echo "FAIL: report of a missing file printed a report:"; cat "$tmp/out"; fails=$((fails + 1))
+fi
 head -c 3000 /dev/urandom >"$tmp/garbage.zst"
 expect 1 "garbage.zst" "$vt" report "$tmp/garbage.zst"
 mkdir "$tmp/empty"
