@@ -4,9 +4,23 @@
 # PyTorch step benchmark in the tensor-level mode.  Run from the repository
 # root with the build carried:  BUILD=build bash scripts/gpu-all.sh
 # Everything lands in $OUT; each part has its own time cap.
+#   BUILD=build bash scripts/gpu-all.sh --prepare   (here, before the call:
+#   builds the CUDA test programs and copies libdw/libelf into
+#   $BUILD/extra-lib, since the GPU machine may lack them)
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
+if [ "${1:-}" = "--prepare" ]; then
+    BUILD=$BUILD bash scripts/gpu-test.sh --build-only || exit 1
+    mkdir -p "$BUILD/extra-lib"
+    for l in libdw.so.1 libelf.so.1; do
+        p=$(ldconfig -p | awk -v l="$l" '$1 == l {print $NF; exit}')
+        [ -n "$p" ] && cp -L "$p" "$BUILD/extra-lib/"
+    done
+    find "$BUILD" -name '*.o' -delete
+    du -sh "$BUILD"
+    exit 0
+fi
 OUT=${OUT:-/tmp/vt-gpu-out}
 mkdir -p "$OUT"
 # The analyzer links libdw/libelf; the GPU machine may lack them.
