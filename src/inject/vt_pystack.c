@@ -255,12 +255,20 @@ VT_AI unsigned hash_slot(uint64_t k, unsigned bits)
     return (unsigned)((k * 0x9E3779B97F4A7C15ull) >> (64 - bits));
 }
 
+/* Two-way sets: two keys of one stack that hash alike do not evict each
+ * other (which would define them again on every capture). */
 VT_AI int seen_in(uint64_t *tab, uint64_t key)
 {
-    uint64_t *e = &tab[hash_slot(key, 10)];
-    if (*e == key)
+    uint64_t *e = &tab[hash_slot(key, 10) & ~1u];
+    if (e[0] == key)
         return 1;
-    *e = key;
+    if (e[1] == key) { /* keep the most recent first */
+        e[1] = e[0];
+        e[0] = key;
+        return 1;
+    }
+    e[1] = e[0];
+    e[0] = key;
     return 0;
 }
 
@@ -268,9 +276,11 @@ int vt_pystack_seen(uint64_t key) { return seen_in(t_seen, key); }
 
 void vt_pystack_unsee(uint64_t key)
 {
-    uint64_t *e = &t_seen[hash_slot(key, 10)];
-    if (*e == key)
-        *e = 0;
+    uint64_t *e = &t_seen[hash_slot(key, 10) & ~1u];
+    if (e[0] == key)
+        e[0] = 0;
+    if (e[1] == key)
+        e[1] = 0;
 }
 
 /* ---- the walk ---- */
