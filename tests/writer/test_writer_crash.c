@@ -152,8 +152,8 @@ static void test_fork(void **state)
         vt_writer_emergency_flush(w, SIGSEGV); /* must not write either */
         bad += vt_writer_close(w, VT_END_NORMAL, 0) != 0;
         vt_writer_free(w);
-#ifdef WT_TSAN
-        /* TSan cannot start threads in the child of a multi-threaded fork */
+#ifdef WT_FORK_NO_THREADS
+        /* sanitizers: no new threads in the child of a multi-threaded fork */
         _exit(bad ? 10 + bad : 0);
 #endif
         /* a new writer in the child works, with the child's tid */
@@ -195,7 +195,7 @@ static void test_fork(void **state)
     assert_int_equal(t.thread[1]->tid, (uint32_t)getpid());
     wt_trace_free(&t);
 
-#ifdef WT_TSAN
+#ifdef WT_FORK_NO_THREADS
     unlink(path);
     return;
 #endif

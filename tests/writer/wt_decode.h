@@ -77,6 +77,13 @@ size_t wt_stack_frames(const wt_trace *t, uint32_t stack, uint32_t *out, size_t 
 #endif
 #endif
 
+/* WT_FORK_NO_THREADS: a fork child may not start threads that allocate:
+ * TSan forbids it, and GCC's ASan allocator is not fork-safe (a lock held
+ * by another thread of the parent at fork stays held in the child). */
+#if defined(WT_TSAN) || defined(__SANITIZE_ADDRESS__)
+#define WT_FORK_NO_THREADS 1
+#endif
+
 /* A fresh path "DIR/name" in a per-process temporary directory. */
 void wt_tmp_path(char *buf, size_t n, const char *name);
 /* Monotonic clock, ns. */
