@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "vt_error.h"
+#include "vt_wire.h"
 
 enum { C_LAUNCH, C_START, C_DUR, C_CORR, C_GRAPH, NCOL };
 static const char *const col_name[NCOL] = {"launch", "start", "duration_ns", "corr", "graph_id"};
@@ -25,30 +26,6 @@ static int fail(char *why, size_t why_len, const char *fmt, ...)
     vsnprintf(why, why_len, fmt, ap);
     va_end(ap);
     return VT_ERR_CORRUPT;
-}
-
-/* A varint of at most 10 bytes inside [*pp, end). */
-static int rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
-{
-    const uint8_t *p = *pp;
-    uint64_t v = 0;
-    for (int i = 0; i < 10 && p < end; i++) {
-        uint8_t c = *p++;
-        if (i == 9 && c > 1)
-            return -1;
-        v |= (uint64_t)(c & 0x7f) << (7 * i);
-        if (c < 0x80) {
-            *pp = p;
-            *out = v;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static inline int64_t unzigzag(uint64_t v)
-{
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
 /* Column of field `f` with wire type `wt`, -1 for a field to skip. */
