@@ -33,11 +33,13 @@ configs = {
     "traced": dict(TRACED),
     "traced-nostacks": dict(TRACED, VRAMTRACE_NATIVE_STACKS="0", VRAMTRACE_PYTHON_STACKS="0"),
     "traced-nostatic": dict(TRACED, VRAMTRACE_STATIC="0"),
+    "traced-cupticlock": dict(TRACED, VRAMTRACE_CLOCK="cupti"),
+    "traced-monoclock": dict(TRACED, VRAMTRACE_CLOCK="monotonic"),
 }
 for c in configs.values():
     if "VRAMTRACE_QUIET" in c:
         c["VRAMTRACE_SELFTIME"] = "1"
-SELF = re.compile(r"self time: (.*)")
+SELF = re.compile(r"(self time: .*|clock: .*)")
 WROTE = re.compile(r"wrote \S+ \((\d+) events, (\d+) dropped, (\d+) bytes\)")
 
 
@@ -52,9 +54,9 @@ def run(cmd, env_extra, mode_conf, tag):
         env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     m = WROTE.search(p.stderr)
-    sm = SELF.search(p.stderr)
+    sm = SELF.findall(p.stderr)
     if sm:
-        results["self"].setdefault(tag, []).append(sm.group(1))
+        results["self"].setdefault(tag, []).append(" | ".join(sm))
     for f in os.listdir(tmp):
         os.unlink(os.path.join(tmp, f))
     if p.returncode != 0:

@@ -1770,7 +1770,7 @@ static void *vt_thread_main(void *arg)
 {
     vt_writer *w = arg;
     atomic_store(&w->thread_tid, (uint32_t)syscall(SYS_gettid));
-    uint64_t done_local = 0, drain_local = 0;
+    uint64_t done_local = 0, drain_local = 0, last_tick = vt_mono_ns();
     for (;;) {
         int exp = 0;
         if (!atomic_compare_exchange_strong(&w->enc_owner, &exp, 1)) {
@@ -1810,10 +1810,16 @@ static void *vt_thread_main(void *arg)
         }
         vt_enc_report_drops(w);
         uint64_t now = vt_mono_ns();
+        if (w->cfg.tick_fn && now - last_tick >= 100000000ull) {
+            last_tick = now;
+            w->cfg.tick_fn();
+        }
         if (req != done_local || (w->dirty && now - w->dirty_since >= w->poll_ns))
             vt_enc_flush(w);
         /* how long to sleep, decided while the encoder state is ours */
         uint64_t nap = w->poll_ns;
+        if (w->cfg.tick_fn && nap > 100000000ull)
+            nap = 100000000ull;
         if (w->dirty) {
             uint64_t age = vt_mono_ns() - w->dirty_since;
             nap = age >= w->poll_ns ? 0 : w->poll_ns - age;

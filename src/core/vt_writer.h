@@ -47,7 +47,9 @@ typedef struct {
     int level;          /* zstd level; default 3 (0 = default, at most 19, negative = faster) */
     int quiet;          /* no stderr message on failure */
     vt_clock clock;     /* the clock used by vt_writer_now(); default MONOTONIC */
-    uint64_t (*clock_fn)(void); /* optional clock override (e.g. cuptiGetTimestamp) */
+    uint64_t (*clock_fn)(void); /* optional clock override (e.g. vt_clock_now) */
+    void (*tick_fn)(void);      /* optional: called from the writer thread about every 100 ms
+                                 * (e.g. vt_clock_tick); must not call the writer */
 } vt_writer_config;
 
 /* Fill `cfg` with the defaults above (path NULL, fd -1). */

@@ -92,6 +92,17 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
     cfg->stack_depth = (int)depth;
     get_uint(cfg, lookup, arg, "VRAMTRACE_FLUSH_MS", 10, 60000, 0, &cfg->flush_ms);
     get_uint(cfg, lookup, arg, "VRAMTRACE_SAMPLE_MS", 10, 60000, 1, &cfg->sample_ms);
+    const char *ck = env_lookup(lookup, arg, "VRAMTRACE_CLOCK");
+    if (ck && *ck) {
+        if (!strcasecmp(ck, "auto") || !strcasecmp(ck, "tsc"))
+            cfg->clock = VT_CFG_CLOCK_AUTO;
+        else if (!strcasecmp(ck, "monotonic"))
+            cfg->clock = VT_CFG_CLOCK_MONOTONIC;
+        else if (!strcasecmp(ck, "cupti"))
+            cfg->clock = VT_CFG_CLOCK_CUPTI;
+        else
+            warn(cfg, "VRAMTRACE_CLOCK", ck);
+    }
 }
 
 static int put(char **p, char *end, char c)

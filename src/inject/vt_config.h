@@ -12,6 +12,10 @@
  *   VRAMTRACE_STATIC         0|1 (default auto = -1): DEVICE_STATIC module globals from MEMORY2
  *                            activity; auto leaves it off for tensor-level allocators
  *   VRAMTRACE_QUIET          0|1 (default 0): no stderr messages
+ *   VRAMTRACE_CLOCK          auto|tsc (default): the calibrated TSC where it is invariant,
+ *                            else CLOCK_MONOTONIC, registered with CUPTI for its records too;
+ *                            monotonic: CLOCK_MONOTONIC; cupti: CUPTI's own clock
+ *                            (cuptiGetTimestamp), as before 2026-11-30
  * Boolean values: 0/1, false/true, no/yes, off/on (any case).  A value
  * that does not parse keeps the default and is reported in `warning`.
  * Pure functions, no global state: tested on the CPU.
@@ -21,6 +25,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+enum { VT_CFG_CLOCK_AUTO = 0, VT_CFG_CLOCK_MONOTONIC = 1, VT_CFG_CLOCK_CUPTI = 2 };
 
 typedef struct {
     char output[1024];
@@ -32,6 +38,7 @@ typedef struct {
     unsigned sample_ms;
     int static_mem;
     int quiet;
+    int clock; /* VT_CFG_CLOCK_* */
     char warning[256]; /* "" or the first problem found, e.g. "VRAMTRACE_STACK_DEPTH=abc ignored" */
 } vt_inject_config;
 

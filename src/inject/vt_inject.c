@@ -45,6 +45,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "vt_clock.h"
 #include "vt_config.h"
 #include "vt_error.h"
 #include "vt_event.h"
@@ -97,6 +98,10 @@ static struct {
     _Atomic uint64_t stack_drops;
     _Atomic int static_on;        /* MEMORY2 activity enabled */
     _Atomic uint64_t alloc_count; /* allocation callbacks, for the MEMORY2 auto switch */
+    /* clock of all events (setup_clock) */
+    uint64_t (*clk)(void);
+    double clk_ns;
+    char clock_note[240];
 } g;
 
 #define VT_STATIC_MAX_RATE 500 /* allocations per second above which MEMORY2 goes off (auto) */
@@ -113,8 +118,8 @@ static __thread uint32_t tls_dev;
 /* Self time: TSC cycles spent in our driver callbacks and in stack capture,
  * per thread, added to the totals every 64 callbacks; reported in a Note at
  * the end (and on stderr with VRAMTRACE_SELFTIME=1). */
-static __thread uint64_t t_cb_n, t_cb_cyc, t_stk_cyc;
-static _Atomic uint64_t g_cb_n, g_cb_cyc, g_stk_cyc;
+static __thread uint64_t t_cb_n, t_cb_cyc, t_stk_cyc, t_uw_cyc, t_push_cyc;
+static _Atomic uint64_t g_cb_n, g_cb_cyc, g_stk_cyc, g_uw_cyc, g_push_cyc;
 static uint64_t g_tsc0, g_ns0;
 
 static uint64_t mono_ns(void)
@@ -191,8 +196,10 @@ static uint32_t capture_stack(vt_frame *fr, int max)
     int depth = g.cfg.stack_depth < 256 ? g.cfg.stack_depth : 256;
     int n = 0;
     uint64_t c0 = __rdtsc();
-    if (g.uw)
+    if (g.uw) {
         n = vt_unwind_capture(g.uw, ips, depth);
+        t_uw_cyc += __rdtsc() - c0;
+    }
 #ifdef VT_HAVE_PYSTACK
     if (g.pystack) {
         int m = vt_pystack_stack(ips, n, fr, max, depth, define_code, g.w);
@@ -223,7 +230,9 @@ static uint32_t capture_stack(vt_frame *fr, int max)
 
 static void emit(vt_event *ev)
 {
+    uint64_t c0 = __rdtsc();
     vt_writer_emit(g.w, ev);
+    t_push_cyc += __rdtsc() - c0;
 }
 
 static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api, uint64_t stream,
@@ -818,7 +827,9 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
                 atomic_fetch_add_explicit(&g_cb_n, 64, memory_order_relaxed);
                 atomic_fetch_add_explicit(&g_cb_cyc, t_cb_cyc, memory_order_relaxed);
                 atomic_fetch_add_explicit(&g_stk_cyc, t_stk_cyc, memory_order_relaxed);
-                t_cb_cyc = t_stk_cyc = 0;
+                atomic_fetch_add_explicit(&g_uw_cyc, t_uw_cyc, memory_order_relaxed);
+                atomic_fetch_add_explicit(&g_push_cyc, t_push_cyc, memory_order_relaxed);
+                t_cb_cyc = t_stk_cyc = t_uw_cyc = t_push_cyc = 0;
             }
         }
         break;
@@ -1150,17 +1161,22 @@ static void report_self_time(void)
     /* include this thread's pending counts */
     uint64_t n = atomic_load(&g_cb_n) + (t_cb_n & 63);
     uint64_t cb = atomic_load(&g_cb_cyc) + t_cb_cyc, stk = atomic_load(&g_stk_cyc) + t_stk_cyc;
-    char text[400];
+    uint64_t uw = atomic_load(&g_uw_cyc) + t_uw_cyc, push = atomic_load(&g_push_cyc) + t_push_cyc;
+    double per = n ? ns_per_cyc / (double)n : 0.0;
+    char text[600];
     snprintf(text, sizeof(text),
-             "self time: %llu driver callbacks, mean %.0f ns (stack capture %.0f ns of it), %.1f ms in all; "
+             "self time: %llu driver callbacks, mean %.0f ns (stack capture %.0f ns of it: native unwind %.0f, "
+             "python+merge %.0f; writer push %.0f incl. one %.0f ns clock read), %.1f ms in all; "
              "activity: %llu buffers, %llu records, %.1f ms",
-             (unsigned long long)n, n ? cb * ns_per_cyc / (double)n : 0.0, n ? stk * ns_per_cyc / (double)n : 0.0,
+             (unsigned long long)n, cb * per, stk * per, uw * per, (stk - uw) * per, push * per, g.clk_ns,
              cb * ns_per_cyc / 1e6, (unsigned long long)act.buffers, (unsigned long long)act.records,
              act.cycles * ns_per_cyc / 1e6);
     note(VT_SEV_INFO, text);
     const char *st = getenv("VRAMTRACE_SELFTIME");
-    if (st && vt_config_bool(st) == 1)
+    if (st && vt_config_bool(st) == 1) {
         say("vramtrace: %s", text);
+        say("vramtrace: %s", g.clock_note);
+    }
 }
 
 static void finish(void)
@@ -1321,6 +1337,67 @@ static int enable_driver_callbacks(void)
     return 0;
 }
 
+/* ns per read of a clock: the best of 4 batches of 256 reads. */
+static double clock_cost(uint64_t (*fn)(void))
+{
+    double best = 1e9;
+    for (int b = 0; b < 4; b++) {
+        uint64_t t0 = mono_ns();
+        for (int i = 0; i < 256; i++)
+            __asm__ __volatile__("" ::"r"(fn()));
+        double ns = (double)(mono_ns() - t0) / 256.0;
+        if (ns < best)
+            best = ns;
+    }
+    return best;
+}
+
+/* The clock of every event, and of CUPTI's activity records: by default
+ * our calibrated TSC (vt_clock.h), registered with CUPTI so that kernels and
+ * allocations share one time base.  cuptiGetTimestamp() is CUPTI's
+ * clock_gettime(CLOCK_REALTIME) behind a call: a syscall on VMs whose kernel
+ * does not use the TSC, paid twice per tensor in tensor-level mode. */
+static void setup_clock(void)
+{
+    typedef CUptiResult (*reg_fn)(CUpti_TimestampCallbackFunc);
+    g.clk = cupti_now;
+    const char *why = "VRAMTRACE_CLOCK=cupti";
+    if (g.cfg.clock != VT_CFG_CLOCK_CUPTI) {
+        vt_clocksrc src = vt_clock_init(g.cfg.clock == VT_CFG_CLOCK_AUTO);
+        (void)src;
+        /* resolved at run time: an older libcupti.so.13 loaded first by the
+         * process may lack it, and a missing symbol must not stop us loading */
+        Dl_info di;
+        void *h = dladdr((void *)&cuptiSubscribe, &di) && di.dli_fname ? dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD) : NULL;
+        reg_fn reg = h ? (reg_fn)dlsym(h, "cuptiActivityRegisterTimestampCallback") : NULL;
+        if (h)
+            dlclose(h);
+        if (reg && reg(vt_clock_now) == CUPTI_SUCCESS) {
+            g.clk = vt_clock_now;
+        } else {
+            why = reg ? "cuptiActivityRegisterTimestampCallback failed" : "this CUPTI cannot take our clock";
+        }
+    }
+    char cs[32] = "?";
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, cs, sizeof(cs) - 1);
+        cs[n > 0 ? n : 0] = 0;
+        if (n > 0 && cs[n - 1] == '\n')
+            cs[n - 1] = 0;
+        close(fd);
+    }
+    g.clk_ns = clock_cost(g.clk);
+    double cupti_ns = g.clk == cupti_now ? g.clk_ns : clock_cost(cupti_now);
+    if (g.clk == vt_clock_now)
+        snprintf(g.clock_note, sizeof(g.clock_note),
+                 "clock: %s, %.0f ns per read, registered with CUPTI (cuptiGetTimestamp: %.0f ns; kernel clocksource %s)",
+                 vt_clock_name(vt_clock_source()), g.clk_ns, cupti_ns, cs);
+    else
+        snprintf(g.clock_note, sizeof(g.clock_note), "clock: cuptiGetTimestamp, %.0f ns per read (%s; kernel clocksource %s)",
+                 g.clk_ns, why, cs);
+}
+
 static int init_once(void)
 {
     int saved = tls_internal;
@@ -1335,6 +1412,8 @@ static int init_once(void)
     const char *cupti_path = dladdr((void *)&cuptiSubscribe, &di) && di.dli_fname ? di.dli_fname : "libcupti.so";
     char cupti_file[1024];
     snprintf(cupti_file, sizeof(cupti_file), "%s", cupti_path);
+
+    setup_clock();
 
     cmdline cl;
     read_cmdline(&cl);
@@ -1371,7 +1450,7 @@ static int init_once(void)
     hdr.nenv = nenv;
     hdr.clock = VT_CLOCK_CUPTI;
     struct timespec rt;
-    hdr.trace_clock_ns = cupti_now();
+    hdr.trace_clock_ns = g.clk();
     clock_gettime(CLOCK_REALTIME, &rt);
     hdr.realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
     hdr.kernels = g.cfg.kernels;
@@ -1391,7 +1470,9 @@ static int init_once(void)
     wc.flush_ms = g.cfg.flush_ms;
     wc.quiet = g.cfg.quiet;
     wc.clock = VT_CLOCK_CUPTI;
-    wc.clock_fn = cupti_now;
+    wc.clock_fn = g.clk;
+    if (g.clk == vt_clock_now)
+        wc.tick_fn = vt_clock_tick;
     wc.ring_bytes = 4u << 20; /* per producer thread; pages are touched only as used */
     int rc = vt_writer_create(&g.w, &wc, &hdr);
     free(cl.buf);
@@ -1404,6 +1485,7 @@ static int init_once(void)
     char text[1400];
     snprintf(text, sizeof(text), "CUPTI API version %u from %s", cupti_version, cupti_file);
     note(VT_SEV_INFO, text);
+    note(VT_SEV_INFO, g.clock_note);
 #ifdef VT_HAVE_PYSTACK
     if (g.cfg.python_stacks && !g.pystack && pywhy[0]) {
         snprintf(text, sizeof(text), "python stacks off: %s", pywhy);

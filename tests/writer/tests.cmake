@@ -4,7 +4,7 @@ add_library(vt_writer_testlib STATIC ${CMAKE_CURRENT_LIST_DIR}/wt_decode.c)
 target_link_libraries(vt_writer_testlib PUBLIC vt_core vt_proto vt_zstd vt_cmocka Threads::Threads)
 target_include_directories(vt_writer_testlib PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 
-foreach(t roundtrip threads crash files batch)
+foreach(t roundtrip threads crash files batch clock)
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_writer_${t}.c)
     add_executable(test_writer_${t} ${CMAKE_CURRENT_LIST_DIR}/test_writer_${t}.c)
     target_link_libraries(test_writer_${t} PRIVATE vt_writer_testlib)

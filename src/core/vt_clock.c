@@ -1,0 +1,201 @@
+/* vt_clock.c - the producers' clock: calibrated TSC, or CLOCK_MONOTONIC.
+ * See vt_clock.h.  The TSC map is a segment {tsc_base, ns_base, mult}
+ * (ns = ns_base + (tsc - tsc_base) * mult / 2^32) published under a
+ * seqlock; vt_clock_tick() replaces it with one that starts where the old
+ * one ends (continuity) and whose slope is the long-run rate corrected by
+ * the current error over a one-second horizon, clamped to 0.1 %. */
+#define _GNU_SOURCE
+#include "vt_clock.h"
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#define VT_HAVE_TSC 1
+#else
+#define VT_HAVE_TSC 0
+#endif
+
+#define VT_CAL_NS 2000000ull         /* initial calibration window */
+#define VT_SLEW_HORIZON_NS 1000000000 /* errors are slewed out over about this */
+#define VT_SLEW_MAX_PPM 1000          /* at most 0.1 % rate change */
+#define VT_RESET_NS 50000000          /* beyond this the map jumps instead */
+
+static struct {
+    _Atomic uint32_t seq;
+    _Atomic uint64_t tsc_base, ns_base, mult; /* mult: ns per tick, 32.32 fixed */
+    _Atomic int src;
+    uint64_t a_tsc, a_ns; /* anchor of the long-run rate */
+    vt_clock_stats st;
+} c;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#if VT_HAVE_TSC
+static inline uint64_t tsc_read(void) { return __rdtsc(); }
+
+/* A (tsc, monotonic ns) pair read as close together as we can. */
+static void pair(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 8; i++) {
+        uint64_t a = tsc_read();
+        uint64_t n = mono_ns();
+        uint64_t b = tsc_read();
+        if (b - a < best) {
+            best = b - a;
+            *tsc = a + (b - a) / 2;
+            *ns = n;
+        }
+    }
+}
+
+static int tsc_usable(void)
+{
+    unsigned a, b, cx, d;
+    if (__get_cpuid(0x80000000u, &a, &b, &cx, &d) && a >= 0x80000007u &&
+        __get_cpuid(0x80000007u, &a, &b, &cx, &d) && (d & (1u << 8)))
+        return 1; /* invariant TSC */
+    /* Hypervisors often hide the CPUID bit; the kernel's own choice of
+     * clocksource says it checked the TSC across CPUs and found it stable. */
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[32] = {0};
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    return n >= 3 && strncmp(buf, "tsc", 3) == 0 && (n == 3 || buf[3] == '\n');
+}
+
+static void publish(uint64_t tsc_base, uint64_t ns_base, uint64_t mult)
+{
+    uint32_t s = atomic_load_explicit(&c.seq, memory_order_relaxed);
+    atomic_store_explicit(&c.seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&c.tsc_base, tsc_base, memory_order_relaxed);
+    atomic_store_explicit(&c.ns_base, ns_base, memory_order_relaxed);
+    atomic_store_explicit(&c.mult, mult, memory_order_relaxed);
+    atomic_store_explicit(&c.seq, s + 2, memory_order_release);
+}
+
+static inline uint64_t map(uint64_t tsc, uint64_t tb, uint64_t nb, uint64_t m)
+{
+    __int128 d = (__int128)(int64_t)(tsc - tb) * (__int128)m;
+    return nb + (uint64_t)(int64_t)(d >> 32);
+}
+#endif
+
+vt_clocksrc vt_clock_init(int want_tsc)
+{
+    atomic_store(&c.src, 0);
+    memset(&c.st, 0, sizeof(c.st));
+#if VT_HAVE_TSC
+    if (want_tsc && tsc_usable()) {
+        uint64_t t0, n0, t1, n1;
+        pair(&t0, &n0);
+        do
+            pair(&t1, &n1);
+        while (n1 - n0 < VT_CAL_NS);
+        if (t1 > t0) {
+            uint64_t mult = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (t1 - t0));
+            /* a TSC between 100 MHz and 20 GHz, or not a TSC we understand */
+            if (mult > (1ull << 32) / 20 && mult < (1ull << 32) * 10) {
+                c.a_tsc = t0;
+                c.a_ns = n0;
+                c.st.tsc_khz = (uint64_t)(((unsigned __int128)1000000 << 32) / mult);
+                publish(t1, n1, mult);
+                atomic_store(&c.src, VT_CLOCKSRC_TSC);
+                return VT_CLOCKSRC_TSC;
+            }
+        }
+    }
+#else
+    (void)want_tsc;
+#endif
+    atomic_store(&c.src, VT_CLOCKSRC_MONOTONIC);
+    return VT_CLOCKSRC_MONOTONIC;
+}
+
+uint64_t vt_clock_now(void)
+{
+#if VT_HAVE_TSC
+    if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC) {
+        /* A tick interrupted on this very thread (a signal handler calling
+         * us) would leave seq odd for good: give up after a few tries. */
+        for (int i = 0; i < 64; i++) {
+            uint32_t s = atomic_load_explicit(&c.seq, memory_order_acquire);
+            uint64_t tb = atomic_load_explicit(&c.tsc_base, memory_order_relaxed);
+            uint64_t nb = atomic_load_explicit(&c.ns_base, memory_order_relaxed);
+            uint64_t m = atomic_load_explicit(&c.mult, memory_order_relaxed);
+            atomic_thread_fence(memory_order_acquire);
+            if (!(s & 1) && atomic_load_explicit(&c.seq, memory_order_relaxed) == s)
+                return map(tsc_read(), tb, nb, m);
+        }
+    }
+#endif
+    return mono_ns();
+}
+
+void vt_clock_tick(void)
+{
+#if VT_HAVE_TSC
+    if (atomic_load_explicit(&c.src, memory_order_relaxed) != VT_CLOCKSRC_TSC)
+        return;
+    uint64_t t, n;
+    pair(&t, &n);
+    uint64_t tb = atomic_load_explicit(&c.tsc_base, memory_order_relaxed);
+    uint64_t nb = atomic_load_explicit(&c.ns_base, memory_order_relaxed);
+    uint64_t m = atomic_load_explicit(&c.mult, memory_order_relaxed);
+    if (t <= tb)
+        return;
+    uint64_t mapped = map(t, tb, nb, m);
+    int64_t err = (int64_t)(n - mapped);
+    c.st.ticks++;
+    c.st.last_error_ns = err;
+    if (err > VT_RESET_NS || err < -VT_RESET_NS) {
+        /* suspended, migrated, or the TSC is not what it claimed: start over
+         * from here (the one place time may step) */
+        c.a_tsc = t;
+        c.a_ns = n;
+        c.st.resets++;
+        publish(t, n, m);
+        return;
+    }
+    uint64_t lr = m;
+    if (t - c.a_tsc > 1000000 && n > c.a_ns)
+        lr = (uint64_t)(((unsigned __int128)(n - c.a_ns) << 32) / (t - c.a_tsc));
+    int64_t ppm = err * 1000000 / VT_SLEW_HORIZON_NS;
+    if (ppm > VT_SLEW_MAX_PPM)
+        ppm = VT_SLEW_MAX_PPM;
+    if (ppm < -VT_SLEW_MAX_PPM)
+        ppm = -VT_SLEW_MAX_PPM;
+    uint64_t nm = (uint64_t)((__int128)lr + (__int128)lr * ppm / 1000000);
+    c.st.tsc_khz = (uint64_t)(((unsigned __int128)1000000 << 32) / lr);
+    publish(t, mapped, nm);
+#endif
+}
+
+vt_clocksrc vt_clock_source(void)
+{
+    int s = atomic_load_explicit(&c.src, memory_order_relaxed);
+    return s ? (vt_clocksrc)s : VT_CLOCKSRC_MONOTONIC;
+}
+
+const char *vt_clock_name(vt_clocksrc src)
+{
+    return src == VT_CLOCKSRC_TSC ? "tsc" : "monotonic";
+}
+
+void vt_clock_get_stats(vt_clock_stats *st)
+{
+    *st = c.st;
+}
