@@ -25,6 +25,12 @@ lib = os.path.join(build, "libvramtrace.so")
 floor = os.path.join(build, "bench", "libvt_cupti_floor.so")
 micro = os.path.join(build, "gpu-bin", "gpu_micro")
 tmp = tempfile.mkdtemp(prefix="vtbench")
+# Every process on the same cores (VT_BENCH_CPUS, "" = no pinning): the
+# spread between identical processes comes mostly from where they run.
+CPUS = os.environ.get("VT_BENCH_CPUS", "2-9")
+if CPUS and subprocess.run(["taskset", "-c", CPUS, "true"], capture_output=True).returncode != 0:
+    CPUS = ""
+rounds = {}  # round -> {config: ms}
 
 TRACED = {"CUDA_INJECTION64_PATH": lib, "VRAMTRACE_QUIET": "0"}
 configs = {
@@ -52,6 +58,8 @@ def run(cmd, env_extra, mode_conf, tag):
         env["PYTORCH_CUDA_ALLOC_CONF"] = mode_conf
     else:
         env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    if CPUS:
+        cmd = ["taskset", "-c", CPUS] + cmd
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     m = WROTE.search(p.stderr)
     sm = SELF.findall(p.stderr)
@@ -79,9 +87,11 @@ for r in range(reps):
             continue
         d = json.loads(so.strip().splitlines()[-1])
         results["torch"].setdefault(f"{mode}/{cfg}", []).append(d["median_ms"])
+        rounds.setdefault(r, {})[f"{mode}/{cfg}"] = d["median_ms"]
         if wrote:
             results["bytes"].setdefault(f"torch {mode}/{cfg}", []).append(wrote)
-        print(f"round {r} {mode}/{cfg}: {d['median_ms']:.3f} ms", flush=True)
+        results.setdefault("cpu", {}).setdefault(f"{mode}/{cfg}", []).append(d.get("cpu_ms"))
+        print(f"round {r} {mode}/{cfg}: {d['median_ms']:.3f} ms (main thread CPU {d.get('cpu_ms', 0):.3f} ms)", flush=True)
 
 if os.path.exists(micro):
     for r in range(reps):
@@ -105,6 +115,18 @@ for k in sorted(med):
     base = med.get(k.split("/")[0] + "/untraced")
     ratio = med[k] / base if base else float("nan")
     print(f"{k:32s} {med[k]:9.3f} {ratio:11.3f}  {', '.join('%.3f' % x for x in results['torch'][k])}")
+# Paired: each config against the untraced process of the same round
+# (adjacent in time), then the median over rounds.
+print("\n== paired ratios (config / untraced of the same round; median, and every round)  cpus=%s" % (CPUS or "any"))
+for k in sorted(med):
+    base_k = k.split("/")[0] + "/untraced"
+    rs = [rounds[r][k] / rounds[r][base_k] for r in sorted(rounds) if k in rounds[r] and base_k in rounds[r]]
+    if rs and k != base_k:
+        print(f"{k:32s} {statistics.median(rs):7.3f}  " + ", ".join("%.3f" % x for x in rs))
+results["paired"] = {k: [rounds[r][k] / rounds[r][k.split('/')[0] + '/untraced'] for r in sorted(rounds)
+                         if k in rounds[r] and k.split('/')[0] + '/untraced' in rounds[r]] for k in med}
+with open(os.path.join(out, "bench.json"), "w") as f:
+    json.dump(results, f, indent=1)
 print("\n== microbenchmarks (ns per op, median of rounds)")
 mm = {k: statistics.median(v) for k, v in results["micro"].items()}
 for op in ["launch", "malloc_free", "malloc_async_free"]:

@@ -98,6 +98,7 @@ static struct {
     _Atomic uint64_t stack_drops;
     _Atomic int static_on;        /* MEMORY2 activity enabled */
     _Atomic uint64_t alloc_count; /* allocation callbacks, for the MEMORY2 auto switch */
+    _Atomic int used; /* a context was created or memory allocated: keep the trace */
     /* clock of all events (setup_clock) */
     uint64_t (*clk)(void);
     double clk_ns;
@@ -253,6 +254,8 @@ static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind ki
     ev.u.alloc.site.nframes = capture_stack(fr, VT_FRAMES_MAX);
     ev.u.alloc.site.frames = fr;
     emit(&ev);
+    if (__builtin_expect(!atomic_load_explicit(&g.used, memory_order_relaxed), 0))
+        atomic_store_explicit(&g.used, 1, memory_order_relaxed);
     if (g.static_on)
         atomic_fetch_add_explicit(&g.alloc_count, 1, memory_order_relaxed);
 }
@@ -296,6 +299,7 @@ static void emit_failed(uint64_t size, uint32_t dev, vt_memkind kind, vt_allocap
     ev.u.alloc_failed.site.nframes = capture_stack(fr, VT_FRAMES_MAX);
     ev.u.alloc_failed.site.frames = fr;
     emit(&ev);
+    atomic_store_explicit(&g.used, 1, memory_order_relaxed);
 }
 
 static void pool_track(uint64_t pool, uint32_t dev)
@@ -696,6 +700,7 @@ static void describe_device(uint32_t ordinal)
 static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 {
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+        atomic_store_explicit(&g.used, 1, memory_order_relaxed);
         uint32_t d = 0;
         if (rd->context && cuptiGetDeviceId(rd->context, &d) == CUPTI_SUCCESS)
             describe_device(d);
@@ -1209,6 +1214,13 @@ static void finish(void)
     vt_writer_stats st;
     vt_writer_get_stats(g.w, &st);
     int rc = vt_writer_close(g.w, VT_END_NORMAL, 0);
+    /* A process that loaded CUDA but never created a context (a launcher
+     * such as torchrun asking for the device count, a tool probing the
+     * driver) leaves no trace behind: it holds no GPU memory to explain. */
+    if (rc == 0 && !atomic_load(&g.used) && unlink(g.out_path) == 0) {
+        say("vramtrace: removed %s: the process created no CUDA context", g.out_path);
+        return;
+    }
     if (rc == 0)
         say("vramtrace: wrote %s (%llu events, %llu dropped, %llu bytes)", g.out_path,
             (unsigned long long)st.emitted, (unsigned long long)st.dropped, (unsigned long long)st.bytes_written);

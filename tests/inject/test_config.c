@@ -86,6 +86,29 @@ static void test_invalid_keeps_defaults(void **state)
     assert_int_equal(c.stack_depth, 32);
 }
 
+static void test_clock(void **state)
+{
+    (void)state;
+    vt_inject_config c;
+    const char *const none[] = {NULL};
+    fake_env e0 = {none};
+    vt_config_parse(&c, fake_getenv, &e0);
+    assert_int_equal(c.clock, VT_CFG_CLOCK_AUTO);
+    const char *const names[][2] = {{"tsc", "0"}, {"AUTO", "0"}, {"monotonic", "1"}, {"cupti", "2"}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *const kv[] = {"VRAMTRACE_CLOCK", names[i][0], NULL};
+        fake_env e = {kv};
+        vt_config_parse(&c, fake_getenv, &e);
+        assert_int_equal(c.clock, atoi(names[i][1]));
+        assert_string_equal(c.warning, "");
+    }
+    const char *const bad[] = {"VRAMTRACE_CLOCK", "sundial", NULL};
+    fake_env eb = {bad};
+    vt_config_parse(&c, fake_getenv, &eb);
+    assert_int_equal(c.clock, VT_CFG_CLOCK_AUTO);
+    assert_string_equal(c.warning, "VRAMTRACE_CLOCK=sundial ignored (invalid value)");
+}
+
 static void test_bool(void **state)
 {
     (void)state;
@@ -165,7 +188,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),   cmocka_unit_test(test_values), cmocka_unit_test(test_invalid_keeps_defaults),
-        cmocka_unit_test(test_bool),       cmocka_unit_test(test_expand), cmocka_unit_test(test_program_name),
+        cmocka_unit_test(test_bool), cmocka_unit_test(test_clock),       cmocka_unit_test(test_expand), cmocka_unit_test(test_program_name),
         cmocka_unit_test(test_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
