@@ -344,7 +344,7 @@ static const char *str_get(const vt_reader *r, uint32_t id)
     return s ? s->s : NULL;
 }
 
-static uint32_t tid_of(const vt_reader *r, uint32_t thread)
+static inline __attribute__((always_inline)) uint32_t tid_of(const vt_reader *r, uint32_t thread)
 {
     const vt_ev_thread *t = tab_get(&r->threads, thread, sizeof(vt_ev_thread));
     return t ? t->tid : 0;
@@ -392,34 +392,15 @@ static inline int rd_len(const uint8_t **pp, const uint8_t *end, const uint8_t *
     return 0;
 }
 
+/* Skip an unknown field (wire_skip() in vt_wire.h), groups included:
+ * proto2 writers may send them, so a group is skipped field by field up to
+ * its end tag, nested at most MAX_GROUP_DEPTH deep, and counted once. */
 static int skip_field(vt_reader *r, const uint8_t **pp, const uint8_t *end, uint64_t tag, int depth)
 {
-    uint64_t v;
-    const uint8_t *q;
-    size_t n;
     uint64_t field = tag >> 3;
     if (field == 0 || field > 0x1fffffff)
         return why(r, "invalid field number %llu", (unsigned long long)field);
-    switch (tag & 7) {
-    case WT_VARINT:
-        if (rd_varint(pp, end, &v))
-            return why(r, "bad varint in unknown field %llu", (unsigned long long)field);
-        break;
-    case WT_I64:
-        if (end - *pp < 8)
-            return why(r, "fixed64 field %llu past the end of its message", (unsigned long long)field);
-        *pp += 8;
-        break;
-    case WT_I32:
-        if (end - *pp < 4)
-            return why(r, "fixed32 field %llu past the end of its message", (unsigned long long)field);
-        *pp += 4;
-        break;
-    case WT_LEN:
-        if (rd_len(pp, end, end, &q, &n))
-            return why(r, "length of field %llu past the end of its message", (unsigned long long)field);
-        break;
-    case WT_SGROUP:
+    if ((tag & 7) == WT_SGROUP) {
         if (depth >= MAX_GROUP_DEPTH)
             return why(r, "groups nested too deep");
         for (;;) {
@@ -439,12 +420,27 @@ static int skip_field(vt_reader *r, const uint8_t **pp, const uint8_t *end, uint
                 return rc;
             r->st.unknown_fields--; /* count the group once */
         }
-        break;
+        r->st.unknown_fields++;
+        return 0;
+    }
+    switch (wire_skip(pp, end, (unsigned)(tag & 7))) {
+    case WIRE_OK:
+        r->st.unknown_fields++;
+        return 0;
+    case WIRE_BAD_VARINT:
+        return why(r, "bad varint in unknown field %llu", (unsigned long long)field);
+    case WIRE_PAST_END:
+        switch (tag & 7) {
+        case WT_I64:
+            return why(r, "fixed64 field %llu past the end of its message", (unsigned long long)field);
+        case WT_I32:
+            return why(r, "fixed32 field %llu past the end of its message", (unsigned long long)field);
+        default:
+            return why(r, "length of field %llu past the end of its message", (unsigned long long)field);
+        }
     default:
         return why(r, "invalid wire type %u (field %llu)", (unsigned)(tag & 7), (unsigned long long)field);
     }
-    r->st.unknown_fields++;
-    return 0;
 }
 
 /* Message decoding: FIELDS_BEGIN opens the tag loop; each case reads one
@@ -1195,7 +1191,7 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
     }
     case VT_REC_KERNEL_BATCH:
         /* n kernels: the first now, the rest from vt_reader_next() */
-        rc = vt_kbatch_decode(&r->kb, bp, be, &r->device_time, &r->corr, &r->st.unknown_fields, r->why,
+        rc = vt_kbatch_decode(&r->kb, bp, be, r->hard, &r->device_time, &r->corr, &r->st.unknown_fields, r->why,
                               sizeof(r->why));
         if (rc)
             return rc;

@@ -36,33 +36,17 @@ static inline int column_of(uint64_t f, unsigned wt)
     return (int)f - 1;
 }
 
-/* Skip an unknown field (no groups: proto3 has none). */
+/* Skip an unknown field (wire_skip(); groups are refused: proto3 has none). */
 static int skip(const uint8_t **pp, const uint8_t *end, uint64_t tag, char *why, size_t why_len)
 {
-    uint64_t v;
-    switch (tag & 7) {
-    case 0:
-        if (rd_varint(pp, end, &v))
-            return fail(why, why_len, "bad varint in KernelBatch field %llu", (unsigned long long)(tag >> 3));
+    switch (wire_skip(pp, end, (unsigned)(tag & 7))) {
+    case WIRE_OK:
         return 0;
-    case 1:
-        if (end - *pp < 8)
-            return fail(why, why_len, "KernelBatch field %llu runs past the end of the message",
-                        (unsigned long long)(tag >> 3));
-        *pp += 8;
-        return 0;
-    case 5:
-        if (end - *pp < 4)
-            return fail(why, why_len, "KernelBatch field %llu runs past the end of the message",
-                        (unsigned long long)(tag >> 3));
-        *pp += 4;
-        return 0;
-    case 2:
-        if (rd_varint(pp, end, &v) || v > (uint64_t)(end - *pp))
-            return fail(why, why_len, "KernelBatch field %llu runs past the end of the message",
-                        (unsigned long long)(tag >> 3));
-        *pp += v;
-        return 0;
+    case WIRE_BAD_VARINT:
+        return fail(why, why_len, "bad varint in KernelBatch field %llu", (unsigned long long)(tag >> 3));
+    case WIRE_PAST_END:
+        return fail(why, why_len, "KernelBatch field %llu runs past the end of the message",
+                    (unsigned long long)(tag >> 3));
     default:
         return fail(why, why_len, "invalid wire type %u in KernelBatch (field %llu)", (unsigned)(tag & 7),
                     (unsigned long long)(tag >> 3));
@@ -76,7 +60,7 @@ static int reserve(vt_kbatch *b, uint32_t n)
     uint32_t cap = b->cap ? b->cap : 256;
     while (cap < n)
         cap *= 2;
-    uint32_t *l = realloc(b->launch, cap * sizeof(*l));
+    uint64_t *l = realloc(b->launch, cap * sizeof(*l));
     if (l)
         b->launch = l;
     uint64_t *s = l ? realloc(b->start, cap * sizeof(*s)) : NULL;
@@ -114,8 +98,83 @@ static inline __attribute__((always_inline)) int rd_v(const uint8_t **pp, const 
     return rd_varint(pp, end, out);
 }
 
-int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, uint64_t *device_time,
-                     uint64_t *corr, uint64_t *unknown, char *why, size_t why_len)
+/* The entries of a packed column [q, qe) appended to out[*cnt ..], at
+ * most `lim` in all.  Where 8 bytes are readable (up to `hard`, which may
+ * lie past qe): 8 one-byte entries at once when the 8 bytes are (the
+ * correlation column, mostly), else one varint without a branch on its
+ * length (find its last byte from the continuation bits, squeeze out the
+ * 7-bit groups; with 32-bit masks, immediates, up to 4 bytes): how many
+ * bytes a duration or a gap takes varies from entry to entry, and no
+ * branch predictor guesses that.  A varint that crosses qe leaves q past
+ * it: caught by the final q == qe.  Returns 0, -1 (a bad varint) or -2
+ * (more than lim entries). */
+#define COL_ENTRY(CHECKED)                                                    \
+    do {                                                                      \
+        uint64_t x, v;                                                        \
+        memcpy(&x, q, 8); /* little-endian, as every target of this code */   \
+        if (!(x & 0x8080808080808080ull) && qe - q >= 8 && (!(CHECKED) || lim - k >= 8)) { \
+            for (int j = 0; j < 8; j++)                                       \
+                out[k + (uint32_t)j] = (x >> (8 * j)) & 0xff;                 \
+            k += 8;                                                           \
+            q += 8;                                                           \
+            continue;                                                         \
+        }                                                                     \
+        uint32_t w = (uint32_t)x, t = ~w & 0x80808080u;                       \
+        if (__builtin_expect(t != 0, 1)) {                                    \
+            q += ((unsigned)__builtin_ctz(t) + 1) >> 3;                       \
+            w &= t ^ (t - 1);                                                 \
+            w = ((w & 0x7f007f00u) >> 1) | (w & 0x007f007fu);                 \
+            w = ((w & 0x3fff0000u) >> 2) | (w & 0x00003fffu);                 \
+            v = w;                                                            \
+        } else {                                                              \
+            uint64_t st = ~x & 0x8080808080808080ull;                         \
+            if (__builtin_expect(!st, 0)) {                                   \
+                if (rd_varint(&q, qe, &v)) /* 9 or 10 bytes */                \
+                    return -1;                                                \
+            } else {                                                          \
+                q += ((unsigned)__builtin_ctzll(st) + 1) >> 3;                \
+                x &= st ^ (st - 1);                                           \
+                x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full); \
+                x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull); \
+                x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull); \
+                v = x;                                                        \
+            }                                                                 \
+        }                                                                     \
+        out[k++] = v;                                                         \
+    } while (0)
+
+static int col_packed(const uint8_t *q, const uint8_t *qe, const uint8_t *hard, uint64_t *out, uint32_t *cnt,
+                      uint32_t lim)
+{
+    uint32_t k = *cnt;
+    if (hard - qe >= 8 && (size_t)(qe - q) <= (size_t)(lim - k)) {
+        /* the usual case: 8 bytes readable at every entry, and as many
+         * entries as bytes fit (every entry takes one) */
+        while (q < qe)
+            COL_ENTRY(0);
+    } else {
+        while (q < qe) {
+            if (k == lim)
+                return -2;
+            if (hard - q >= 8) {
+                COL_ENTRY(1);
+            } else {
+                uint64_t v;
+                if (rd_varint(&q, qe, &v))
+                    return -1;
+                out[k++] = v;
+            }
+        }
+    }
+    if (q != qe)
+        return -1;
+    *cnt = k;
+    return 0;
+}
+#undef COL_ENTRY
+
+int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const uint8_t *hard,
+                     uint64_t *device_time, uint64_t *corr, uint64_t *unknown, char *why, size_t why_len)
 {
     b->n = b->left = 0;
     /* every entry takes at least one byte: the columns need at most
@@ -125,7 +184,7 @@ int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, uint64_
     if (reserve(b, lim))
         return VT_ERR_NOMEM;
     uint32_t cnt[NCOL] = {0};
-    uint64_t *col[NCOL] = {NULL, b->start, b->dur, b->corr, b->graph};
+    uint64_t *col[NCOL] = {b->launch, b->start, b->dur, b->corr, b->graph};
     uint64_t nunknown = 0;
     while (p < end) {
         uint64_t tag, v;
@@ -140,33 +199,29 @@ int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, uint64_
             nunknown++;
             continue;
         }
-        const uint8_t *q = p, *qe = end;
-        if ((tag & 7) == 2) {
-            if (rd_v(&p, end, &v) || v > (uint64_t)(end - p))
-                return fail(why, why_len, "KernelBatch column %s runs past the end of the message", col_name[c]);
-            q = p;
-            qe = p + v;
-            p = qe;
-            if (v && qe[-1] >= 0x80)
-                return fail(why, why_len, "bad varint at the end of KernelBatch column %s", col_name[c]);
-        }
-        uint32_t k = cnt[c];
-        do {
-            if (q == qe)
-                break; /* an empty packed column */
-            if (k == lim)
+        if ((tag & 7) == 0) { /* one entry, not packed */
+            if (p == end)
+                break; /* a tag without its value at the end: ignored, as always */
+            if (cnt[c] == lim)
                 return fail(why, why_len, "KernelBatch with more than %u entries in column %s", VT_KBATCH_READ_MAX,
                             col_name[c]);
-            if (rd_v(&q, qe, &v))
+            if (rd_v(&p, end, &v))
                 return fail(why, why_len, "bad varint in KernelBatch column %s", col_name[c]);
-            if (c == C_LAUNCH)
-                b->launch[k++] = (uint32_t)v;
-            else
-                col[c][k++] = v;
-        } while ((tag & 7) == 2 && q < qe);
-        cnt[c] = k;
-        if ((tag & 7) == 0)
-            p = q;
+            col[c][cnt[c]++] = v;
+            continue;
+        }
+        if (rd_v(&p, end, &v) || v > (uint64_t)(end - p))
+            return fail(why, why_len, "KernelBatch column %s runs past the end of the message", col_name[c]);
+        const uint8_t *q = p, *qe = p + v;
+        p = qe;
+        if (v && qe[-1] >= 0x80)
+            return fail(why, why_len, "bad varint at the end of KernelBatch column %s", col_name[c]);
+        int rc = col_packed(q, qe, hard, col[c], &cnt[c], lim);
+        if (rc == -2)
+            return fail(why, why_len, "KernelBatch with more than %u entries in column %s", VT_KBATCH_READ_MAX,
+                        col_name[c]);
+        if (rc)
+            return fail(why, why_len, "bad varint in KernelBatch column %s", col_name[c]);
     }
     const uint32_t n = cnt[C_LAUNCH];
     for (int c = C_START; c < NCOL; c++)

@@ -6,7 +6,7 @@
  * so a corrupt batch yields none of its kernels), then hands out one
  * ordinary VT_EV_KERNEL per vt_reader_next() call with vt_kbatch_next():
  * consumers never see a batch.  Memory: the columns of one batch, at most
- * VT_KBATCH_READ_MAX kernels (about 2.4 MiB), kept for reuse until
+ * VT_KBATCH_READ_MAX kernels (2.5 MiB), kept for reuse until
  * vt_kbatch_free().  Depends on the C library only.
  */
 #ifndef VT_READER_BATCH_H
@@ -27,21 +27,22 @@ typedef struct {
     uint32_t left;  /* kernels not yet returned */
     uint32_t n;     /* kernels in the batch */
     uint32_t cap;   /* capacity of the columns */
-    uint32_t *launch;
+    uint64_t *launch; /* 64-bit like the other columns: one decoder for all */
     uint64_t *start; /* absolute device times */
     uint64_t *dur;
     uint64_t *corr;  /* absolute correlation ids */
     uint64_t *graph;
 } vt_kbatch;
 
-/* Decode the KernelBatch message [p, end) (the Record body).  On success
+/* Decode the KernelBatch message [p, end) (the Record body); bytes up to
+ * `hard` (>= end) may be read, though not used (whole-word varint loads).  On success
  * returns 0: b->n = b->left = the number of kernels (0 for an empty
  * batch), *device_time = the last kernel's start and *corr its correlation
  * id (docs/FORMAT.md, "Times").  On failure returns VT_ERR_CORRUPT (the
  * reason in why[why_len]) or VT_ERR_NOMEM; then b is empty and the bases
  * are unchanged.  *unknown counts skipped unknown fields. */
-int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, uint64_t *device_time,
-                     uint64_t *corr, uint64_t *unknown, char *why, size_t why_len);
+int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const uint8_t *hard,
+                     uint64_t *device_time, uint64_t *corr, uint64_t *unknown, char *why, size_t why_len);
 
 /* The next pending kernel into *ev (b->left > 0): type, time_ns (start),
  * launch_id, duration_ns, corr, graph_id.  The launch fields (name,
@@ -51,7 +52,7 @@ static inline void vt_kbatch_next(vt_kbatch *b, vt_event *ev)
     uint32_t i = b->n - b->left--;
     ev->type = VT_EV_KERNEL;
     ev->time_ns = b->start[i];
-    ev->u.kernel.launch_id = b->launch[i];
+    ev->u.kernel.launch_id = (uint32_t)b->launch[i];
     ev->u.kernel.duration_ns = b->dur[i];
     ev->u.kernel.corr = b->corr[i];
     ev->u.kernel.graph_id = b->graph[i];

@@ -1,6 +1,6 @@
 /* vt_wire.h - protobuf wire primitives shared by the reader's decoders
- * (vt_reader.c, vt_reader_batch.c): varints and zigzag.  Internal to
- * src/core; header-only so that the hot paths inline them. */
+ * (vt_reader.c, vt_reader_batch.c): varints, zigzag, skipping a field.
+ * Internal to src/core; header-only so that the hot paths inline them. */
 #ifndef VT_WIRE_H
 #define VT_WIRE_H
 
@@ -112,6 +112,46 @@ static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, c
 static inline int64_t unzigzag(uint64_t v)
 {
     return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Results of wire_skip(). */
+enum { WIRE_OK = 0, WIRE_BAD_VARINT = -1, WIRE_PAST_END = -2, WIRE_BAD_TYPE = -3 };
+
+/* Skip the value of a field of wire type `wt` (the tag already read) in
+ * [*pp, end): varint (0), fixed64 (1), length-delimited (2), fixed32 (5).
+ * Groups (3, 4) and the unused types 6, 7 are WIRE_BAD_TYPE: a caller that
+ * accepts groups (the reader's skip_field) handles them before calling
+ * this.  WIRE_BAD_VARINT is for a bad varint value (wire type 0); a bad or
+ * too long length is WIRE_PAST_END.  *pp moves only on WIRE_OK. */
+static inline int wire_skip(const uint8_t **pp, const uint8_t *end, unsigned wt)
+{
+    const uint8_t *p = *pp;
+    uint64_t v;
+    switch (wt) {
+    case 0:
+        if (rd_varint(&p, end, &v))
+            return WIRE_BAD_VARINT;
+        break;
+    case 1:
+        if (end - p < 8)
+            return WIRE_PAST_END;
+        p += 8;
+        break;
+    case 5:
+        if (end - p < 4)
+            return WIRE_PAST_END;
+        p += 4;
+        break;
+    case 2:
+        if (rd_varint(&p, end, &v) || v > (uint64_t)(end - p))
+            return WIRE_PAST_END;
+        p += v;
+        break;
+    default:
+        return WIRE_BAD_TYPE;
+    }
+    *pp = p;
+    return WIRE_OK;
 }
 
 #endif
