@@ -469,10 +469,14 @@ int vt_stack_is_c10(const vt_proc *p, uint32_t stack)
     return 0;
 }
 
-static vt_unit *get_unit(vt_proc *p, uint32_t stack, uint32_t device, unsigned kind, unsigned api,
-                         uint32_t *idx)
+static vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsigned kind, unsigned api,
+                              uint32_t *idx) __attribute__((noinline));
+
+/* The unit of (stack, device, kind): the one last used by this stack,
+ * inline; else looked up or created out of line. */
+static inline __attribute__((always_inline)) vt_unit *get_unit(vt_proc *p, uint32_t stack, uint32_t device,
+                                                              unsigned kind, unsigned api, uint32_t *idx)
 {
-    /* fast path: the unit last used by this stack */
     if (stack < p->nstack_unit && p->stack_unit[stack]) {
         vt_unit *c = &p->units[p->stack_unit[stack] - 1];
         if (c->device == device && c->kind == kind) {
@@ -480,6 +484,12 @@ static vt_unit *get_unit(vt_proc *p, uint32_t stack, uint32_t device, unsigned k
             return c;
         }
     }
+    return get_unit_slow(p, stack, device, kind, api, idx);
+}
+
+static vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsigned kind, unsigned api,
+                              uint32_t *idx)
+{
     if (stack >= p->nstack_unit && stack < p->nstacks) {
         uint32_t *ns = realloc(p->stack_unit, p->nstacks * sizeof(*ns));
         if (ns) {
@@ -558,9 +568,9 @@ static uint32_t growth_bucket(vt_unit *u, uint64_t t)
 }
 
 /* called before a change of u->live_bytes at time t */
-static int growth_touch(vt_proc *p, vt_unit *u, uint64_t t)
+static int growth_touch_slow(vt_unit *u, uint64_t t) __attribute__((noinline));
+static int growth_touch_slow(vt_unit *u, uint64_t t)
 {
-    (void)p;
     if (!u->floor) {
         u->floor = calloc(VT_GROWTH_BUCKETS, sizeof(uint64_t));
         if (!u->floor)
@@ -577,6 +587,16 @@ static int growth_touch(vt_proc *p, vt_unit *u, uint64_t t)
         u->gcur = b;
     }
     return 0;
+}
+
+/* Most events fall in the site's current bucket (or an earlier one, as
+ * growth_bucket() keeps it): nothing to do, decided inline. */
+static inline __attribute__((always_inline)) int growth_touch(vt_proc *p, vt_unit *u, uint64_t t)
+{
+    (void)p;
+    if (__builtin_expect(u->floor != NULL && (t < u->g_t0 || ((t - u->g_t0) >> u->g_shift) <= u->gcur), 1))
+        return 0;
+    return growth_touch_slow(u, t);
 }
 
 static void growth_after(vt_unit *u)
@@ -603,7 +623,9 @@ static void tail_fold(vt_proc *p, uint64_t upto, int all)
     p->ntail = w;
 }
 
-static void view_apply(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int32_t count, uint64_t t)
+static void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int32_t count, uint64_t t)
+    __attribute__((noinline));
+static void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int32_t count, uint64_t t)
 {
     vt_unit *u = &p->units[ui];
     switch (p->view_mode) {
@@ -654,6 +676,29 @@ static void view_apply(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, i
     e->bytes = bytes;
     e->unit = ui;
     e->count = count;
+}
+
+/* Every allocation and free: the common cases (the event is at or before
+ * the bound, or goes to a tail with room) inline, the rest out of line. */
+static inline __attribute__((always_inline)) void view_apply(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes,
+                                                              int32_t count, uint64_t t)
+{
+    if (p->view_mode == VT_AT_AUTO || p->view_mode == VT_AT_MARKER) {
+        if (p->tail_overflow || (p->cand_set && t <= p->cand)) {
+            p->units[ui].at_bytes += bytes;
+            p->units[ui].at_count += count;
+            return;
+        }
+        if (p->ntail < p->captail) {
+            vt_tail *e = &p->tail[p->ntail++];
+            e->t = t;
+            e->bytes = bytes;
+            e->unit = ui;
+            e->count = count;
+            return;
+        }
+    }
+    view_apply_slow(a, p, ui, bytes, count, t);
 }
 
 static void cand_raise(vt_proc *p, uint64_t t)
@@ -712,7 +757,7 @@ static inline void pk_sync(vt_proc *p, vt_unit *u)
     }
 }
 
-static int account_alloc(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size, uint64_t t)
+static inline __attribute__((always_inline)) int account_alloc(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size, uint64_t t)
 {
     vt_unit *u = &p->units[ui];
     vt_devstate *d = &p->dev[u->device];
@@ -756,7 +801,7 @@ static int account_alloc(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size,
     return 0;
 }
 
-static int account_free(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size, uint64_t t_alloc, uint64_t t)
+static inline __attribute__((always_inline)) int account_free(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size, uint64_t t_alloc, uint64_t t)
 {
     vt_unit *u = &p->units[ui];
     vt_devstate *d = &p->dev[u->device];
@@ -1372,13 +1417,12 @@ static int is_c10_path(const char *path)
     return !strncmp(b, "libc10_cuda", 11);
 }
 
-int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
+/* Everything but allocations, frees and kernels (counted by the caller). */
+static int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev) __attribute__((noinline));
+static int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
 {
     int rc = 0;
     uint64_t t = ev->time_ns;
-    p->records++;
-    if ((unsigned)ev->type < VT_EV__MAX)
-        p->nev[ev->type]++;
     switch (ev->type) {
     case VT_EV_HEADER:
         copy_header(p, &ev->u.header);
@@ -1496,12 +1540,6 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
     if (t > p->t_last && ev->type != VT_EV_KERNEL)
         p->t_last = t;
     switch (ev->type) {
-    case VT_EV_ALLOC:
-        rc = on_alloc(a, p, &ev->u.alloc, t);
-        break;
-    case VT_EV_FREE:
-        rc = on_free(a, p, &ev->u.free, t);
-        break;
     case VT_EV_ALLOC_FAILED:
         on_failed(p, &ev->u.alloc_failed, t);
         break;
@@ -1548,9 +1586,6 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
     case VT_EV_POOL_USAGE:
         rc = on_pool_usage(p, &ev->u.pool_usage, t);
         break;
-    case VT_EV_KERNEL:
-        rc = on_kernel(a, p, &ev->u.kernel, t);
-        break;
     case VT_EV_NVTX:
         on_nvtx(a, p, &ev->u.nvtx, t);
         break;
@@ -1590,6 +1625,39 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
         break;
     }
     return rc;
+}
+
+/* Per event: allocations, frees and kernels (nearly all of a trace) take
+ * the short way; the rest goes through feed_other(). */
+int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
+{
+    uint64_t t = ev->time_ns;
+    p->records++;
+    switch (ev->type) {
+    case VT_EV_ALLOC:
+    case VT_EV_FREE:
+        p->nev[ev->type]++;
+        if (__builtin_expect(!p->have_t0, 0)) {
+            p->have_t0 = 1;
+            p->t0 = t;
+        }
+        if (t > p->t_last)
+            p->t_last = t;
+        if (ev->type == VT_EV_ALLOC)
+            return on_alloc(a, p, &ev->u.alloc, t);
+        return on_free(a, p, &ev->u.free, t);
+    case VT_EV_KERNEL:
+        p->nev[VT_EV_KERNEL]++;
+        if (__builtin_expect(!p->have_t0, 0)) {
+            p->have_t0 = 1;
+            p->t0 = t;
+        }
+        return on_kernel(a, p, &ev->u.kernel, t);
+    default:
+        if ((unsigned)ev->type < VT_EV__MAX)
+            p->nev[ev->type]++;
+        return feed_other(a, p, ev);
+    }
 }
 
 /* ------------------------------------------------------------ finishing */
