@@ -25,9 +25,27 @@ def step():
     opt.step()
     opt.zero_grad(set_to_none=True)
 
+def barrier(tag=""):
+    """bench/gpu_pairs.py: start timing together with the twin process."""
+    path = os.environ.get("VT_BENCH_BARRIER")
+    if not path:
+        return
+    path += tag
+    open(f"{path}.{os.getpid()}", "w").close()
+    d, base = os.path.dirname(path), os.path.basename(path) + "."
+    t0 = time.time()
+    while sum(f.startswith(base) for f in os.listdir(d)) < 2 and time.time() - t0 < 120:
+        if tag:
+            step()  # keep loading the machine until the twin is done too
+            torch.cuda.synchronize()
+        else:
+            time.sleep(0.001)
+
 
 times, cpu = [], []
 for i in range(warm + steps):
+    if i == warm:
+        barrier()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     c0 = time.thread_time()
@@ -39,6 +57,7 @@ for i in range(warm + steps):
     if i >= warm:
         times.append(time.perf_counter() - t0)
         cpu.append(c1 - c0)
+barrier("-done")
 print(json.dumps({"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3,
                   "cpu_ms": statistics.median(cpu) * 1e3,
                   "steps": steps, "tag": sys.argv[1] if len(sys.argv) > 1 else ""}), flush=True)

@@ -1151,11 +1151,13 @@ static void report_unwind_stats(void)
     vt_unwinder_get_stats(g.uw, &st);
     if (!g.uw || !st.captures)
         return;
-    char text[256];
+    char text[400];
     snprintf(text, sizeof(text),
-             "native stacks: %llu captures, %llu frames, %llu rule-cache misses, %llu frame-pointer steps, %llu rescans",
+             "native stacks: %llu captures, %llu frames, %llu rule-cache misses, %llu frame-pointer steps, %llu rescans; "
+             "%llu walks replayed whole from the per-thread memo, %llu steps replayed by the others",
              (unsigned long long)st.captures, (unsigned long long)st.frames, (unsigned long long)st.cache_misses,
-             (unsigned long long)st.fp_steps, (unsigned long long)st.rescans);
+             (unsigned long long)st.fp_steps, (unsigned long long)st.rescans, (unsigned long long)st.memo_full,
+             (unsigned long long)st.memo_steps);
     note(VT_SEV_INFO, text);
 }
 

@@ -187,9 +187,11 @@ const vt_module *vt_modmap_find(const vt_modmap *m, uint64_t addr)
  *   [4:23] CFA offset (bytes, 0..2^20-1)
  *   [24:27] return address at CFA - 8*n
  *   [28:37] saved rbp at CFA - 8*m, 0 = rbp unchanged
- *   [38:63] tag (hash bits of the ip) */
+ *   [38]   the ip lies in a skipped module (cache entries only)
+ *   [39:63] tag (hash bits of the ip) */
 enum { R_NORMAL = 0, R_OUTERMOST = 1, R_UNKNOWN = 2 };
-#define R_TAG_SHIFT 38
+#define R_SKIP (1ull << 38)
+#define R_TAG_SHIFT 39
 #define R_BODY_MASK ((1ull << R_TAG_SHIFT) - 1)
 
 static inline uint64_t rule_pack(int kind, int cfa_bp, uint64_t off, unsigned ra_n, unsigned bp_n)
@@ -586,9 +588,12 @@ struct vt_unwinder {
     int nskip_prefix;
     uint64_t skip_addr[MAX_SKIP];
     int nskip_addr;
-    _Atomic uint64_t st_captures, st_frames, st_misses, st_fp, st_rescans, st_unknown;
-    _Atomic uint64_t subs; /* the loader's unload count when the map was made */
+    _Atomic uint64_t st_captures, st_frames, st_misses, st_fp, st_rescans, st_unknown, st_memo_full, st_memo_steps;
+    _Atomic uint64_t subs;  /* the loader's unload count when the map was made */
+    _Atomic uint64_t epoch; /* bumped whenever cached rules or skip flags change: memos die */
+    uint64_t uid;           /* this unwinder among all created (memos name it) */
 };
+static _Atomic uint64_t g_unwinder_uids;
 
 /* The loader's count of unloaded objects (dlpi_subs), ~0 if unknown: a
  * change means a module of our map may be gone (dlclose), and its
@@ -684,6 +689,7 @@ static int rescan(vt_unwinder *u, int force)
         size_t n = (size_t)1 << u->bits;
         for (size_t i = 0; i < n; i++)
             atomic_store_explicit(&u->cache[i], 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&u->epoch, 1, memory_order_release);
     }
     atomic_store_explicit(&u->map, nm, memory_order_release);
     atomic_store_explicit(&u->subs, subs, memory_order_release);
@@ -707,6 +713,7 @@ int vt_unwinder_create(vt_unwinder **out, unsigned cache_bits, vt_module_cb cb, 
     if (!u)
         return VT_ERR_NOMEM;
     u->bits = cache_bits;
+    u->uid = atomic_fetch_add(&g_unwinder_uids, 1) + 1;
     u->cache = calloc((size_t)1 << cache_bits, sizeof(*u->cache));
     if (!u->cache) {
         free(u);
@@ -736,6 +743,14 @@ void vt_unwinder_free(vt_unwinder *u)
     free(u);
 }
 
+static void forget_rules(vt_unwinder *u)
+{
+    size_t n = (size_t)1 << u->bits;
+    for (size_t i = 0; i < n; i++)
+        atomic_store_explicit(&u->cache[i], 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&u->epoch, 1, memory_order_release);
+}
+
 void vt_unwinder_skip_prefix(vt_unwinder *u, const char *prefix)
 {
     if (!u || u->nskip_prefix >= MAX_SKIP)
@@ -744,6 +759,7 @@ void vt_unwinder_skip_prefix(vt_unwinder *u, const char *prefix)
     vt_modmap *m = atomic_load(&u->map);
     if (m)
         mark_skips(u, m);
+    forget_rules(u); /* cached rules carry the skip flag */
 }
 
 void vt_unwinder_skip_addr(vt_unwinder *u, const void *addr)
@@ -754,6 +770,7 @@ void vt_unwinder_skip_addr(vt_unwinder *u, const void *addr)
     vt_modmap *m = atomic_load(&u->map);
     if (m)
         mark_skips(u, m);
+    forget_rules(u); /* cached rules carry the skip flag */
 }
 
 const vt_modmap *vt_unwinder_modmap(const vt_unwinder *u) { return u ? atomic_load(&((vt_unwinder *)u)->map) : NULL; }
@@ -773,6 +790,8 @@ void vt_unwinder_get_stats(const vt_unwinder *u, vt_unwind_stats *st)
     st->fp_steps = atomic_load(&w->st_fp);
     st->rescans = atomic_load(&w->st_rescans);
     st->stops_unknown = atomic_load(&w->st_unknown);
+    st->memo_full = atomic_load(&w->st_memo_full);
+    st->memo_steps = atomic_load(&w->st_memo_steps);
 }
 
 /* Stack bounds of the calling thread, cached per thread. */
@@ -840,17 +859,33 @@ static uint64_t lookup_rule(vt_unwinder *u, vt_modmap **mapp, uint64_t ip, const
         return rule_pack(R_UNKNOWN, 0, 0, 0, 0);
     }
     *in_module = 1;
-    uint64_t rule = compile_rule(m, ip - 1);
+    uint64_t rule = compile_rule(m, ip - 1) | (m->skip ? R_SKIP : 0);
     atomic_store_explicit(&u->cache[idx], rule | tag << R_TAG_SHIFT, memory_order_relaxed);
     return rule;
 }
 
-static int is_skipped(vt_modmap *map, const vt_module *m, uint64_t ip)
-{
-    if (!m)
-        m = vt_modmap_find(map, ip);
-    return m && m->skip;
-}
+/* Per-thread memo of recent walks.  A walk is a pure function of its
+ * start state (ip, sp, bp), the rules of the ips it meets, and the stack
+ * words it reads; the memo keeps, per step, the state and every word read
+ * with its address.  When a new walk starts from the same state, re-reading
+ * those words and finding the same values proves the same walk: no rule
+ * lookups (the costly part: a cache-missing hash probe per frame in a big
+ * process).  The first differing word leaves a verified prefix, and the
+ * walk goes on from the state there.  Rules are the same while the epoch is
+ * (it moves when cached rules are dropped). */
+#define MEMO_SLOTS 8
+#define MEMO_STEPS 72
+typedef struct {
+    uint64_t ip, sp, bp;
+    uint64_t ra_at, ra_val; /* ra_at 0: the step read nothing (it ended the walk) */
+    uint64_t bp_at, bp_val; /* bp_at 0: rbp kept */
+} memo_step;
+typedef struct {
+    uint64_t sp0, ip0, bp0, epoch, uid;
+    int valid, max, nsteps, first_rec, bp0_used, n;
+    memo_step st[MEMO_STEPS];
+} memo;
+static __thread memo tls_memo[MEMO_SLOTS];
 
 int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max)
 {
@@ -861,55 +896,153 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
     if (stack_bounds(sp, &lo, &hi) != 0)
         return 0;
     vt_modmap *map = atomic_load_explicit(&u->map, memory_order_acquire);
-    int n = 0, skipping = u->nskip_prefix || u->nskip_addr;
-    for (int guard = 0; guard < 512 && n < max && ip; guard++) {
+    uint64_t epoch = atomic_load_explicit(&u->epoch, memory_order_acquire);
+    int n = 0, skipping = u->nskip_prefix || u->nskip_addr, step = 0, first_rec = -1;
+    int bp_loaded = 0, bp0_used = 0, clean = 1;
+    memo *mm = &tls_memo[(sp >> 4) % MEMO_SLOTS];
+    const uint64_t ip0 = ip, sp0 = sp, bp0 = bp;
+
+    /* replay the memo while the words it read still hold the same values */
+    if (mm->valid && mm->sp0 == sp && mm->ip0 == ip && mm->max == max && mm->epoch == epoch && mm->uid == u->uid &&
+        (!mm->bp0_used || mm->bp0 == bp)) {
+        int i = 0;
+        for (; i < mm->nsteps; i++) {
+            const memo_step *s = &mm->st[i];
+            if (s->ra_at && *(const uint64_t *)(uintptr_t)s->ra_at != s->ra_val)
+                break;
+            if (s->bp_at && *(const uint64_t *)(uintptr_t)s->bp_at != s->bp_val)
+                break;
+        }
+        int fr = mm->first_rec;
+        if (i == mm->nsteps) { /* the whole walk */
+            n = mm->n;
+            for (int k = 0; k < n; k++)
+                ips[k] = mm->st[fr + k].ip;
+            atomic_fetch_add_explicit(&u->st_memo_full, 1, memory_order_relaxed);
+            goto done;
+        }
+        /* a verified prefix of i steps: resume in step i's state.  Steps
+         * before i are kept as they are (their words are verified). */
+        if (i > 0) {
+            for (int k = 0; k < i; k++)
+                if (mm->st[k].bp_at)
+                    bp_loaded = 1;
+            bp0_used = mm->bp0_used;
+            ip = mm->st[i].ip;
+            sp = mm->st[i].sp;
+            bp = mm->st[i].bp;
+            step = i;
+            if (fr >= 0 && fr < i) {
+                first_rec = fr;
+                skipping = 0;
+                n = i - fr;
+                for (int k = 0; k < n; k++)
+                    ips[k] = mm->st[fr + k].ip;
+            }
+            atomic_fetch_add_explicit(&u->st_memo_steps, (uint64_t)i, memory_order_relaxed);
+        }
+    }
+    mm->valid = 0; /* rewritten below */
+    for (int guard = step; guard < 512 && n < max && ip; guard++, step++) {
+        memo_step *ms = step < MEMO_STEPS ? &mm->st[step] : NULL;
+        if (ms) {
+            ms->ip = ip;
+            ms->sp = sp;
+            ms->bp = bp;
+            ms->ra_at = ms->bp_at = 0;
+        } else {
+            clean = 0;
+        }
         const vt_module *m;
         int in_module;
         uint64_t rule = lookup_rule(u, &map, ip, &m, &in_module);
-        if (skipping) {
-            if (is_skipped(map, m, ip)) {
-                /* not recorded */
-            } else {
-                skipping = 0;
-            }
-        }
-        if (!skipping)
+        if (m || !in_module) /* a miss: the rule came from the CFI, or from nowhere for now */
+            clean = 0;
+        if (skipping && !(rule & R_SKIP))
+            skipping = 0;
+        if (!skipping) {
+            if (first_rec < 0)
+                first_rec = step;
             ips[n++] = ip;
+        }
         int kind = RULE_KIND(rule);
-        if (kind == R_OUTERMOST)
+        if (kind == R_OUTERMOST) {
+            step++;
             break;
+        }
         uint64_t cfa, nip, nbp = bp;
         if (kind == R_NORMAL) {
+            if (RULE_CFA_BP(rule) && !bp_loaded)
+                bp0_used = 1;
             cfa = (RULE_CFA_BP(rule) ? bp : sp) + RULE_OFF(rule);
             uint64_t ra_at = cfa - 8ull * RULE_RA_N(rule);
-            if (cfa <= sp || cfa > hi || ra_at < sp || ra_at + 8 > hi)
+            if (cfa <= sp || cfa > hi || ra_at < sp || ra_at + 8 > hi) {
+                step++;
                 break;
+            }
             nip = *(const uint64_t *)(uintptr_t)ra_at;
             unsigned bn = RULE_BP_N(rule);
+            if (ms) {
+                ms->ra_at = ra_at;
+                ms->ra_val = nip;
+            }
             if (bn) {
                 uint64_t bp_at = cfa - 8ull * bn;
-                if (bp_at < sp || bp_at + 8 > hi)
+                if (bp_at < sp || bp_at + 8 > hi) {
+                    step++;
                     break;
+                }
                 nbp = *(const uint64_t *)(uintptr_t)bp_at;
+                bp_loaded = 1;
+                if (ms) {
+                    ms->bp_at = bp_at;
+                    ms->bp_val = nbp;
+                }
             }
         } else {
             /* unknown: one bounds-checked frame-pointer step */
+            if (!bp_loaded)
+                bp0_used = 1;
             if (bp < sp || bp + 16 > hi || (bp & 7)) {
                 atomic_fetch_add_explicit(&u->st_unknown, 1, memory_order_relaxed);
+                step++;
                 break;
             }
             cfa = bp + 16;
             nip = *(const uint64_t *)(uintptr_t)(bp + 8);
             nbp = *(const uint64_t *)(uintptr_t)bp;
+            bp_loaded = 1;
+            if (ms) {
+                ms->ra_at = bp + 8;
+                ms->ra_val = nip;
+                ms->bp_at = bp;
+                ms->bp_val = nbp;
+            }
             atomic_fetch_add_explicit(&u->st_fp, 1, memory_order_relaxed);
             (void)in_module;
         }
         sp = cfa;
         bp = nbp;
         ip = nip;
-        if (ip < 4096)
+        if (ip < 4096) {
+            step++;
             break;
+        }
     }
+    if (clean && step <= MEMO_STEPS && first_rec >= 0) {
+        mm->sp0 = sp0;
+        mm->ip0 = ip0;
+        mm->bp0 = bp0;
+        mm->epoch = epoch;
+        mm->uid = u->uid;
+        mm->max = max;
+        mm->nsteps = step;
+        mm->first_rec = first_rec;
+        mm->bp0_used = bp0_used;
+        mm->n = n;
+        mm->valid = 1;
+    }
+done:
     /* batched per thread: a shared counter per capture would bounce a
      * cache line between every allocating thread */
     tls_captures++;

@@ -85,6 +85,8 @@ typedef struct {
     uint64_t fp_steps;       /* frame-pointer fallback steps */
     uint64_t rescans;
     uint64_t stops_unknown;  /* walks that ended on an unknown ip/rule */
+    uint64_t memo_full;      /* walks replayed whole from the thread's memo (no rule lookups) */
+    uint64_t memo_steps;     /* steps replayed from a memo by walks that then went on */
 } vt_unwind_stats;
 void vt_unwinder_get_stats(const vt_unwinder *u, vt_unwind_stats *st);
 

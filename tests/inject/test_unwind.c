@@ -135,6 +135,42 @@ static void test_depth_cap_and_recursion(void **state)
         assert_string_equal(fn_of(r.ips[i]), "chain_rec");
 }
 
+/* The per-thread memo: a repeated walk is replayed whole, and a walk that
+ * starts like a remembered one but differs further out (another caller at
+ * the same stack depth) is told apart: same results as without a memo. */
+static void test_memo(void **state)
+{
+    (void)state;
+    chain_result r;
+    memset(&r, 0, sizeof(r));
+    r.max = 64;
+    const char *want[] = {"chain_x", "chain_y"};
+    int seq[] = {0, 0, 0, 1, 1, 1, 0, 1, 1, 0};
+    vt_unwind_stats s0, s1;
+    vt_unwinder_get_stats(g_u, &s0);
+    int n_first = -1;
+    for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+        memset(r.ips, 0, sizeof(r.ips));
+        chain_pick(g_u, &r, seq[i]);
+        assert_true(r.n >= 4);
+        assert_string_equal(fn_of(r.ips[0]), "chain_c");
+        assert_string_equal(fn_of(r.ips[1]), want[seq[i]]);
+        assert_string_equal(fn_of(r.ips[2]), "chain_pick");
+        assert_true(r.ips[3] != 0); /* the test itself (static: no name for dladdr) */
+        if (n_first < 0)
+            n_first = r.n;
+        assert_int_equal(r.n, n_first); /* same depth from both callers */
+    }
+    vt_unwinder_get_stats(g_u, &s1);
+    /* calls 3, 6 and 9 repeat a walk remembered from a walk without rule-cache misses */
+    assert_true(s1.memo_full - s0.memo_full >= 3);
+    /* the depth cap is part of the memo: a shorter walk from the same spot */
+    r.max = 2;
+    chain_pick(g_u, &r, 1);
+    assert_int_equal(r.n, 2);
+    assert_string_equal(fn_of(r.ips[1]), "chain_y");
+}
+
 static void test_rules(void **state)
 {
     (void)state;
@@ -311,6 +347,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_matches_backtrace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depth_cap_and_recursion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_modmap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library_loaded_later, setup, teardown),

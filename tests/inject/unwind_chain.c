@@ -45,3 +45,27 @@ __attribute__((noinline)) int chain_rec(vt_unwinder *u, chain_result *r, int dep
     chain_sink += depth;
     return v + 1;
 }
+
+/* Two callers of chain_c with the same frame shape, under one parent: the
+ * capture starts at the same stack pointer from both, so the second walk
+ * finds the first one's memo and must notice the different return address. */
+__attribute__((noinline)) int chain_x(vt_unwinder *u, chain_result *r, int x)
+{
+    int v = chain_c(u, r, x);
+    chain_sink += 1;
+    return v + 1;
+}
+
+__attribute__((noinline)) int chain_y(vt_unwinder *u, chain_result *r, int x)
+{
+    int v = chain_c(u, r, x);
+    chain_sink += 2;
+    return v + 2;
+}
+
+__attribute__((noinline)) int chain_pick(vt_unwinder *u, chain_result *r, int which)
+{
+    int v = which ? chain_y(u, r, 1) : chain_x(u, r, 1);
+    chain_sink += v;
+    return v;
+}

@@ -13,4 +13,7 @@ int chain_c(vt_unwinder *u, chain_result *r, int x);
 int chain_b(vt_unwinder *u, chain_result *r, int x);
 int chain_a(vt_unwinder *u, chain_result *r, int x);
 int chain_rec(vt_unwinder *u, chain_result *r, int depth);
+int chain_x(vt_unwinder *u, chain_result *r, int x);
+int chain_y(vt_unwinder *u, chain_result *r, int x);
+int chain_pick(vt_unwinder *u, chain_result *r, int which);
 #endif
