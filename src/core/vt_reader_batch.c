@@ -15,6 +15,13 @@
 #include "vt_error.h"
 #include "vt_wire.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define VT_KBATCH_PEXT 1
+#include <immintrin.h>
+#else
+#define VT_KBATCH_PEXT 0
+#endif
+
 enum { C_LAUNCH, C_START, C_DUR, C_CORR, C_GRAPH, NCOL };
 static const char *const col_name[NCOL] = {"launch", "start", "duration_ns", "corr", "graph_id"};
 
@@ -108,7 +115,10 @@ static inline __attribute__((always_inline)) int rd_v(const uint8_t **pp, const 
  * branch predictor guesses that.  A varint that crosses qe leaves q past
  * it: caught by the final q == qe.  Returns 0, -1 (a bad varint) or -2
  * (more than lim entries). */
-#define COL_ENTRY(CHECKED)                                                    \
+/* One entry at q (8 bytes readable) into out[k]; CHECKED: mind lim.
+ * VARINT decodes a varint of up to 8 bytes at q into v (moving q), or
+ * leaves st == 0 for a longer one. */
+#define COL_ENTRY(CHECKED, VARINT)                                            \
     do {                                                                      \
         uint64_t x, v;                                                        \
         memcpy(&x, q, 8); /* little-endian, as every target of this code */   \
@@ -119,59 +129,89 @@ static inline __attribute__((always_inline)) int rd_v(const uint8_t **pp, const 
             q += 8;                                                           \
             continue;                                                         \
         }                                                                     \
-        uint32_t w = (uint32_t)x, t = ~w & 0x80808080u;                       \
-        if (__builtin_expect(t != 0, 1)) {                                    \
-            q += ((unsigned)__builtin_ctz(t) + 1) >> 3;                       \
-            w &= t ^ (t - 1);                                                 \
-            w = ((w & 0x7f007f00u) >> 1) | (w & 0x007f007fu);                 \
-            w = ((w & 0x3fff0000u) >> 2) | (w & 0x00003fffu);                 \
-            v = w;                                                            \
-        } else {                                                              \
-            uint64_t st = ~x & 0x8080808080808080ull;                         \
-            if (__builtin_expect(!st, 0)) {                                   \
-                if (rd_varint(&q, qe, &v)) /* 9 or 10 bytes */                \
-                    return -1;                                                \
-            } else {                                                          \
-                q += ((unsigned)__builtin_ctzll(st) + 1) >> 3;                \
-                x &= st ^ (st - 1);                                           \
-                x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full); \
-                x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull); \
-                x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull); \
-                v = x;                                                        \
-            }                                                                 \
-        }                                                                     \
+        VARINT();                                                             \
         out[k++] = v;                                                         \
     } while (0)
+
+/* shifts: 32-bit masks (immediates) up to 4 bytes, 64-bit ones up to 8 */
+#define VARINT_SHIFTS()                                                       \
+    uint32_t w = (uint32_t)x, t = ~w & 0x80808080u;                           \
+    if (__builtin_expect(t != 0, 1)) {                                        \
+        q += ((unsigned)__builtin_ctz(t) + 1) >> 3;                           \
+        w &= t ^ (t - 1);                                                     \
+        w = ((w & 0x7f007f00u) >> 1) | (w & 0x007f007fu);                     \
+        w = ((w & 0x3fff0000u) >> 2) | (w & 0x00003fffu);                     \
+        v = w;                                                                \
+    } else {                                                                  \
+        uint64_t st = ~x & 0x8080808080808080ull;                             \
+        if (__builtin_expect(!st, 0)) {                                       \
+            if (rd_varint(&q, qe, &v)) /* 9 or 10 bytes */                    \
+                return -1;                                                    \
+        } else {                                                              \
+            q += ((unsigned)__builtin_ctzll(st) + 1) >> 3;                    \
+            x &= st ^ (st - 1);                                               \
+            x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full); \
+            x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull); \
+            x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull); \
+            v = x;                                                            \
+        }                                                                     \
+    }
+
+/* pext (BMI2): mask up to the last byte, gather the 7-bit groups */
+#define VARINT_PEXT()                                                         \
+    uint64_t st = ~x & 0x8080808080808080ull;                                 \
+    if (__builtin_expect(!st, 0)) {                                           \
+        if (rd_varint(&q, qe, &v)) /* 9 or 10 bytes */                        \
+            return -1;                                                        \
+    } else {                                                                  \
+        q += ((unsigned)__builtin_ctzll(st) + 1) >> 3;                        \
+        v = _pext_u64(x & (st ^ (st - 1)), 0x7f7f7f7f7f7f7f7full);            \
+    }
+
+#define COL_PACKED(VARINT)                                                    \
+    uint32_t k = *cnt;                                                        \
+    if (hard - qe >= 8 && (size_t)(qe - q) <= (size_t)(lim - k)) {            \
+        /* the usual case: 8 bytes readable at every entry, and as many      \
+         * entries as bytes fit (every entry takes one) */                    \
+        while (q < qe)                                                        \
+            COL_ENTRY(0, VARINT);                                             \
+    } else {                                                                  \
+        while (q < qe) {                                                      \
+            if (k == lim)                                                     \
+                return -2;                                                    \
+            if (hard - q >= 8) {                                              \
+                COL_ENTRY(1, VARINT);                                         \
+            } else {                                                          \
+                uint64_t v;                                                   \
+                if (rd_varint(&q, qe, &v))                                    \
+                    return -1;                                                \
+                out[k++] = v;                                                 \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+    if (q != qe)                                                              \
+        return -1;                                                            \
+    *cnt = k;                                                                 \
+    return 0;
 
 static int col_packed(const uint8_t *q, const uint8_t *qe, const uint8_t *hard, uint64_t *out, uint32_t *cnt,
                       uint32_t lim)
 {
-    uint32_t k = *cnt;
-    if (hard - qe >= 8 && (size_t)(qe - q) <= (size_t)(lim - k)) {
-        /* the usual case: 8 bytes readable at every entry, and as many
-         * entries as bytes fit (every entry takes one) */
-        while (q < qe)
-            COL_ENTRY(0);
-    } else {
-        while (q < qe) {
-            if (k == lim)
-                return -2;
-            if (hard - q >= 8) {
-                COL_ENTRY(1);
-            } else {
-                uint64_t v;
-                if (rd_varint(&q, qe, &v))
-                    return -1;
-                out[k++] = v;
-            }
-        }
-    }
-    if (q != qe)
-        return -1;
-    *cnt = k;
-    return 0;
+    COL_PACKED(VARINT_SHIFTS)
 }
+
+#if VT_KBATCH_PEXT
+static __attribute__((target("bmi,bmi2"))) int col_packed_pext(const uint8_t *q, const uint8_t *qe,
+                                                                const uint8_t *hard, uint64_t *out, uint32_t *cnt,
+                                                                uint32_t lim)
+{
+    COL_PACKED(VARINT_PEXT)
+}
+#endif
 #undef COL_ENTRY
+#undef VARINT_SHIFTS
+#undef VARINT_PEXT
+#undef COL_PACKED
 
 int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const uint8_t *hard,
                      uint64_t *device_time, uint64_t *corr, uint64_t *unknown, char *why, size_t why_len)
@@ -216,7 +256,12 @@ int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const u
         p = qe;
         if (v && qe[-1] >= 0x80)
             return fail(why, why_len, "bad varint at the end of KernelBatch column %s", col_name[c]);
+#if VT_KBATCH_PEXT
+        int rc = b->pext ? col_packed_pext(q, qe, hard, col[c], &cnt[c], lim)
+                         : col_packed(q, qe, hard, col[c], &cnt[c], lim);
+#else
         int rc = col_packed(q, qe, hard, col[c], &cnt[c], lim);
+#endif
         if (rc == -2)
             return fail(why, why_len, "KernelBatch with more than %u entries in column %s", VT_KBATCH_READ_MAX,
                         col_name[c]);

@@ -27,6 +27,7 @@ typedef struct {
     uint32_t left;  /* kernels not yet returned */
     uint32_t n;     /* kernels in the batch */
     uint32_t cap;   /* capacity of the columns */
+    int pext;       /* decode varints with BMI2's pext (set by the reader where it is fast) */
     uint64_t *launch; /* 64-bit like the other columns: one decoder for all */
     uint64_t *start; /* absolute device times */
     uint64_t *dur;
