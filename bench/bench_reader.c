@@ -17,6 +17,8 @@
  *             out of zstd's window), 64 KiB of input per call: the floor
  *   decode    vt_reader_next over every record (kernels resolved through
  *             their Launch, as always)
+ *   decode, batches of 64  the same through vt_reader_next_batch (as
+ *             `vramtrace report` reads)
  *   resolve   decode + what an analyzer does per event: flatten the call
  *             stack (vt_reader_stack), look up every frame, its module or
  *             strings, the thread
@@ -348,7 +350,14 @@ static void pass_read(const char *path, int resolve, result *res)
     uint64_t sum = 0, n = 0;
     int rc;
     double t0 = cpu_now(), w0 = now();
-    if (!resolve) {
+    if (resolve == 3) {
+        vt_event evs[64];
+        while ((rc = vt_reader_next_batch(r, evs, 64)) > 0) {
+            for (int i = 0; i < rc; i++)
+                sum += evs[i].time_ns;
+            n += (uint64_t)rc;
+        }
+    } else if (!resolve) {
         while ((rc = vt_reader_next(r, &ev)) == 1) {
             n++;
             sum += ev.time_ns;
@@ -429,6 +438,8 @@ static int pass_main(int kind, const char *path, int fd)
         pass_zstd(path, &r);
     else if (kind == 3)
         pass_zstd_whole(path, &r);
+    else if (kind == 4)
+        pass_read(path, 3, &r);
     else
         pass_read(path, kind == 2, &r);
     struct rusage ru;
@@ -474,12 +485,13 @@ int main(int argc, char **argv)
         generated = 1;
         stat(path, &sb);
     }
-    static const char *const names[] = {"zstd only", "decode", "decode+resolve", "zstd whole frames"};
-    static const int order[] = {0, 3, 1, 2};
+    static const char *const names[] = {"zstd only", "decode", "decode+resolve", "zstd whole frames",
+                                        "decode, batches of 64"};
+    static const int order[] = {0, 3, 1, 4, 2};
     printf("trace: %s, %.1f MB\n", path, (double)sb.st_size / 1e6);
     printf("| pass | records | CPU s | wall s | M records/s | ns/record | MB/s compressed | MB/s raw | peak RSS |\n");
     printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-    for (int oi = 0; oi < 4; oi++) {
+    for (int oi = 0; oi < 5; oi++) {
         int kind = order[oi];
         result best = {0};
         for (int rep = 0; rep < reps; rep++) {

@@ -1860,10 +1860,45 @@ static int next_slow_(vt_reader *r, vt_event *ev);
         return next_slow(r, ev);                                              \
     } while (0)
 
+/* Up to max events: the hot path in a loop; a record of the slow path
+ * (definitions, the first kernel of a batch, a refill of raw, errors) only
+ * as the first event, alone, so that its pointers into the per-record
+ * scratch stay valid and its errors come as from vt_reader_next(). */
+#define BATCH_BODY(FAST_RECORD)                                               \
+    do {                                                                      \
+        int n = 0;                                                            \
+        while (n < max) {                                                     \
+            if (r->kb.left) {                                                 \
+                vt_kbatch_next(&r->kb, &ev[n]);                               \
+                kernel_resolve(r, &ev[n].u.kernel);                           \
+                n++;                                                          \
+                continue;                                                     \
+            }                                                                 \
+            const uint8_t *p = r->raw + r->rpos, *pe = r->raw + r->rend;      \
+            if (__builtin_expect(r->fast && pe - p >= 2 + FAST_SLACK && p[0] == 0x0A && p[1] < 0x80 && \
+                                     pe - p >= 2 + FAST_SLACK + p[1], 1) &&   \
+                FAST_RECORD(r, p + 2, p + 2 + p[1], &ev[n])) {                \
+                r->rpos += 2 + (size_t)p[1];                                  \
+                r->st.records++;                                              \
+                n++;                                                          \
+                continue;                                                     \
+            }                                                                 \
+            if (n)                                                            \
+                return n;                                                     \
+            return next_slow(r, ev);                                          \
+        }                                                                     \
+        return n;                                                             \
+    } while (0)
+
 #if VT_READER_PEXT
 static __attribute__((noinline, target("bmi,bmi2"))) int next_pext(vt_reader *r, vt_event *ev)
 {
     NEXT_BODY(fast_record_pext);
+}
+
+static __attribute__((noinline, target("bmi,bmi2"))) int next_batch_pext(vt_reader *r, vt_event *ev, int max)
+{
+    BATCH_BODY(fast_record_pext);
 }
 #endif
 
@@ -1875,6 +1910,18 @@ int vt_reader_next(vt_reader *r, vt_event *ev)
 #endif
     NEXT_BODY(fast_record);
 }
+
+int vt_reader_next_batch(vt_reader *r, vt_event *ev, int max)
+{
+    if (max <= 0)
+        return VT_ERR_INVALID;
+#if VT_READER_PEXT
+    if (r->pext)
+        return next_batch_pext(r, ev, max);
+#endif
+    BATCH_BODY(fast_record);
+}
+#undef BATCH_BODY
 #undef NEXT_BODY
 
 static int next_slow(vt_reader *r, vt_event *ev)

@@ -75,6 +75,18 @@ int vt_reader_open_mem(vt_reader **out, const void *data, size_t size, const cha
  * tables (strings, names, paths), valid until vt_reader_free(). */
 int vt_reader_next(vt_reader *r, vt_event *ev);
 
+/* Up to `max` (>= 1) events into ev[0 .. n): the same events, in the same
+ * order, as n calls of vt_reader_next(), for less per-event overhead.
+ * Returns n >= 1, or what vt_reader_next() returns (0 at the end of a
+ * complete stream, a negative vt_err; VT_ERR_INVALID for max < 1) when no
+ * event comes.  A batch holds only records of the reader's hot path
+ * (kernels, allocations, frees); any other record (definitions, the first
+ * kernel of a KernelBatch, damage...) ends it and comes first and alone in
+ * the next one: so pointers inside ev[] follow the rules of
+ * vt_reader_next() (valid until the next call), and an error is never
+ * preceded by events in the same call. */
+int vt_reader_next_batch(vt_reader *r, vt_event *ev, int max);
+
 /* "FILE: truncated at offset N ..." for the last error; "" if none. */
 const char *vt_reader_errmsg(const vt_reader *r);
 

@@ -503,6 +503,92 @@ static void test_writer_truncation(void **state)
     free(s);
 }
 
+/* Events one at a time from vt_reader_next_batch(r, .., max): returns 1
+ * with *ev, or the batch call's final code. */
+typedef struct { vt_event ev[64]; int n, i; } batcher;
+static int batch_next(vt_reader *r, batcher *b, int max, const vt_event **ev)
+{
+    if (b->i == b->n) {
+        int rc = vt_reader_next_batch(r, b->ev, max);
+        if (rc <= 0)
+            return rc;
+        assert_true(rc <= max);
+        b->n = rc;
+        b->i = 0;
+    }
+    *ev = &b->ev[b->i++];
+    return 1;
+}
+
+/* vt_reader_next_batch() yields the events of vt_reader_next(): a long
+ * trace with several batch sizes, and every prefix of a short one. */
+static void test_writer_batches(void **state)
+{
+    (void)state;
+    const size_t n = 60000;
+    sent *s;
+    char *path = write_trace(11, n, 16 << 10, &s);
+    static const int maxes[] = {1, 3, 64};
+    for (size_t m = 0; m < 3; m++) {
+        vt_reader *r;
+        char msg[256];
+        assert_int_equal(vt_reader_open(&r, path, msg, sizeof(msg)), 0);
+        batcher b = {.n = 0, .i = 0};
+        const vt_event *ev;
+        size_t i = 0;
+        int rc;
+        while ((rc = batch_next(r, &b, maxes[m], &ev)) == 1) {
+            if (is_definition(ev->type) || ev->type == VT_EV_END ||
+                (ev->type == VT_EV_DROPPED && ev->u.dropped.source == VT_DROP_WRITER_QUEUE))
+                continue;
+            assert_true(i < n);
+            same_event(r, ev, &s[i].ev);
+            i++;
+        }
+        if (rc)
+            fail_msg("%s", vt_reader_errmsg(r));
+        assert_int_equal(i, n);
+        assert_int_equal(vt_reader_next_batch(r, b.ev, 64), 0);
+        assert_int_equal(vt_reader_next_batch(r, b.ev, 0), VT_ERR_INVALID);
+        vt_reader_free(r);
+    }
+    unlink(path);
+    free(path);
+    free(s);
+
+    path = write_trace(5, 150, 1024, &s);
+    FILE *f = fopen(path, "rb");
+    static uint8_t data[1 << 20];
+    size_t size = fread(data, 1, sizeof(data), f);
+    fclose(f);
+    for (size_t len = 0; len <= size; len = len + 7 < size || len == size ? len + 7 : size) {
+        vt_reader *r;
+        batcher b = {.n = 0, .i = 0};
+        const vt_event *ev;
+        int rc;
+        size_t i = 0;
+        assert_int_equal(vt_reader_open_mem(&r, data, len, "w.zst"), 0);
+        while ((rc = batch_next(r, &b, 64, &ev)) == 1) {
+            if (is_definition(ev->type) || ev->type == VT_EV_END ||
+                (ev->type == VT_EV_DROPPED && ev->u.dropped.source == VT_DROP_WRITER_QUEUE))
+                continue;
+            same_event(r, ev, &s[i].ev);
+            i++;
+        }
+        if (len == size) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(i, 150);
+        } else {
+            assert_int_equal(rc, VT_ERR_TRUNCATED);
+            assert_int_equal(vt_reader_next_batch(r, b.ev, 64), VT_ERR_TRUNCATED); /* final */
+        }
+        vt_reader_free(r);
+    }
+    unlink(path);
+    free(path);
+    free(s);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -510,6 +596,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writer_roundtrip),
         cmocka_unit_test(test_writer_truncation),
+        cmocka_unit_test(test_writer_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
