@@ -141,12 +141,14 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
     int tty = a->cfg.progress && isatty(2);
     double t_start = now_s(), t_shown = 0;
     int shown = 0, errors = 0, first_err = 0;
-    uint64_t n = 0;
-    vt_event ev;
+    uint64_t n = 0, next_check = 1u << 20;
+    /* events in batches: less per-event overhead in the reader and here;
+     * 64 events (8 KiB) stay in L1 between the two */
+    vt_event ev[64];
     for (;;) {
-        int k = vt_reader_next(r, &ev);
-        if (k == 1) {
-            int frc = vt_proc_feed(a, a->cur, &ev);
+        int k = vt_reader_next_batch(r, ev, 64);
+        if (k > 0) {
+            int frc = vt_proc_feed_batch(a, a->cur, ev, k);
             if (frc) {
                 snprintf(msg, sizeof(msg), "%s: replay failed at offset %llu: %s", path,
                          (unsigned long long)vt_reader_offset(r), vt_strerror(frc));
@@ -154,7 +156,9 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
                 first_err = frc;
                 break;
             }
-            if (tty && (++n & 0xfffff) == 0) {
+            n += (uint64_t)k;
+            if (tty && n >= next_check) {
+                next_check = n + (1u << 20);
                 double t = now_s();
                 if (t - t_start > 2.0 && t - t_shown > 0.5) {
                     vt_reader_stats rs;

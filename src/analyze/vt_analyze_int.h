@@ -337,6 +337,8 @@ struct vt_analysis {
 int vt_proc_create(vt_proc **out, const char *name);
 void vt_proc_free(vt_proc *p);
 int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev);
+/* ev[0 .. n) in order; stops at the first error and returns it */
+int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n);
 int vt_proc_finish(vt_analysis *a, vt_proc *p);
 const char *vt_proc_string(const vt_proc *p, uint32_t id);
 /* frames of a stack, innermost first; returns depth (may exceed max) */

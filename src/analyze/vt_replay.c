@@ -1629,7 +1629,7 @@ static int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
 
 /* Per event: allocations, frees and kernels (nearly all of a trace) take
  * the short way; the rest goes through feed_other(). */
-int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
+static inline __attribute__((always_inline)) int proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
 {
     uint64_t t = ev->time_ns;
     p->records++;
@@ -1658,6 +1658,21 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
             p->nev[ev->type]++;
         return feed_other(a, p, ev);
     }
+}
+
+int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
+{
+    return proc_feed(a, p, ev);
+}
+
+int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int rc = proc_feed(a, p, &ev[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------ finishing */
