@@ -711,21 +711,23 @@ static void cand_raise(vt_proc *p, uint64_t t)
 
 /* --- step occurrences --- */
 
-static void occ_add(vt_occ *o, uint64_t t, int alloc_ok)
+/* Once per kernel: the stride is a power of two (1, doubled), so a mask
+ * instead of a division; the common case (not kept) inline. */
+static inline void occ_add(vt_occ *o, uint64_t t, int alloc_ok)
 {
     if (!o->t) {
         if (!alloc_ok || !(o->t = malloc(VT_OCC_MAX * sizeof(uint64_t))))
             return;
         o->stride = 1;
     }
-    if (o->seen++ % o->stride)
+    if (o->seen++ & (o->stride - 1))
         return;
     if (o->n == VT_OCC_MAX) { /* keep every other one, double the stride */
         for (uint32_t i = 0; i < VT_OCC_MAX / 2; i++)
             o->t[i] = o->t[2 * i];
         o->n = VT_OCC_MAX / 2;
         o->stride *= 2;
-        if ((o->seen - 1) % o->stride)
+        if ((o->seen - 1) & (o->stride - 1))
             return;
     }
     o->t[o->n++] = t;
@@ -1147,13 +1149,13 @@ static int on_pool_usage(vt_proc *p, const vt_ev_pool_usage *e, uint64_t t)
         if (!q->s)
             return VT_ERR_NOMEM;
     }
-    if (q->seen++ % q->stride == 0) {
+    if ((q->seen++ & (q->stride - 1)) == 0) { /* stride: a power of two */
         if (q->ns == VT_POOL_SAMPLES) { /* decimate: keep every other sample */
             for (size_t i = 0; i < VT_POOL_SAMPLES / 2; i++)
                 q->s[i] = q->s[2 * i];
             q->ns = VT_POOL_SAMPLES / 2;
             q->stride *= 2;
-            if ((q->seen - 1) % q->stride != 0)
+            if (((q->seen - 1) & (q->stride - 1)) != 0)
                 return 0;
         }
         q->s[q->ns].t = t;
