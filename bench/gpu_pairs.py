@@ -80,8 +80,8 @@ for r in range(rounds):
         res[c].append(ratio)
         cpu[c].append(dc["cpu_ms"] / du["cpu_ms"])
         for line in ec.splitlines():
-            if "self time:" in line:
-                selft[c] = line.split("vramtrace: ", 1)[-1]
+            if "self time:" in line or "native stacks:" in line:
+                selft[c + (" unwind" if "native stacks:" in line else "")] = line.split("vramtrace: ", 1)[-1]
         print(f"round {r} {c} (gpu {b[0]}) vs untraced (gpu {a[0]}): {dc['median_ms']:.3f} / {du['median_ms']:.3f} ms"
               f" = {ratio:.3f}; main-thread CPU {dc['cpu_ms']:.3f} / {du['cpu_ms']:.3f} ms", flush=True)
         subprocess.run(["rm", "-rf", tmp])

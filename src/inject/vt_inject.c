@@ -1159,6 +1159,9 @@ static void report_unwind_stats(void)
              (unsigned long long)st.fp_steps, (unsigned long long)st.rescans, (unsigned long long)st.memo_full,
              (unsigned long long)st.memo_steps);
     note(VT_SEV_INFO, text);
+    const char *sf = getenv("VRAMTRACE_SELFTIME");
+    if (sf && vt_config_bool(sf) == 1)
+        say("vramtrace: %s", text);
 }
 
 static void report_self_time(void)

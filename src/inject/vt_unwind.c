@@ -870,7 +870,9 @@ static uint64_t lookup_rule(vt_unwinder *u, vt_modmap **mapp, uint64_t ip, const
  * with its address.  When a new walk starts from the same state, re-reading
  * those words and finding the same values proves the same walk: no rule
  * lookups (the costly part: a cache-missing hash probe per frame in a big
- * process).  The first differing word leaves a verified prefix, and the
+ * process).  A saved rbp is verified only where the walk used it: code
+ * without frame pointers keeps data in rbp, which differs from call to
+ * call without changing the walk.  The first differing word leaves a verified prefix, and the
  * walk goes on from the state there.  Rules are the same while the epoch is
  * (it moves when cached rules are dropped). */
 #define MEMO_SLOTS 8
@@ -879,6 +881,7 @@ typedef struct {
     uint64_t ip, sp, bp;
     uint64_t ra_at, ra_val; /* ra_at 0: the step read nothing (it ended the walk) */
     uint64_t bp_at, bp_val; /* bp_at 0: rbp kept */
+    int bp_used;            /* the rbp loaded here was used (by a CFA or a frame-pointer step) */
 } memo_step;
 typedef struct {
     uint64_t sp0, ip0, bp0, epoch, uid;
@@ -886,6 +889,15 @@ typedef struct {
     memo_step st[MEMO_STEPS];
 } memo;
 static __thread memo tls_memo[MEMO_SLOTS];
+
+/* The walk uses rbp: the load it came from becomes part of the proof. */
+#define USE_BP()                                                                                              \
+    do {                                                                                                      \
+        if (bp_src < 0)                                                                                       \
+            bp0_used = 1;                                                                                     \
+        else if (bp_src < MEMO_STEPS)                                                                         \
+            mm->st[bp_src].bp_used = 1;                                                                       \
+    } while (0)
 
 int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max)
 {
@@ -898,7 +910,7 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
     vt_modmap *map = atomic_load_explicit(&u->map, memory_order_acquire);
     uint64_t epoch = atomic_load_explicit(&u->epoch, memory_order_acquire);
     int n = 0, skipping = u->nskip_prefix || u->nskip_addr, step = 0, first_rec = -1;
-    int bp_loaded = 0, bp0_used = 0, clean = 1;
+    int bp_src = -1, bp0_used = 0, clean = 1; /* bp_src: step whose load gave rbp, -1: bp0 */
     memo *mm = &tls_memo[(sp >> 4) % MEMO_SLOTS];
     const uint64_t ip0 = ip, sp0 = sp, bp0 = bp;
 
@@ -910,7 +922,7 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
             const memo_step *s = &mm->st[i];
             if (s->ra_at && *(const uint64_t *)(uintptr_t)s->ra_at != s->ra_val)
                 break;
-            if (s->bp_at && *(const uint64_t *)(uintptr_t)s->bp_at != s->bp_val)
+            if (s->bp_used && *(const uint64_t *)(uintptr_t)s->bp_at != s->bp_val)
                 break;
         }
         int fr = mm->first_rec;
@@ -924,13 +936,18 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
         /* a verified prefix of i steps: resume in step i's state.  Steps
          * before i are kept as they are (their words are verified). */
         if (i > 0) {
+            /* rbp now: the last load before step i, read again (unverified
+             * loads may differ from the memo), or bp0 */
             for (int k = 0; k < i; k++)
                 if (mm->st[k].bp_at)
-                    bp_loaded = 1;
+                    bp_src = k;
+            if (bp_src >= 0) {
+                bp = *(const uint64_t *)(uintptr_t)mm->st[bp_src].bp_at;
+                mm->st[bp_src].bp_val = bp;
+            }
             bp0_used = mm->bp0_used;
             ip = mm->st[i].ip;
             sp = mm->st[i].sp;
-            bp = mm->st[i].bp;
             step = i;
             if (fr >= 0 && fr < i) {
                 first_rec = fr;
@@ -950,6 +967,7 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
             ms->sp = sp;
             ms->bp = bp;
             ms->ra_at = ms->bp_at = 0;
+            ms->bp_used = 0;
         } else {
             clean = 0;
         }
@@ -972,8 +990,8 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
         }
         uint64_t cfa, nip, nbp = bp;
         if (kind == R_NORMAL) {
-            if (RULE_CFA_BP(rule) && !bp_loaded)
-                bp0_used = 1;
+            if (RULE_CFA_BP(rule))
+                USE_BP();
             cfa = (RULE_CFA_BP(rule) ? bp : sp) + RULE_OFF(rule);
             uint64_t ra_at = cfa - 8ull * RULE_RA_N(rule);
             if (cfa <= sp || cfa > hi || ra_at < sp || ra_at + 8 > hi) {
@@ -993,7 +1011,7 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
                     break;
                 }
                 nbp = *(const uint64_t *)(uintptr_t)bp_at;
-                bp_loaded = 1;
+                bp_src = step;
                 if (ms) {
                     ms->bp_at = bp_at;
                     ms->bp_val = nbp;
@@ -1001,8 +1019,7 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
             }
         } else {
             /* unknown: one bounds-checked frame-pointer step */
-            if (!bp_loaded)
-                bp0_used = 1;
+            USE_BP();
             if (bp < sp || bp + 16 > hi || (bp & 7)) {
                 atomic_fetch_add_explicit(&u->st_unknown, 1, memory_order_relaxed);
                 step++;
@@ -1011,7 +1028,7 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
             cfa = bp + 16;
             nip = *(const uint64_t *)(uintptr_t)(bp + 8);
             nbp = *(const uint64_t *)(uintptr_t)bp;
-            bp_loaded = 1;
+            bp_src = step;
             if (ms) {
                 ms->ra_at = bp + 8;
                 ms->ra_val = nip;

@@ -164,6 +164,19 @@ static void test_memo(void **state)
     vt_unwinder_get_stats(g_u, &s1);
     /* calls 3, 6 and 9 repeat a walk remembered from a walk without rule-cache misses */
     assert_true(s1.memo_full - s0.memo_full >= 3);
+    /* rbp holding data that changes from call to call (code without frame
+     * pointers): the walk is the same, and so is the memo */
+    vt_unwinder_get_stats(g_u, &s0);
+    for (int x = 1; x <= 8; x++) {
+        memset(r.ips, 0, sizeof(r.ips));
+        chain_rbp_data(g_u, &r, x);
+        assert_string_equal(fn_of(r.ips[0]), "chain_c");
+        assert_string_equal(fn_of(r.ips[1]), "chain_x");
+        assert_string_equal(fn_of(r.ips[2]), "chain_rbp_data");
+        assert_int_equal(r.n, n_first);
+    }
+    vt_unwinder_get_stats(g_u, &s1);
+    assert_true(s1.memo_full - s0.memo_full >= 6);
     /* the depth cap is part of the memo: a shorter walk from the same spot */
     r.max = 2;
     chain_pick(g_u, &r, 1);

@@ -69,3 +69,23 @@ __attribute__((noinline)) int chain_pick(vt_unwinder *u, chain_result *r, int wh
     chain_sink += v;
     return v;
 }
+
+/* chain_rbp_data(u, r, x): calls chain_x(u, r, 1) with a value derived from
+ * x in rbp, as code without frame pointers keeps data there.  Frames below
+ * save that rbp; a walk must not depend on it unless it uses it. */
+__asm__(".text\n"
+        ".globl chain_rbp_data\n"
+        ".type chain_rbp_data, @function\n"
+        "chain_rbp_data:\n"
+        ".cfi_startproc\n"
+        "  push %rbp\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rbp, -16\n"
+        "  imul $0x12345, %rdx, %rbp\n"
+        "  mov $1, %edx\n"
+        "  call chain_x\n"
+        "  pop %rbp\n"
+        ".cfi_def_cfa_offset 8\n"
+        "  ret\n"
+        ".cfi_endproc\n"
+        ".size chain_rbp_data, .-chain_rbp_data\n");

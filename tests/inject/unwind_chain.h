@@ -16,4 +16,5 @@ int chain_rec(vt_unwinder *u, chain_result *r, int depth);
 int chain_x(vt_unwinder *u, chain_result *r, int x);
 int chain_y(vt_unwinder *u, chain_result *r, int x);
 int chain_pick(vt_unwinder *u, chain_result *r, int which);
+int chain_rbp_data(vt_unwinder *u, chain_result *r, int x);
 #endif
