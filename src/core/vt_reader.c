@@ -6,11 +6,14 @@
  * an 8 MiB buffer where the input can go back (ZSTD_d_stableOutBuffer: no
  * copy out of zstd's window), else, and for frames that do not fit or fail,
  * streaming through a small buffer (decompress_stable, stable_fallback);
- * entries
- * (0x0A, varint len, Record) are decoded in place by the hand-written
- * protobuf decoder below (protobuf-c unpack mallocs per message, too slow
- * for 30 M events/s).  Entries never straddle frames (docs/FORMAT.md), so
- * every byte in `raw` belongs to the frame starting at `frame_start`.
+ * entries (0x0A, varint len, Record) are decoded in place by the
+ * hand-written protobuf decoder below (protobuf-c unpack mallocs per
+ * message, too slow for 30 M events/s): kernels, allocations and frees by a
+ * hot path (vt_reader_fast.h; its varints with BMI2's pext where that is
+ * fast, chosen at run time), one event per vt_reader_next() or several per
+ * vt_reader_next_batch(); everything else by decode_record().  Entries
+ * never straddle frames (docs/FORMAT.md), so every byte in `raw` belongs
+ * to the frame starting at `frame_start`.
  * May touch: zstd and the C library only.
  */
 #define _GNU_SOURCE
