@@ -100,7 +100,7 @@ vt_clocksrc vt_clock_init(int want_tsc)
     memset(&c.st, 0, sizeof(c.st));
 #if VT_HAVE_TSC
     if (want_tsc && tsc_usable()) {
-        uint64_t t0, n0, t1, n1;
+        uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
         pair(&t0, &n0);
         do
             pair(&t1, &n1);
@@ -150,7 +150,7 @@ void vt_clock_tick(void)
 #if VT_HAVE_TSC
     if (atomic_load_explicit(&c.src, memory_order_relaxed) != VT_CLOCKSRC_TSC)
         return;
-    uint64_t t, n;
+    uint64_t t = 0, n = 0;
     pair(&t, &n);
     uint64_t tb = atomic_load_explicit(&c.tsc_base, memory_order_relaxed);
     uint64_t nb = atomic_load_explicit(&c.ns_base, memory_order_relaxed);

@@ -140,6 +140,7 @@ static void test_writer_ticks(void **state)
     assert_int_equal(vt_writer_create(&w, &cfg, NULL), 0);
     sleep_ms(450);
     assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
     assert_true(atomic_load(&ticks) >= 2);
     unlink(path);
 }
