@@ -62,6 +62,8 @@ static void usage(FILE *f)
             "      --tensors            PyTorch: tensor-level call sites, by adding\n"
             "                           backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF\n"
             "                           and PYTORCH_ALLOC_CONF (your other keys are kept)\n"
+            "      --clock MODE         time source of the events: auto (the TSC where\n"
+            "                           invariant, else CLOCK_MONOTONIC), monotonic, cupti\n"
             "  -q, --quiet              no per-process message from the library\n"
             "  -h, --help               this text\n"
             "\n"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "vt_error.h"
+#include "vt_settings.h"
 
 /* ---- small string helpers ---------------------------------------------- */
 
@@ -79,10 +80,11 @@ static const struct opt_def {
     {"no-python-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, python_stacks), 0, 0, 0, 0},
     {"static", 0, OPT_FLAG, offsetof(vt_record_opts, static_mem), 1, 0, 0, 0},
     {"no-static", 0, OPT_FLAG, offsetof(vt_record_opts, static_mem), 0, 0, 0, 0},
-    /* Ranges as the library accepts them (src/inject/vt_config.h). */
-    {"stack-depth", 0, OPT_INT, offsetof(vt_record_opts, stack_depth), 0, 1, 256, 0},
-    {"flush-ms", 0, OPT_INT, offsetof(vt_record_opts, flush_ms), 0, 10, 60000, 0},
-    {"sample-ms", 0, OPT_INT, offsetof(vt_record_opts, sample_ms), 0, 10, 60000, 1},
+    /* Ranges as the library accepts them (vt_settings.h). */
+    {"stack-depth", 0, OPT_INT, offsetof(vt_record_opts, stack_depth), 0, VT_SET_STACK_DEPTH_MIN, VT_SET_STACK_DEPTH_MAX, 0},
+    {"flush-ms", 0, OPT_INT, offsetof(vt_record_opts, flush_ms), 0, VT_SET_FLUSH_MS_MIN, VT_SET_FLUSH_MS_MAX, 0},
+    {"sample-ms", 0, OPT_INT, offsetof(vt_record_opts, sample_ms), 0, VT_SET_SAMPLE_MS_MIN, VT_SET_SAMPLE_MS_MAX, 1},
+    {"clock", 0, OPT_STR, offsetof(vt_record_opts, clock), 0, 0, 0, 0},
     {"quiet", 'q', OPT_FLAG, offsetof(vt_record_opts, quiet), 1, 0, 0, 0},
     {"tensors", 0, OPT_FLAG, offsetof(vt_record_opts, tensors), 1, 0, 0, 0},
     {"help", 'h', OPT_FLAG, offsetof(vt_record_opts, help), 1, 0, 0, 0},
@@ -149,6 +151,10 @@ int vt_record_parse_args(vt_record_opts *o, int argc, char **argv, char *err, si
         if (d->type == OPT_STR) {
             if (!*val) {
                 snprintf(err, errlen, "option '%s' needs a non-empty value", a);
+                return VT_ERR_INVALID;
+            }
+            if (field == (char *)&o->clock && vt_settings_clock(val) < 0) {
+                snprintf(err, errlen, "option --clock: '%s' is not auto, tsc, monotonic or cupti", val);
                 return VT_ERR_INVALID;
             }
             *(const char **)field = val;
@@ -491,6 +497,8 @@ int vt_record_plan_env(vt_record_plan *p, const vt_record_opts *o, const char *l
         (rc = plan_int(p, "VRAMTRACE_SAMPLE_MS", o->sample_ms)))
         return rc;
     if (o->quiet && (rc = plan_set(p, "VRAMTRACE_QUIET", "1")))
+        return rc;
+    if (o->clock && (rc = plan_set(p, "VRAMTRACE_CLOCK", o->clock)))
         return rc;
 
     if (o->tensors) {

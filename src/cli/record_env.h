@@ -34,6 +34,7 @@ typedef struct {
     int flush_ms;       /* --flush-ms N; -1 = not given */
     int sample_ms;      /* --sample-ms N (0 = off); -1 = not given */
     int quiet;          /* -q/--quiet: VRAMTRACE_QUIET=1 */
+    const char *clock;  /* --clock MODE (auto|tsc|monotonic|cupti); NULL = not given */
     int tensors;        /* --tensors: PyTorch backend:cudaMallocAsync */
     int help;           /* -h/--help */
     int cmd_index;      /* argv index of the command to run; argc when none */

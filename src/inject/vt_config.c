@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "vt_error.h"
+#include "vt_settings.h"
 
 static const char *env_lookup(vt_getenv_fn f, void *arg, const char *name)
 {
@@ -70,9 +70,9 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
     cfg->kernels = 1;
     cfg->native_stacks = 1;
     cfg->python_stacks = 1;
-    cfg->stack_depth = 32;
-    cfg->flush_ms = 100;
-    cfg->sample_ms = 200;
+    cfg->stack_depth = VT_SET_STACK_DEPTH_DEFAULT;
+    cfg->flush_ms = VT_SET_FLUSH_MS_DEFAULT;
+    cfg->sample_ms = VT_SET_SAMPLE_MS_DEFAULT;
     cfg->static_mem = -1; /* auto */
     cfg->quiet = 0;
     const char *o = env_lookup(lookup, arg, "VRAMTRACE_OUTPUT");
@@ -88,20 +88,17 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
     get_bool(cfg, lookup, arg, "VRAMTRACE_STATIC", &cfg->static_mem);
     get_bool(cfg, lookup, arg, "VRAMTRACE_QUIET", &cfg->quiet);
     unsigned depth = (unsigned)cfg->stack_depth;
-    get_uint(cfg, lookup, arg, "VRAMTRACE_STACK_DEPTH", 1, 256, 0, &depth);
+    get_uint(cfg, lookup, arg, "VRAMTRACE_STACK_DEPTH", VT_SET_STACK_DEPTH_MIN, VT_SET_STACK_DEPTH_MAX, 0, &depth);
     cfg->stack_depth = (int)depth;
-    get_uint(cfg, lookup, arg, "VRAMTRACE_FLUSH_MS", 10, 60000, 0, &cfg->flush_ms);
-    get_uint(cfg, lookup, arg, "VRAMTRACE_SAMPLE_MS", 10, 60000, 1, &cfg->sample_ms);
+    get_uint(cfg, lookup, arg, "VRAMTRACE_FLUSH_MS", VT_SET_FLUSH_MS_MIN, VT_SET_FLUSH_MS_MAX, 0, &cfg->flush_ms);
+    get_uint(cfg, lookup, arg, "VRAMTRACE_SAMPLE_MS", VT_SET_SAMPLE_MS_MIN, VT_SET_SAMPLE_MS_MAX, 1, &cfg->sample_ms);
     const char *ck = env_lookup(lookup, arg, "VRAMTRACE_CLOCK");
     if (ck && *ck) {
-        if (!strcasecmp(ck, "auto") || !strcasecmp(ck, "tsc"))
-            cfg->clock = VT_CFG_CLOCK_AUTO;
-        else if (!strcasecmp(ck, "monotonic"))
-            cfg->clock = VT_CFG_CLOCK_MONOTONIC;
-        else if (!strcasecmp(ck, "cupti"))
-            cfg->clock = VT_CFG_CLOCK_CUPTI;
-        else
+        int m = vt_settings_clock(ck);
+        if (m < 0)
             warn(cfg, "VRAMTRACE_CLOCK", ck);
+        else
+            cfg->clock = m;
     }
 }
 

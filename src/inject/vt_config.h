@@ -26,7 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { VT_CFG_CLOCK_AUTO = 0, VT_CFG_CLOCK_MONOTONIC = 1, VT_CFG_CLOCK_CUPTI = 2 };
+#include "vt_settings.h" /* ranges, defaults and clock modes, shared with `vramtrace record` */
+
+enum { VT_CFG_CLOCK_AUTO = VT_SET_CLOCK_AUTO, VT_CFG_CLOCK_MONOTONIC = VT_SET_CLOCK_MONOTONIC, VT_CFG_CLOCK_CUPTI = VT_SET_CLOCK_CUPTI };
 
 typedef struct {
     char output[1024];

@@ -133,6 +133,11 @@ static void test_parse_errors(void **state)
     assert_int_equal(parse(&o, err, 4, a9), VT_ERR_INVALID);
     char *a10[] = {"record", "-x", "cmd"};
     assert_int_equal(parse(&o, err, 3, a10), VT_ERR_INVALID);
+    char *c1[] = {"record", "--clock=sundial", "cmd"};
+    assert_int_equal(parse(&o, err, 3, c1), VT_ERR_INVALID);
+    assert_non_null(strstr(err, "--clock: 'sundial'"));
+    char *c2[] = {"record", "--clock=TSC", "cmd"};
+    assert_int_equal(parse(&o, err, 3, c2), 0);
     char *a11[] = {"record", "--flush-ms", "12x", "x"};
     assert_int_equal(parse(&o, err, 4, a11), VT_ERR_INVALID);
 }
@@ -278,10 +283,10 @@ static void test_plan_all(void **state)
     (void)state;
     char *argv[] = {"record", "--no-kernels", "--python-stacks", "--no-native-stacks", "--static",
                     "--stack-depth=8", "--flush-ms=50", "--sample-ms=1000", "-q", "--tensors",
-                    "cmd"};
+                    "--clock", "monotonic", "cmd"};
     vt_record_opts o;
     char err[256];
-    assert_int_equal(parse(&o, err, 11, argv), 0);
+    assert_int_equal(parse(&o, err, 13, argv), 0);
     const char *env[] = {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False",
                          "CUDA_INJECTION64_PATH", "/other/tool.so", NULL};
     set_fake_env(env);
@@ -296,6 +301,7 @@ static void test_plan_all(void **state)
     assert_string_equal(vt_record_plan_get(&p, "VRAMTRACE_FLUSH_MS"), "50");
     assert_string_equal(vt_record_plan_get(&p, "VRAMTRACE_SAMPLE_MS"), "1000");
     assert_string_equal(vt_record_plan_get(&p, "VRAMTRACE_QUIET"), "1");
+    assert_string_equal(vt_record_plan_get(&p, "VRAMTRACE_CLOCK"), "monotonic");
     assert_string_equal(vt_record_plan_get(&p, "PYTORCH_CUDA_ALLOC_CONF"),
                         "expandable_segments:False,backend:cudaMallocAsync");
     /* PyTorch >= 2.9 reads PYTORCH_ALLOC_CONF first: it gets the same. */

@@ -1,0 +1,39 @@
+/* vt_settings.h - what libvramtrace.so can be told, in one place: the
+ * ranges and defaults of its VRAMTRACE_* settings and the names of its
+ * clock modes.  src/inject reads the settings from the environment
+ * (vt_config.c); `vramtrace record` (src/cli) sets them and must accept
+ * exactly what the library does.  Header only, no dependencies. */
+#ifndef VT_SETTINGS_H
+#define VT_SETTINGS_H
+
+#include <strings.h>
+
+#define VT_SET_STACK_DEPTH_DEFAULT 32
+#define VT_SET_STACK_DEPTH_MIN 1
+#define VT_SET_STACK_DEPTH_MAX 256
+#define VT_SET_FLUSH_MS_DEFAULT 100
+#define VT_SET_FLUSH_MS_MIN 10
+#define VT_SET_FLUSH_MS_MAX 60000
+#define VT_SET_SAMPLE_MS_DEFAULT 200 /* 0 = off, else MIN..MAX */
+#define VT_SET_SAMPLE_MS_MIN 10
+#define VT_SET_SAMPLE_MS_MAX 60000
+
+/* VRAMTRACE_CLOCK: auto (= tsc): the calibrated invariant TSC, else
+ * CLOCK_MONOTONIC; monotonic; cupti: CUPTI's own clock. */
+enum { VT_SET_CLOCK_AUTO = 0, VT_SET_CLOCK_MONOTONIC = 1, VT_SET_CLOCK_CUPTI = 2 };
+
+/* The mode named by s (any case), or -1. */
+static inline int vt_settings_clock(const char *s)
+{
+    if (!s)
+        return -1;
+    if (!strcasecmp(s, "auto") || !strcasecmp(s, "tsc"))
+        return VT_SET_CLOCK_AUTO;
+    if (!strcasecmp(s, "monotonic"))
+        return VT_SET_CLOCK_MONOTONIC;
+    if (!strcasecmp(s, "cupti"))
+        return VT_SET_CLOCK_CUPTI;
+    return -1;
+}
+
+#endif
