@@ -87,6 +87,7 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
     get_bool(cfg, lookup, arg, "VRAMTRACE_PYTHON_STACKS", &cfg->python_stacks);
     get_bool(cfg, lookup, arg, "VRAMTRACE_STATIC", &cfg->static_mem);
     get_bool(cfg, lookup, arg, "VRAMTRACE_QUIET", &cfg->quiet);
+    get_bool(cfg, lookup, arg, "VRAMTRACE_SELFTIME", &cfg->selftime);
     unsigned depth = (unsigned)cfg->stack_depth;
     get_uint(cfg, lookup, arg, "VRAMTRACE_STACK_DEPTH", VT_SET_STACK_DEPTH_MIN, VT_SET_STACK_DEPTH_MAX, 0, &depth);
     cfg->stack_depth = (int)depth;

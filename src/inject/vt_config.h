@@ -12,6 +12,8 @@
  *   VRAMTRACE_STATIC         0|1 (default auto = -1): DEVICE_STATIC module globals from MEMORY2
  *                            activity; auto leaves it off for tensor-level allocators
  *   VRAMTRACE_QUIET          0|1 (default 0): no stderr messages
+ *   VRAMTRACE_SELFTIME       0|1 (default 0): time the phases of each callback (stack walk,
+ *                            Python, writer push) and print the self time on stderr at exit
  *   VRAMTRACE_CLOCK          auto|tsc (default): the calibrated TSC where it is invariant,
  *                            else CLOCK_MONOTONIC, registered with CUPTI for its records too;
  *                            monotonic: CLOCK_MONOTONIC; cupti: CUPTI's own clock
@@ -41,6 +43,7 @@ typedef struct {
     int static_mem;
     int quiet;
     int clock; /* VT_CFG_CLOCK_* */
+    int selftime; /* VRAMTRACE_SELFTIME: time each callback's phases, print the self time at exit */
     char warning[256]; /* "" or the first problem found, e.g. "VRAMTRACE_STACK_DEPTH=abc ignored" */
 } vt_inject_config;
 
