@@ -9,7 +9,8 @@ to its own cores, both timing their steps together (a file barrier after the
 warm-up), so that whatever slows the machine slows both.  The two slots
 (GPU + cores) swap every round.  The result per config is the median over
 rounds of traced/untraced step time of the same pair.
-Env: VT_PAIR_CONFIGS (default "traced,traced-nostacks,floor"), VT_PAIR_MODE
+Env: VT_PAIR_CONFIGS (default "traced,traced-phases,traced-nostacks,floor";
+VT_PAIR_EXTRA='{"name": {VAR: VALUE}}' adds traced variants), VT_PAIR_MODE
 (async|default, default async), VT_PAIR_SLOTS ("0:2-9,1:18-25": gpu:cpus),
 VT_BENCH_STEPS (default 150).  Writes $OUT/pairs.json; prints a table."""
 import json
@@ -26,18 +27,21 @@ root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 out = os.environ.get("OUT", "/tmp")
 lib = os.path.join(build, "libvramtrace.so")
 floor = os.path.join(build, "bench", "libvt_cupti_floor.so")
-TRACED = {"CUDA_INJECTION64_PATH": lib, "VRAMTRACE_QUIET": "0", "VRAMTRACE_SELFTIME": "1"}
+# VRAMTRACE_SELFTIME=1 times every phase of every callback (4 more TSC reads
+# per allocation): only "traced-phases" pays that, to print the breakdown.
+TRACED = {"CUDA_INJECTION64_PATH": lib, "VRAMTRACE_QUIET": "0"}
 configs = {
     "untraced": {},
     "floor": {"CUDA_INJECTION64_PATH": floor},
     "traced": dict(TRACED),
+    "traced-phases": dict(TRACED, VRAMTRACE_SELFTIME="1"),
     "traced-nostacks": dict(TRACED, VRAMTRACE_NATIVE_STACKS="0", VRAMTRACE_PYTHON_STACKS="0"),
     "traced-nopython": dict(TRACED, VRAMTRACE_PYTHON_STACKS="0"),
     "traced-depth16": dict(TRACED, VRAMTRACE_STACK_DEPTH="16"),
 }
 for k, v in json.loads(os.environ.get("VT_PAIR_EXTRA", "{}")).items():
     configs[k] = dict(TRACED, **v)
-cfgs = os.environ.get("VT_PAIR_CONFIGS", "traced,traced-nostacks,floor").split(",")
+cfgs = os.environ.get("VT_PAIR_CONFIGS", "traced,traced-phases,traced-nostacks,floor").split(",")
 mode = os.environ.get("VT_PAIR_MODE", "async")
 alloc_conf = {"async": "backend:cudaMallocAsync", "default": ""}[mode]
 slots = [s.split(":") for s in os.environ.get("VT_PAIR_SLOTS", "0:2-9,1:18-25").split(",")]
