@@ -40,6 +40,29 @@ static __attribute__((noinline)) int chain(int d, leaf_fn f)
     return v;
 }
 
+/* K call sites at the same stack depth, used round robin (the PyTorch
+ * case: many operators reach the allocator through frames of one shape):
+ * site_leaf(k) calls the capture through site k's own frame. */
+static __attribute__((noinline)) int capture_common(void)
+{
+    uint64_t ips[256];
+    int n = vt_unwind_capture(U, ips, g_max);
+    sink += n;
+    return n;
+}
+#define SITE(k)                                                                                                        \
+    static __attribute__((noinline)) int site##k(void)                                                                 \
+    {                                                                                                                  \
+        int v = capture_common();                                                                                      \
+        sink += k;                                                                                                     \
+        return v;                                                                                                      \
+    }
+SITE(0) SITE(1) SITE(2) SITE(3) SITE(4) SITE(5) SITE(6) SITE(7)
+static leaf_fn sites[8] = {site0, site1, site2, site3, site4, site5, site6, site7};
+static int g_nsites = 1;
+static unsigned g_site_rr;
+static __attribute__((noinline)) int leaf_sites(void) { return sites[g_site_rr++ % (unsigned)g_nsites](); }
+
 static double now(void)
 {
     struct timespec ts;
@@ -112,10 +135,20 @@ int main(int argc, char **argv)
         printf("%-22s %10.1f %8d  (%d threads at once, one per core)\n", m ? "glibc backtrace()" : "vt_unwind_capture",
                sum / nt - base, j[0].frames, nt);
     }
+    /* round robin over K sites at one depth: the per-thread memo of walks
+     * is indexed by stack pointer, so these compete for its slots */
+    for (int k = 1; k <= 8; k *= 2) {
+        g_nsites = k;
+        job j = {depth, iters, leaf_sites, 0, 0};
+        run(&j);
+        printf("%-22s %10.1f %8d  (%d call sites at one depth, round robin)\n", "vt_unwind_capture", j.ns - base,
+               j.frames, k);
+    }
     vt_unwind_stats st;
     vt_unwinder_get_stats(U, &st);
-    printf("rule cache: %llu misses over %llu frames\n", (unsigned long long)st.cache_misses,
-           (unsigned long long)st.frames);
+    printf("rule cache: %llu misses over %llu frames; memo: %llu walks whole, %llu steps by the others\n",
+           (unsigned long long)st.cache_misses, (unsigned long long)st.frames, (unsigned long long)st.memo_full,
+           (unsigned long long)st.memo_steps);
     vt_unwinder_free(U);
     return 0;
 }

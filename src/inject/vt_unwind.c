@@ -872,11 +872,11 @@ static uint64_t lookup_rule(vt_unwinder *u, vt_modmap **mapp, uint64_t ip, const
  * lookups (the costly part: a cache-missing hash probe per frame in a big
  * process).  A saved rbp is verified only where the walk used it: code
  * without frame pointers keeps data in rbp, which differs from call to
- * call without changing the walk.  The first differing word leaves a verified prefix, and the
- * walk goes on from the state there.  Rules are the same while the epoch is
- * (it moves when cached rules are dropped). */
-#define MEMO_SLOTS 8
-#define MEMO_STEPS 72
+ * call without changing the walk.  The first differing word leaves a
+ * verified prefix, and the walk goes on from the state there.  Rules are
+ * the same while the epoch is (it moves when cached rules are dropped). */
+#define MEMO_WAYS 8
+#define MEMO_STEPS 64
 typedef struct {
     uint64_t ip, sp, bp;
     uint64_t ra_at, ra_val; /* ra_at 0: the step read nothing (it ended the walk) */
@@ -884,11 +884,14 @@ typedef struct {
     int bp_used;            /* the rbp loaded here was used (by a CFA or a frame-pointer step) */
 } memo_step;
 typedef struct {
-    uint64_t sp0, ip0, bp0, epoch, uid;
+    uint64_t sp0, ip0, bp0, epoch, uid, age;
     int valid, max, nsteps, first_rec, bp0_used, n;
     memo_step st[MEMO_STEPS];
 } memo;
-static __thread memo tls_memo[MEMO_SLOTS];
+/* Fully associative: the sites of one program often reach the allocator at
+ * the same stack depth, and must not evict each other. */
+static __thread memo tls_memo[MEMO_WAYS];
+static __thread uint64_t tls_memo_age;
 
 /* The walk uses rbp: the load it came from becomes part of the proof. */
 #define USE_BP()                                                                                              \
@@ -898,6 +901,20 @@ static __thread memo tls_memo[MEMO_SLOTS];
         else if (bp_src < MEMO_STEPS)                                                                         \
             mm->st[bp_src].bp_used = 1;                                                                       \
     } while (0)
+
+/* Steps of m whose words still hold, from the start. */
+static inline int memo_verify(const memo *m)
+{
+    int i = 0;
+    for (; i < m->nsteps; i++) {
+        const memo_step *s = &m->st[i];
+        if (s->ra_at && *(const uint64_t *)(uintptr_t)s->ra_at != s->ra_val)
+            break;
+        if (s->bp_used && *(const uint64_t *)(uintptr_t)s->bp_at != s->bp_val)
+            break;
+    }
+    return i;
+}
 
 int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max)
 {
@@ -911,53 +928,68 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
     uint64_t epoch = atomic_load_explicit(&u->epoch, memory_order_acquire);
     int n = 0, skipping = u->nskip_prefix || u->nskip_addr, step = 0, first_rec = -1;
     int bp_src = -1, bp0_used = 0, clean = 1; /* bp_src: step whose load gave rbp, -1: bp0 */
-    memo *mm = &tls_memo[(sp >> 4) % MEMO_SLOTS];
     const uint64_t ip0 = ip, sp0 = sp, bp0 = bp;
 
-    /* replay the memo while the words it read still hold the same values */
-    if (mm->valid && mm->sp0 == sp && mm->ip0 == ip && mm->max == max && mm->epoch == epoch && mm->uid == u->uid &&
-        (!mm->bp0_used || mm->bp0 == bp)) {
-        int i = 0;
-        for (; i < mm->nsteps; i++) {
-            const memo_step *s = &mm->st[i];
-            if (s->ra_at && *(const uint64_t *)(uintptr_t)s->ra_at != s->ra_val)
-                break;
-            if (s->bp_used && *(const uint64_t *)(uintptr_t)s->bp_at != s->bp_val)
-                break;
+    /* Replay a remembered walk from this start while the words it read
+     * still hold; else go on from the longest verified prefix, recording
+     * into a free or the least recently used entry. */
+    memo *mm = &tls_memo[0], *best = NULL;
+    int best_i = 0;
+    for (int w = 0; w < MEMO_WAYS; w++) {
+        memo *m = &tls_memo[w];
+        if (!m->valid) {
+            if (mm->valid)
+                mm = m;
+            continue;
         }
-        int fr = mm->first_rec;
-        if (i == mm->nsteps) { /* the whole walk */
-            n = mm->n;
+        if (mm->valid && m->age < mm->age)
+            mm = m;
+        if (m->sp0 != sp || m->ip0 != ip || m->max != max || m->epoch != epoch || m->uid != u->uid ||
+            (m->bp0_used && m->bp0 != bp))
+            continue;
+        int i = memo_verify(m);
+        if (i == m->nsteps) { /* the whole walk */
+            n = m->n;
             for (int k = 0; k < n; k++)
-                ips[k] = mm->st[fr + k].ip;
+                ips[k] = m->st[m->first_rec + k].ip;
+            m->age = ++tls_memo_age;
             atomic_fetch_add_explicit(&u->st_memo_full, 1, memory_order_relaxed);
             goto done;
         }
-        /* a verified prefix of i steps: resume in step i's state.  Steps
-         * before i are kept as they are (their words are verified). */
-        if (i > 0) {
-            /* rbp now: the last load before step i, read again (unverified
-             * loads may differ from the memo), or bp0 */
-            for (int k = 0; k < i; k++)
-                if (mm->st[k].bp_at)
-                    bp_src = k;
-            if (bp_src >= 0) {
-                bp = *(const uint64_t *)(uintptr_t)mm->st[bp_src].bp_at;
-                mm->st[bp_src].bp_val = bp;
-            }
-            bp0_used = mm->bp0_used;
-            ip = mm->st[i].ip;
-            sp = mm->st[i].sp;
-            step = i;
-            if (fr >= 0 && fr < i) {
-                first_rec = fr;
-                skipping = 0;
-                n = i - fr;
-                for (int k = 0; k < n; k++)
-                    ips[k] = mm->st[fr + k].ip;
-            }
-            atomic_fetch_add_explicit(&u->st_memo_steps, (uint64_t)i, memory_order_relaxed);
+        if (i > best_i) {
+            best = m;
+            best_i = i;
         }
+    }
+    if (best) {
+        /* a verified prefix of i steps: resume in step i's state, the
+         * prefix copied into the entry this walk will fill */
+        int i = best_i, fr = best->first_rec;
+        if (best != mm) {
+            memcpy(mm->st, best->st, (size_t)i * sizeof(memo_step));
+            mm->bp0_used = best->bp0_used;
+        }
+        /* rbp now: the last load before step i, read again (unverified
+         * loads may differ from the memo), or bp0 */
+        for (int k = 0; k < i; k++)
+            if (mm->st[k].bp_at)
+                bp_src = k;
+        if (bp_src >= 0) {
+            bp = *(const uint64_t *)(uintptr_t)mm->st[bp_src].bp_at;
+            mm->st[bp_src].bp_val = bp;
+        }
+        bp0_used = mm->bp0_used;
+        ip = best->st[i].ip;
+        sp = best->st[i].sp;
+        step = i;
+        if (fr >= 0 && fr < i) {
+            first_rec = fr;
+            skipping = 0;
+            n = i - fr;
+            for (int k = 0; k < n; k++)
+                ips[k] = mm->st[fr + k].ip;
+        }
+        atomic_fetch_add_explicit(&u->st_memo_steps, (uint64_t)i, memory_order_relaxed);
     }
     mm->valid = 0; /* rewritten below */
     for (int guard = step; guard < 512 && n < max && ip; guard++, step++) {
@@ -1057,6 +1089,7 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
         mm->first_rec = first_rec;
         mm->bp0_used = bp0_used;
         mm->n = n;
+        mm->age = ++tls_memo_age;
         mm->valid = 1;
     }
 done:
