@@ -164,6 +164,19 @@ static void test_memo(void **state)
     vt_unwinder_get_stats(g_u, &s1);
     /* calls 3, 6 and 9 repeat a walk remembered from a walk without rule-cache misses */
     assert_true(s1.memo_full - s0.memo_full >= 3);
+    /* two callers at one depth, alternating: each keeps its own entry.  A
+     * walk is remembered once it met no rule-cache miss, and this loop is
+     * a new call site (a new return address): the first calls fill the
+     * entries (one replayed at most), then every call is replayed whole.
+     * (No branch in the loop: a compiler peeling an iteration would make
+     * another call site.) */
+    vt_unwinder_get_stats(g_u, &s0);
+    for (int k = 0; k < 12; k++) {
+        chain_pick(g_u, &r, k & 1);
+        assert_string_equal(fn_of(r.ips[1]), want[k & 1]);
+    }
+    vt_unwinder_get_stats(g_u, &s1);
+    assert_true(s1.memo_full - s0.memo_full >= 8);
     /* rbp holding data that changes from call to call (code without frame
      * pointers): the walk is the same, and so is the memo */
     vt_unwinder_get_stats(g_u, &s0);
