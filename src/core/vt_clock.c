@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <x86intrin.h>
 #define VT_HAVE_TSC 1
 #else
@@ -59,14 +58,13 @@ static void pair(uint64_t *tsc, uint64_t *ns)
     }
 }
 
+/* The kernel's own choice of clocksource: "tsc" means it found the TSC
+ * constant, non-stop and synchronized across CPUs (and keeps watching it).
+ * The CPUID invariant bit alone says nothing of sockets or hypervisors, and
+ * where the kernel chose another source (kvm-clock, hpet), CLOCK_MONOTONIC
+ * is what to follow anyway. */
 static int tsc_usable(void)
 {
-    unsigned a, b, cx, d;
-    if (__get_cpuid(0x80000000u, &a, &b, &cx, &d) && a >= 0x80000007u &&
-        __get_cpuid(0x80000007u, &a, &b, &cx, &d) && (d & (1u << 8)))
-        return 1; /* invariant TSC */
-    /* Hypervisors often hide the CPUID bit; the kernel's own choice of
-     * clocksource says it checked the TSC across CPUs and found it stable. */
     int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;

@@ -3,12 +3,12 @@
  * Every allocation event in a traced process needs a timestamp, and on a
  * cloud VM clock_gettime() may cost hundreds of nanoseconds (a syscall when
  * the kernel does not trust the TSC for its vDSO), which a tensor-level
- * allocator pays twice per tensor.  With an invariant TSC this clock is one
+ * allocator pays twice per tensor.  Where the kernel uses the TSC, this is one
  * rdtsc and a multiply: it follows CLOCK_MONOTONIC through a linear map
  * (tsc -> ns) that vt_clock_tick() recalibrates against CLOCK_MONOTONIC,
  * slewing out any error at most 0.1 % per unit time, so that it stays
- * monotonic and within microseconds of CLOCK_MONOTONIC.  Without an
- * invariant TSC it is clock_gettime(CLOCK_MONOTONIC).
+ * monotonic and within microseconds of CLOCK_MONOTONIC.  Elsewhere it is
+ * clock_gettime(CLOCK_MONOTONIC).
  *
  * Process-wide state; vt_clock_now() is thread-safe, lock-free and
  * async-signal-safe.  vt_clock_init() and vt_clock_tick() are called from
@@ -24,8 +24,9 @@ typedef enum {
     VT_CLOCKSRC_TSC = 2,       /* rdtsc, calibrated against CLOCK_MONOTONIC */
 } vt_clocksrc;
 
-/* Choose and calibrate the source.  want_tsc: 1 use the TSC when it is
- * invariant (CPUID) or the kernel's clocksource is "tsc", 0 never.
+/* Choose and calibrate the source.  want_tsc: 1 use the TSC when the
+ * kernel's own clocksource is "tsc" (it checked the TSC is invariant and
+ * synchronized), 0 never.
  * Calibration spins about 2 ms.  Returns the source chosen.  May be called
  * again (e.g. by tests); not concurrently with vt_clock_now(). */
 vt_clocksrc vt_clock_init(int want_tsc);

@@ -14,7 +14,7 @@
  *   VRAMTRACE_QUIET          0|1 (default 0): no stderr messages
  *   VRAMTRACE_SELFTIME       0|1 (default 0): time the phases of each callback (stack walk,
  *                            Python, writer push) and print the self time on stderr at exit
- *   VRAMTRACE_CLOCK          auto|tsc (default): the calibrated TSC where it is invariant,
+ *   VRAMTRACE_CLOCK          auto|tsc (default): the calibrated TSC where the kernel uses it,
  *                            else CLOCK_MONOTONIC, registered with CUPTI for its records too;
  *                            monotonic: CLOCK_MONOTONIC; cupti: CUPTI's own clock
  *                            (cuptiGetTimestamp), as before 2026-11-30
