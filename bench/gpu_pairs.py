@@ -12,7 +12,8 @@ rounds of traced/untraced step time of the same pair.
 Env: VT_PAIR_CONFIGS (default "traced,traced-phases,traced-nostacks,floor";
 VT_PAIR_EXTRA='{"name": {VAR: VALUE}}' adds traced variants), VT_PAIR_MODE
 (async|default, default async), VT_PAIR_SLOTS ("0:2-9,1:18-25": gpu:cpus),
-VT_BENCH_STEPS (default 150).  Writes $OUT/pairs.json; prints a table."""
+VT_BENCH_STEPS (default 150), VT_PAIR_NOASLR=1 (setarch -R: no address-space
+randomization).  Writes $OUT/pairs.json; prints a table."""
 import json
 import os
 import statistics
@@ -46,6 +47,10 @@ mode = os.environ.get("VT_PAIR_MODE", "async")
 alloc_conf = {"async": "backend:cudaMallocAsync", "default": ""}[mode]
 slots = [s.split(":") for s in os.environ.get("VT_PAIR_SLOTS", "0:2-9,1:18-25").split(",")]
 steps = os.environ.get("VT_BENCH_STEPS", "150")
+# VT_PAIR_NOASLR=1: every process with the same address-space layout
+# (setarch -R), one suspect of the spread between identical processes
+NOASLR = os.environ.get("VT_PAIR_NOASLR") == "1" and subprocess.run(
+    ["setarch", os.uname().machine, "-R", "true"], capture_output=True).returncode == 0
 
 
 def start(cfg, slot, barrier, tmp):
@@ -61,6 +66,8 @@ def start(cfg, slot, barrier, tmp):
     else:
         env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     cmd = ["taskset", "-c", slot[1], sys.executable, os.path.join(root, "bench", "torch_step.py"), cfg]
+    if NOASLR:
+        cmd = ["setarch", os.uname().machine, "-R"] + cmd
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -90,7 +97,8 @@ for r in range(rounds):
               f" = {ratio:.3f}; main-thread CPU {dc['cpu_ms']:.3f} / {du['cpu_ms']:.3f} ms", flush=True)
         subprocess.run(["rm", "-rf", tmp])
 
-print(f"\n== concurrent pairs, {mode} allocator, {rounds} rounds, {steps} steps, {time.time() - t_start:.0f} s")
+print(f"\n== concurrent pairs, {mode} allocator, {rounds} rounds, {steps} steps, {time.time() - t_start:.0f} s"
+      f"{', no ASLR' if NOASLR else ''}")
 print(f"{'config':20s} {'x untraced':>10s} {'CPU x':>7s}  per round")
 for c in cfgs:
     if res[c]:
