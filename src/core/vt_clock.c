@@ -58,6 +58,26 @@ static void pair(uint64_t *tsc, uint64_t *ns)
     }
 }
 
+int vt_clock_kernel_source(char *buf, size_t len)
+{
+    if (!buf || len == 0)
+        return -1;
+    buf[0] = 0;
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0) {
+        buf[0] = 0;
+        return -1;
+    }
+    buf[n] = 0;
+    if (buf[n - 1] == '\n')
+        buf[n - 1] = 0;
+    return 0;
+}
+
 /* The kernel's own choice of clocksource: "tsc" means it found the TSC
  * constant, non-stop and synchronized across CPUs (and keeps watching it).
  * The CPUID invariant bit alone says nothing of sockets or hypervisors, and
@@ -65,13 +85,8 @@ static void pair(uint64_t *tsc, uint64_t *ns)
  * is what to follow anyway. */
 static int tsc_usable(void)
 {
-    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    char buf[32] = {0};
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    return n >= 3 && strncmp(buf, "tsc", 3) == 0 && (n == 3 || buf[3] == '\n');
+    char buf[32];
+    return vt_clock_kernel_source(buf, sizeof(buf)) == 0 && strcmp(buf, "tsc") == 0;
 }
 
 static void publish(uint64_t tsc_base, uint64_t ns_base, uint64_t mult)

@@ -17,6 +17,7 @@
 #ifndef VT_CLOCK_H
 #define VT_CLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum {
@@ -42,6 +43,10 @@ void vt_clock_tick(void);
 /* The source in use, and a short name for it ("tsc", "monotonic"). */
 vt_clocksrc vt_clock_source(void);
 const char *vt_clock_name(vt_clocksrc src);
+
+/* The kernel's current clocksource ("tsc", "kvm-clock", ...) into buf,
+ * without the newline.  Returns 0, or -1 (buf "") where sysfs says nothing. */
+int vt_clock_kernel_source(char *buf, size_t len);
 
 /* Statistics of the TSC map for tests and notes: the last correction
  * (reference minus mapped, ns) and the TSC rate in kHz. */

@@ -103,10 +103,6 @@ static struct {
     uint64_t (*clk)(void);
     double clk_ns;
     char clock_note[240];
-    /* VRAMTRACE_SELFTIME=1: time the phases of each callback too (stack
-     * walk, Python, writer push); off, only the callback as a whole is
-     * timed: each rdtsc costs ~20 ns on a VM, 4 more per allocation */
-    int phases;
 } g;
 
 #define VT_STATIC_MAX_RATE 500 /* allocations per second above which MEMORY2 goes off (auto) */
@@ -120,9 +116,11 @@ static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread CUcontext tls_ctx;
 static __thread uint32_t tls_dev;
 
-/* Self time: TSC cycles spent in our driver callbacks and in stack capture,
- * per thread, added to the totals every 64 callbacks; reported in a Note at
- * the end (and on stderr with VRAMTRACE_SELFTIME=1). */
+/* Self time: TSC cycles spent in our driver callbacks, per thread, added to
+ * the totals every 64 callbacks; reported in a Note at the end.  With
+ * VRAMTRACE_SELFTIME=1 (cfg.selftime) also per phase (stack walk, Python,
+ * writer push: each rdtsc costs ~20 ns on a VM, 4 more per allocation, so
+ * not by default) and on stderr. */
 static __thread uint64_t t_cb_n, t_cb_cyc, t_stk_cyc, t_uw_cyc, t_push_cyc;
 static _Atomic uint64_t g_cb_n, g_cb_cyc, g_stk_cyc, g_uw_cyc, g_push_cyc;
 static uint64_t g_tsc0, g_ns0;
@@ -200,7 +198,7 @@ static uint32_t capture_stack(vt_frame *fr, int max)
     ips[0] = 0;
     int depth = g.cfg.stack_depth < 256 ? g.cfg.stack_depth : 256;
     int n = 0;
-    const int ph = g.phases;
+    const int ph = g.cfg.selftime;
     uint64_t c0 = ph ? __rdtsc() : 0;
     if (g.uw) {
         n = vt_unwind_capture(g.uw, ips, depth);
@@ -239,7 +237,7 @@ static uint32_t capture_stack(vt_frame *fr, int max)
 
 static void emit(vt_event *ev)
 {
-    if (!g.phases) {
+    if (!g.cfg.selftime) {
         vt_writer_emit(g.w, ev);
         return;
     }
@@ -1185,7 +1183,7 @@ static void report_self_time(void)
     uint64_t uw = atomic_load(&g_uw_cyc) + t_uw_cyc, push = atomic_load(&g_push_cyc) + t_push_cyc;
     double per = n ? ns_per_cyc / (double)n : 0.0;
     char text[600];
-    if (!g.phases) {
+    if (!g.cfg.selftime) {
         snprintf(text, sizeof(text),
                  "self time: %llu driver callbacks, mean %.0f ns, %.1f ms in all (VRAMTRACE_SELFTIME=1 splits it); "
                  "activity: %llu buffers, %llu records, %.1f ms",
@@ -1202,10 +1200,8 @@ static void report_self_time(void)
              cb * ns_per_cyc / 1e6, (unsigned long long)act.buffers, (unsigned long long)act.records,
              act.cycles * ns_per_cyc / 1e6);
     note(VT_SEV_INFO, text);
-    if (g.cfg.selftime) {
-        say("vramtrace: %s", text);
-        say("vramtrace: %s", g.clock_note);
-    }
+    say("vramtrace: %s", text);
+    say("vramtrace: %s", g.clock_note);
 }
 
 static void finish(void)
@@ -1399,8 +1395,7 @@ static void setup_clock(void)
     g.clk = cupti_now;
     const char *why = "VRAMTRACE_CLOCK=cupti";
     if (g.cfg.clock != VT_CFG_CLOCK_CUPTI) {
-        vt_clocksrc src = vt_clock_init(g.cfg.clock == VT_CFG_CLOCK_AUTO);
-        (void)src;
+        vt_clock_init(g.cfg.clock == VT_CFG_CLOCK_AUTO);
         /* resolved at run time: an older libcupti.so.13 loaded first by the
          * process may lack it, and a missing symbol must not stop us loading */
         Dl_info di;
@@ -1414,15 +1409,9 @@ static void setup_clock(void)
             why = reg ? "cuptiActivityRegisterTimestampCallback failed" : "this CUPTI cannot take our clock";
         }
     }
-    char cs[32] = "?";
-    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, cs, sizeof(cs) - 1);
-        cs[n > 0 ? n : 0] = 0;
-        if (n > 0 && cs[n - 1] == '\n')
-            cs[n - 1] = 0;
-        close(fd);
-    }
+    char cs[32];
+    if (vt_clock_kernel_source(cs, sizeof(cs)) != 0)
+        snprintf(cs, sizeof(cs), "?");
     g.clk_ns = clock_cost(g.clk);
     double cupti_ns = g.clk == cupti_now ? g.clk_ns : clock_cost(cupti_now);
     if (g.clk == vt_clock_now)
@@ -1450,7 +1439,6 @@ static int init_once(void)
     snprintf(cupti_file, sizeof(cupti_file), "%s", cupti_path);
 
     setup_clock();
-    g.phases = g.cfg.selftime;
 
     cmdline cl;
     read_cmdline(&cl);
