@@ -643,6 +643,16 @@ static int same_module(const vt_module *a, const vt_module *b)
     return a->start == b->start && a->end == b->end && strcmp(a->path, b->path) == 0;
 }
 
+/* Drop every compiled rule (code may have moved, or skip flags changed):
+ * the epoch moves with them, which retires every thread's memo. */
+static void forget_rules(vt_unwinder *u)
+{
+    size_t n = (size_t)1 << u->bits;
+    for (size_t i = 0; i < n; i++)
+        atomic_store_explicit(&u->cache[i], 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&u->epoch, 1, memory_order_release);
+}
+
 /* Rescan; report new modules; publish.  Returns nonzero if done. */
 static int rescan(vt_unwinder *u, int force)
 {
@@ -685,12 +695,8 @@ static int rescan(vt_unwinder *u, int force)
                 u->cb(u->cb_arg, n);
         }
     }
-    if (removed) { /* code may have moved: forget every compiled rule */
-        size_t n = (size_t)1 << u->bits;
-        for (size_t i = 0; i < n; i++)
-            atomic_store_explicit(&u->cache[i], 0, memory_order_relaxed);
-        atomic_fetch_add_explicit(&u->epoch, 1, memory_order_release);
-    }
+    if (removed) /* code may have moved */
+        forget_rules(u);
     atomic_store_explicit(&u->map, nm, memory_order_release);
     atomic_store_explicit(&u->subs, subs, memory_order_release);
     if (old)
@@ -741,14 +747,6 @@ void vt_unwinder_free(vt_unwinder *u)
     vt_modmap_free(atomic_load(&u->map));
     free((void *)u->cache);
     free(u);
-}
-
-static void forget_rules(vt_unwinder *u)
-{
-    size_t n = (size_t)1 << u->bits;
-    for (size_t i = 0; i < n; i++)
-        atomic_store_explicit(&u->cache[i], 0, memory_order_relaxed);
-    atomic_fetch_add_explicit(&u->epoch, 1, memory_order_release);
 }
 
 void vt_unwinder_skip_prefix(vt_unwinder *u, const char *prefix)
@@ -878,7 +876,7 @@ static uint64_t lookup_rule(vt_unwinder *u, vt_modmap **mapp, uint64_t ip, const
 #define MEMO_WAYS 8
 #define MEMO_STEPS 64
 typedef struct {
-    uint64_t ip, sp, bp;
+    uint64_t ip, sp;        /* the step's state (rbp is read again on resuming) */
     uint64_t ra_at, ra_val; /* ra_at 0: the step read nothing (it ended the walk) */
     uint64_t bp_at, bp_val; /* bp_at 0: rbp kept */
     int bp_used;            /* the rbp loaded here was used (by a CFA or a frame-pointer step) */
@@ -997,7 +995,6 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
         if (ms) {
             ms->ip = ip;
             ms->sp = sp;
-            ms->bp = bp;
             ms->ra_at = ms->bp_at = 0;
             ms->bp_used = 0;
         } else {
