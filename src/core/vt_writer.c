@@ -1818,12 +1818,12 @@ static void *vt_thread_main(void *arg)
             vt_enc_flush(w);
         /* how long to sleep, decided while the encoder state is ours */
         uint64_t nap = w->poll_ns;
-        if (w->cfg.tick_fn && nap > 100000000ull)
-            nap = 100000000ull;
         if (w->dirty) {
             uint64_t age = vt_mono_ns() - w->dirty_since;
             nap = age >= w->poll_ns ? 0 : w->poll_ns - age;
         }
+        if (w->cfg.tick_fn && nap > 100000000ull) /* the tick's period */
+            nap = 100000000ull;
         atomic_store(&w->enc_owner, 0);
         if (req != done_local || dreq != drain_local) {
             done_local = req;
