@@ -70,24 +70,26 @@ static const struct opt_def {
     int value;        /* OPT_FLAG: value stored */
     int lo, hi;       /* OPT_INT: range */
     int zero_ok;      /* OPT_INT: 0 is accepted too (means off) */
+    const char *one_of; /* OPT_STR: the values accepted, as said in the error; NULL = any */
+    int (*valid)(const char *); /* OPT_STR with one_of: < 0 rejects */
 } opt_defs[] = {
-    {"output-dir", 'o', OPT_STR, offsetof(vt_record_opts, outdir), 0, 0, 0, 0},
-    {"kernels", 0, OPT_FLAG, offsetof(vt_record_opts, kernels), 1, 0, 0, 0},
-    {"no-kernels", 0, OPT_FLAG, offsetof(vt_record_opts, kernels), 0, 0, 0, 0},
-    {"native-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, native_stacks), 1, 0, 0, 0},
-    {"no-native-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, native_stacks), 0, 0, 0, 0},
-    {"python-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, python_stacks), 1, 0, 0, 0},
-    {"no-python-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, python_stacks), 0, 0, 0, 0},
-    {"static", 0, OPT_FLAG, offsetof(vt_record_opts, static_mem), 1, 0, 0, 0},
-    {"no-static", 0, OPT_FLAG, offsetof(vt_record_opts, static_mem), 0, 0, 0, 0},
+    {"output-dir", 'o', OPT_STR, offsetof(vt_record_opts, outdir), 0, 0, 0, 0, NULL, NULL},
+    {"kernels", 0, OPT_FLAG, offsetof(vt_record_opts, kernels), 1, 0, 0, 0, NULL, NULL},
+    {"no-kernels", 0, OPT_FLAG, offsetof(vt_record_opts, kernels), 0, 0, 0, 0, NULL, NULL},
+    {"native-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, native_stacks), 1, 0, 0, 0, NULL, NULL},
+    {"no-native-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, native_stacks), 0, 0, 0, 0, NULL, NULL},
+    {"python-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, python_stacks), 1, 0, 0, 0, NULL, NULL},
+    {"no-python-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, python_stacks), 0, 0, 0, 0, NULL, NULL},
+    {"static", 0, OPT_FLAG, offsetof(vt_record_opts, static_mem), 1, 0, 0, 0, NULL, NULL},
+    {"no-static", 0, OPT_FLAG, offsetof(vt_record_opts, static_mem), 0, 0, 0, 0, NULL, NULL},
     /* Ranges as the library accepts them (vt_settings.h). */
-    {"stack-depth", 0, OPT_INT, offsetof(vt_record_opts, stack_depth), 0, VT_SET_STACK_DEPTH_MIN, VT_SET_STACK_DEPTH_MAX, 0},
-    {"flush-ms", 0, OPT_INT, offsetof(vt_record_opts, flush_ms), 0, VT_SET_FLUSH_MS_MIN, VT_SET_FLUSH_MS_MAX, 0},
-    {"sample-ms", 0, OPT_INT, offsetof(vt_record_opts, sample_ms), 0, VT_SET_SAMPLE_MS_MIN, VT_SET_SAMPLE_MS_MAX, 1},
-    {"clock", 0, OPT_STR, offsetof(vt_record_opts, clock), 0, 0, 0, 0},
-    {"quiet", 'q', OPT_FLAG, offsetof(vt_record_opts, quiet), 1, 0, 0, 0},
-    {"tensors", 0, OPT_FLAG, offsetof(vt_record_opts, tensors), 1, 0, 0, 0},
-    {"help", 'h', OPT_FLAG, offsetof(vt_record_opts, help), 1, 0, 0, 0},
+    {"stack-depth", 0, OPT_INT, offsetof(vt_record_opts, stack_depth), 0, VT_SET_STACK_DEPTH_MIN, VT_SET_STACK_DEPTH_MAX, 0, NULL, NULL},
+    {"flush-ms", 0, OPT_INT, offsetof(vt_record_opts, flush_ms), 0, VT_SET_FLUSH_MS_MIN, VT_SET_FLUSH_MS_MAX, 0, NULL, NULL},
+    {"sample-ms", 0, OPT_INT, offsetof(vt_record_opts, sample_ms), 0, VT_SET_SAMPLE_MS_MIN, VT_SET_SAMPLE_MS_MAX, 1, NULL, NULL},
+    {"clock", 0, OPT_STR, offsetof(vt_record_opts, clock), 0, 0, 0, 0, "auto, tsc, monotonic or cupti", vt_settings_clock},
+    {"quiet", 'q', OPT_FLAG, offsetof(vt_record_opts, quiet), 1, 0, 0, 0, NULL, NULL},
+    {"tensors", 0, OPT_FLAG, offsetof(vt_record_opts, tensors), 1, 0, 0, 0, NULL, NULL},
+    {"help", 'h', OPT_FLAG, offsetof(vt_record_opts, help), 1, 0, 0, 0, NULL, NULL},
 };
 #define N_OPT_DEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
@@ -153,8 +155,8 @@ int vt_record_parse_args(vt_record_opts *o, int argc, char **argv, char *err, si
                 snprintf(err, errlen, "option '%s' needs a non-empty value", a);
                 return VT_ERR_INVALID;
             }
-            if (field == (char *)&o->clock && vt_settings_clock(val) < 0) {
-                snprintf(err, errlen, "option --clock: '%s' is not auto, tsc, monotonic or cupti", val);
+            if (d->valid && d->valid(val) < 0) {
+                snprintf(err, errlen, "option --%s: '%s' is not %s", d->lng, val, d->one_of);
                 return VT_ERR_INVALID;
             }
             *(const char **)field = val;
