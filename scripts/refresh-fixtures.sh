@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# scripts/refresh-fixtures.sh - replace tests/data/gpu-*.{zst,expect} with the
+# traces and VT_EXPECT lines of one scripts/gpu-test.sh run.
+#   scripts/refresh-fixtures.sh DIR
+# DIR holds traces/ and logs/ as gpu-test.sh leaves them (unpack the
+# traces.tar.gz and logs.tar.gz that scripts/gpu-all.sh brings back into
+# it).  Then: scripts/update-golden.sh BUILD, read the diff, and update the
+# date and build in tests/data/README.md.
+set -eu
+src=${1:?usage: scripts/refresh-fixtures.sh DIR}
+cd "$(dirname "$0")/.."
+dst=tests/data
+one() { # one trace file in a folder, or fail naming it
+    local n
+    n=$(ls "$1"/*.zst 2>/dev/null | wc -l)
+    [ "$n" -eq 1 ] || { echo "refresh-fixtures: $1: $n traces, expected 1" >&2; exit 1; }
+    ls "$1"/*.zst
+}
+expect() { grep '^VT_EXPECT' "$src/logs/$1.out"; }
+for t in alloc_basic alloc_async alloc_vmm oom crash_segv crash_kill nostacks \
+         torch_default torch_expandable torch_async; do
+    name=gpu-${t//_/-}
+    cp "$(one "$src/traces/$t")" "$dst/$name.zst"
+    expect "$t" >"$dst/$name.expect"
+done
+# 16 threads x 100 allocations: the trace in full, every 16th alloc/free
+# expectation (the replay test stays quick) and every other line
+cp "$(one "$src/traces/threads")" "$dst/gpu-threads.zst"
+expect threads | awk '$2 == "alloc" || $2 == "free" { if (n++ % 16) next } { print }' \
+    >"$dst/gpu-threads.expect"
+# fork + exec: the parent has the lower pid; the exec'd child its own file
+set -- $(ls "$src"/traces/forkexec/*.zst | sort -t. -k2,2n)
+[ $# -eq 2 ] || { echo "refresh-fixtures: forkexec: $# traces, expected 2" >&2; exit 1; }
+cp "$1" "$dst/gpu-forkexec-parent.zst"
+cp "$2" "$dst/gpu-forkexec-child.zst"
+expect forkexec >"$dst/gpu-forkexec-parent.expect"
+expect forkexec_child >"$dst/gpu-forkexec-child.expect"
+ls -l "$dst"/gpu-*
