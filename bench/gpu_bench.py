@@ -21,8 +21,6 @@ build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 reps = int(sys.argv[2] if len(sys.argv) > 2 else "3")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 out = os.environ.get("OUT", "/tmp")
-lib = os.path.join(build, "libvramtrace.so")
-floor = os.path.join(build, "bench", "libvt_cupti_floor.so")
 micro = os.path.join(build, "gpu-bin", "gpu_micro")
 tmp = tempfile.mkdtemp(prefix="vtbench")
 # Every process on the same cores (VT_BENCH_CPUS, "" = no pinning): the
@@ -32,16 +30,10 @@ if CPUS and subprocess.run(["taskset", "-c", CPUS, "true"], capture_output=True)
     CPUS = ""
 rounds = {}  # round -> {config: ms}
 
-TRACED = {"CUDA_INJECTION64_PATH": lib, "VRAMTRACE_QUIET": "0"}
-configs = {
-    "untraced": {},
-    "floor": {"CUDA_INJECTION64_PATH": floor},
-    "traced": dict(TRACED),
-    "traced-nostacks": dict(TRACED, VRAMTRACE_NATIVE_STACKS="0", VRAMTRACE_PYTHON_STACKS="0"),
-    "traced-nostatic": dict(TRACED, VRAMTRACE_STATIC="0"),
-    "traced-cupticlock": dict(TRACED, VRAMTRACE_CLOCK="cupti"),
-    "traced-monoclock": dict(TRACED, VRAMTRACE_CLOCK="monotonic"),
-}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_configs import configs as bench_configs  # noqa: E402
+
+configs = bench_configs(build)
 for c in configs.values():
     if "VRAMTRACE_QUIET" in c:
         c["VRAMTRACE_SELFTIME"] = "1"

@@ -26,22 +26,10 @@ build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 rounds = int(sys.argv[2] if len(sys.argv) > 2 else "6")
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 out = os.environ.get("OUT", "/tmp")
-lib = os.path.join(build, "libvramtrace.so")
-floor = os.path.join(build, "bench", "libvt_cupti_floor.so")
-# VRAMTRACE_SELFTIME=1 times every phase of every callback (4 more TSC reads
-# per allocation): only "traced-phases" pays that, to print the breakdown.
-TRACED = {"CUDA_INJECTION64_PATH": lib, "VRAMTRACE_QUIET": "0"}
-configs = {
-    "untraced": {},
-    "floor": {"CUDA_INJECTION64_PATH": floor},
-    "traced": dict(TRACED),
-    "traced-phases": dict(TRACED, VRAMTRACE_SELFTIME="1"),
-    "traced-nostacks": dict(TRACED, VRAMTRACE_NATIVE_STACKS="0", VRAMTRACE_PYTHON_STACKS="0"),
-    "traced-nopython": dict(TRACED, VRAMTRACE_PYTHON_STACKS="0"),
-    "traced-depth16": dict(TRACED, VRAMTRACE_STACK_DEPTH="16"),
-}
-for k, v in json.loads(os.environ.get("VT_PAIR_EXTRA", "{}")).items():
-    configs[k] = dict(TRACED, **v)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_configs import configs as bench_configs  # noqa: E402
+
+configs = bench_configs(build)
 cfgs = os.environ.get("VT_PAIR_CONFIGS", "traced,traced-phases,traced-nostacks,floor").split(",")
 mode = os.environ.get("VT_PAIR_MODE", "async")
 alloc_conf = {"async": "backend:cudaMallocAsync", "default": ""}[mode]

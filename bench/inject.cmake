@@ -8,7 +8,7 @@ if(VT_HAVE_CUPTI)
   add_library(vt_cupti_floor SHARED ${CMAKE_CURRENT_LIST_DIR}/cupti_floor.c)
   set_target_properties(vt_cupti_floor PROPERTIES C_VISIBILITY_PRESET hidden
     BUILD_RPATH "${CUDAToolkit_LIBRARY_DIR};/usr/local/cuda/lib64;/usr/local/cuda/targets/x86_64-linux/lib")
-  target_link_libraries(vt_cupti_floor PRIVATE CUDA::cupti)
+  target_link_libraries(vt_cupti_floor PRIVATE vt_inject_common CUDA::cupti)
 endif()
 
 # Per-event CPU cost of the injection path (clock, unwind, emit).

@@ -1,13 +1,30 @@
 """torch_step.py - one process of the transformer step benchmark: a 6-layer
 transformer encoder training step (bf16 autocast, AdamW), median step time
-over STEPS steps after WARM warm-up steps.  Prints one JSON line."""
+over STEPS steps after WARM warm-up steps.  Prints one JSON line.
+
+Gate mode (bench/gpu_gate.py: VRAMTRACE_BENCH_GATE=FILE, VT_BENCH_BLOCKS=N):
+after the warm-up, N blocks of STEPS steps each, tracing switched on and
+off between blocks in the order on, off, off, on, on, off, ... through
+the library's gate (src/inject/vt_gate.h); each block starts with one
+untimed step.  Prints the median step time of the on- and off-steps and
+their ratio: traced against untraced within one process."""
 import json
+import mmap
 import os
 import statistics
+import struct
 import sys
 import time
 
-import torch
+GATE = os.environ.get("VRAMTRACE_BENCH_GATE")
+gate_map = None
+if GATE:  # before the first CUDA call, which loads the library
+    with open(GATE, "wb") as f:
+        f.write(bytes(64))
+    with open(GATE, "r+b") as f:
+        gate_map = mmap.mmap(f.fileno(), 64)
+
+import torch  # noqa: E402
 
 steps = int(os.environ.get("VT_BENCH_STEPS", "40"))
 warm = int(os.environ.get("VT_BENCH_WARM", "10"))
@@ -42,10 +59,23 @@ def barrier(tag=""):
             time.sleep(0.001)
 
 
-times, cpu = [], []
-for i in range(warm + steps):
-    if i == warm:
-        barrier()
+gate_seq = 0
+
+
+def gate(on):
+    """Ask the library to switch tracing; wait until it did."""
+    global gate_seq
+    gate_seq += 1
+    req = (gate_seq << 1) | on
+    gate_map[0:4] = struct.pack("=I", req)
+    t0 = time.time()
+    while struct.unpack("=I", gate_map[4:8])[0] != req:
+        if time.time() - t0 > 5:
+            sys.exit("torch_step.py: the gate was not applied in 5 s (no library with VRAMTRACE_BENCH_GATE?)")
+        time.sleep(0.0002)
+
+
+def timed_step():
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     c0 = time.thread_time()
@@ -54,9 +84,40 @@ for i in range(warm + steps):
     torch.cuda.nvtx.range_pop()
     c1 = time.thread_time()  # the main thread's CPU time, before the wait for the GPU
     torch.cuda.synchronize()
+    return time.perf_counter() - t0, c1 - c0
+
+
+blocks = int(os.environ.get("VT_BENCH_BLOCKS", "0"))
+if gate_map and blocks:
+    for i in range(warm):
+        timed_step()
+    res = {0: ([], []), 1: ([], [])}
+    per_block = []
+    for b in range(blocks):
+        on = 1 if b % 4 in (0, 3) else 0
+        gate(on)
+        timed_step()  # the first step after a switch is not timed
+        t = [timed_step() for _ in range(steps)]
+        res[on][0].extend(x[0] for x in t)
+        res[on][1].extend(x[1] for x in t)
+        per_block.append((on, statistics.median(x[0] for x in t) * 1e3))
+    gate(1)
+    on_ms, off_ms = statistics.median(res[1][0]) * 1e3, statistics.median(res[0][0]) * 1e3
+    on_cpu, off_cpu = statistics.median(res[1][1]) * 1e3, statistics.median(res[0][1]) * 1e3
+    print(json.dumps({"on_ms": on_ms, "off_ms": off_ms, "ratio": on_ms / off_ms,
+                      "on_cpu_ms": on_cpu, "off_cpu_ms": off_cpu, "cpu_ratio": on_cpu / off_cpu,
+                      "blocks": per_block, "steps": steps,
+                      "tag": sys.argv[1] if len(sys.argv) > 1 else ""}), flush=True)
+    sys.exit(0)
+
+times, cpu = [], []
+for i in range(warm + steps):
+    if i == warm:
+        barrier()
+    dt, dc = timed_step()
     if i >= warm:
-        times.append(time.perf_counter() - t0)
-        cpu.append(c1 - c0)
+        times.append(dt)
+        cpu.append(dc)
 barrier("-done")
 print(json.dumps({"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3,
                   "cpu_ms": statistics.median(cpu) * 1e3,

@@ -28,23 +28,33 @@ if ! ldconfig -p | grep -q 'libdw.so.1 '; then
     export LD_LIBRARY_PATH=$PWD/$BUILD/extra-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 nvidia-smi -L
-timeout "${VT_CHECK_S:-300}" env BUILD="$BUILD" OUT="$OUT" bash scripts/gpu-test.sh >"$OUT/gpu-test.log" 2>&1
-echo "gpu-test.sh exit $?"
-tail -45 "$OUT/gpu-test.log"
-# The step benchmark.  With two GPUs: concurrent twin pairs
-# (bench/gpu_pairs.py: each config beside an untraced twin, the only way
-# found to beat these machines' 20-50 % spread between processes); with
-# one: interleaved processes (bench/gpu_bench.py).
+if [ "${VT_SKIP_CHECKS:-0}" != 1 ]; then  # VT_SKIP_CHECKS=1: the benchmark only
+    timeout "${VT_CHECK_S:-300}" env BUILD="$BUILD" OUT="$OUT" bash scripts/gpu-test.sh >"$OUT/gpu-test.log" 2>&1
+    echo "gpu-test.sh exit $?"
+    tail -45 "$OUT/gpu-test.log"
+fi
+# The step benchmark (VT_BENCH): "gate" (default) times traced against
+# untraced steps inside each process, tracing switched between blocks of
+# steps (bench/gpu_gate.py); "pairs" runs each config beside an untraced
+# twin process, one per GPU (bench/gpu_pairs.py, two GPUs); "interleaved"
+# runs processes one after another (bench/gpu_bench.py, also the
+# microbenchmarks).  The spread between processes on these machines is
+# 20-50 %, which only the first method cancels.
 export PYTHONUNBUFFERED=1
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-if [ "${ngpu:-0}" -ge 2 ] && [ -z "${VT_BENCH_TORCH:-}" ]; then
+case "${VT_BENCH:-gate}" in
+gate)
+    timeout "${VT_BENCH_S:-300}" python3 bench/gpu_gate.py "$BUILD" "${VT_GATE_PROCS:-4}" >"$OUT/bench.log" 2>&1
+    echo "gpu_gate.py exit $?" ;;
+pairs)
+    [ "${ngpu:-0}" -ge 2 ] || echo "gpu-all.sh: pairs need two GPUs, this machine has ${ngpu:-0}"
     timeout "${VT_BENCH_S:-300}" python3 bench/gpu_pairs.py "$BUILD" "${VT_PAIR_ROUNDS:-6}" >"$OUT/bench.log" 2>&1
-    echo "gpu_pairs.py exit $?"
-else
+    echo "gpu_pairs.py exit $?" ;;
+*)
     VT_BENCH_TORCH=${VT_BENCH_TORCH:-async/untraced,async/traced,async/floor} \
         timeout "${VT_BENCH_S:-150}" python3 bench/gpu_bench.py "$BUILD" "${VT_BENCH_REPS:-3}" >"$OUT/bench.log" 2>&1
-    echo "gpu_bench.py exit $?"
-fi
+    echo "gpu_bench.py exit $?" ;;
+esac
 tail -25 "$OUT/bench.log"
 # At most 8 files come back from the device machine, two folders deep:
 # everything else of the work directory goes into one archive.

@@ -1,10 +1,11 @@
 # src/inject/inject.cmake - the injection library (issue 3).
 # vt_inject_common: CPU-testable parts (configuration, output naming, module
-# map, native unwinder), always built.  vramtrace_inject (libvramtrace.so):
+# map, native unwinder, the benchmark gate), always built.  vramtrace_inject (libvramtrace.so):
 # the CUPTI glue, only with CUPTI; exports InitializeInjection only.
 add_library(vt_inject_common STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/vt_config.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/vt_unwind.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/vt_unwind.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/vt_gate.c)
 set_target_properties(vt_inject_common PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_include_directories(vt_inject_common PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(vt_inject_common PUBLIC vt_core Threads::Threads ${CMAKE_DL_LIBS})

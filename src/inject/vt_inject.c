@@ -49,6 +49,7 @@
 #include "vt_config.h"
 #include "vt_error.h"
 #include "vt_event.h"
+#include "vt_gate.h"
 #include "vt_unwind.h"
 #include "vt_writer.h"
 #ifdef VT_HAVE_PYSTACK
@@ -89,6 +90,7 @@ static struct {
     /* sampler */
     pthread_t sampler;
     int sampler_started;
+    int gate;            /* VRAMTRACE_BENCH_GATE started (bench only) */
     _Atomic int sampler_stop;
     /* signals */
     struct sigaction prev[32];
@@ -1208,6 +1210,13 @@ static void finish(void)
 {
     if (atomic_exchange(&g.finished, 1))
         return;
+    vt_gate_stop(); /* before anything it could switch is torn down */
+    if (g.gate) {
+        char text[200];
+        snprintf(text, sizeof(text), "benchmark gate (VRAMTRACE_BENCH_GATE): tracing switched %u times; "
+                 "the trace holds only the on-blocks", vt_gate_toggles());
+        note(VT_SEV_WARNING, text);
+    }
     if (g.sampler_started) {
         atomic_store(&g.sampler_stop, 1);
         pthread_join(g.sampler, NULL);
@@ -1306,6 +1315,7 @@ static void on_fork_child(void)
     atomic_store(&g.active, 0);
     g.sampler_started = 0;
     act.started = 0;
+    vt_gate_forget();
     atomic_store(&g.finished, 1);
 }
 
@@ -1359,14 +1369,30 @@ static void module_cb(void *arg, const vt_module *m)
     vt_writer_emit(g.w, &ev);
 }
 
-static int enable_driver_callbacks(void)
+static int enable_driver_callbacks(int on)
 {
     for (size_t i = 0; i < sizeof(k_driver_ids) / sizeof(k_driver_ids[0]); i++) {
-        CUptiResult r = cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, k_driver_ids[i]);
+        CUptiResult r = cuptiEnableCallback((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, k_driver_ids[i]);
         if (r != CUPTI_SUCCESS)
             return (int)r;
     }
     return 0;
+}
+
+/* VRAMTRACE_BENCH_GATE (bench/gpu_gate.py): switch everything a traced
+ * step pays for (driver callbacks, NVTX, kernel and MEMORY2 activity) off
+ * and on again, on the gate thread, between the benchmark's blocks of
+ * steps.  The resource callbacks stay: contexts are not per step. */
+static void gate_apply(int on, void *arg)
+{
+    (void)arg;
+    tls_internal = 1;
+    enable_driver_callbacks(on);
+    cuptiEnableDomain((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_NVTX);
+    if (g.cfg.kernels)
+        (on ? cuptiActivityEnable : cuptiActivityDisable)(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (g.static_on)
+        (on ? cuptiActivityEnable : cuptiActivityDisable)(CUPTI_ACTIVITY_KIND_MEMORY2);
 }
 
 /* ns per read of a clock: the best of 4 batches of 256 reads. */
@@ -1544,7 +1570,7 @@ static int init_once(void)
         tls_internal = saved;
         return -1;
     }
-    int er = enable_driver_callbacks();
+    int er = enable_driver_callbacks(1);
     if (er == 0)
         er = cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
     if (er == 0)
@@ -1606,6 +1632,14 @@ static int init_once(void)
         if (pthread_create(&g.sampler, &a, sampler_main, NULL) == 0)
             g.sampler_started = 1;
         pthread_attr_destroy(&a);
+    }
+    const char *gate = getenv("VRAMTRACE_BENCH_GATE");
+    if (gate && *gate) {
+        int gr = vt_gate_start(gate, gate_apply, NULL);
+        if (gr == 0)
+            g.gate = 1;
+        else
+            say("vramtrace: VRAMTRACE_BENCH_GATE=%s: %s; no benchmark gate", gate, strerror(-gr));
     }
     atexit(on_exit_handler);
     pthread_atfork(NULL, NULL, on_fork_child);

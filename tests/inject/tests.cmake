@@ -3,6 +3,10 @@ add_executable(test_inject_config ${CMAKE_CURRENT_LIST_DIR}/test_config.c)
 target_link_libraries(test_inject_config PRIVATE vt_inject_common vt_cmocka)
 add_test(NAME inject_config COMMAND test_inject_config)
 
+add_executable(test_inject_gate ${CMAKE_CURRENT_LIST_DIR}/test_gate.c)
+target_link_libraries(test_inject_gate PRIVATE vt_inject_common vt_cmocka)
+add_test(NAME inject_gate COMMAND test_inject_gate)
+
 add_library(vt_test_dlmod SHARED ${CMAKE_CURRENT_LIST_DIR}/dlmod.c)
 target_link_options(vt_test_dlmod PRIVATE -Wl,--build-id=sha1)
 

@@ -1,0 +1,106 @@
+"""gpu_gate.py - the transformer step benchmark, traced against untraced
+INSIDE one process, run ON the GPU machine:
+    python3 bench/gpu_gate.py BUILD_DIR [PROCS]
+Step times of identical processes on the shared GPU machines spread by
+20-50 % (BENCHMARKS.md), more than the effect measured, and even twin
+processes run side by side leave +-15 % per pair.  Here each process
+switches tracing on and off itself between blocks of steps
+(VRAMTRACE_BENCH_GATE, src/inject/vt_gate.h; bench/torch_step.py gate
+mode), so both sides of the ratio share the process, its memory layout,
+its cores and its GPU.  Off = CUPTI subscribed with every callback and
+activity kind of the library disabled (the library loaded, its threads
+idle).  PROCS processes per config (default 4), one per GPU at a time;
+result per config: the median over processes of on/off step time.
+Env: VT_GATE_CONFIGS (default "traced,floor,traced-nostacks"; names from
+bench/bench_configs.py), VT_PAIR_MODE (async|default), VT_GATE_SLOTS
+("0:2-9,1:18-25": gpu:cpus), VT_BENCH_BLOCKS (default 16),
+VT_BENCH_STEPS (steps per block, default 10).  Writes $OUT/gate.json and
+prints a table."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+procs = int(sys.argv[2] if len(sys.argv) > 2 else "4")
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+out = os.environ.get("OUT", "/tmp")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_configs import configs as bench_configs  # noqa: E402
+
+configs = bench_configs(build)
+cfgs = os.environ.get("VT_GATE_CONFIGS", "traced,floor,traced-nostacks").split(",")
+for c in cfgs:
+    if "CUDA_INJECTION64_PATH" not in configs[c]:
+        sys.exit(f"gpu_gate.py: {c}: no library to switch")
+mode = os.environ.get("VT_PAIR_MODE", "async")
+alloc_conf = {"async": "backend:cudaMallocAsync", "default": ""}[mode]
+slots = [s.split(":") for s in os.environ.get("VT_GATE_SLOTS", "0:2-9,1:18-25").split(",")]
+ngpu = int(subprocess.run("nvidia-smi -L | grep -c '^GPU '", shell=True, capture_output=True,
+                          text=True).stdout.strip() or "1")
+slots = slots[:max(1, min(ngpu, len(slots)))]
+blocks = os.environ.get("VT_BENCH_BLOCKS", "16")
+steps = os.environ.get("VT_BENCH_STEPS", "10")
+
+
+def start(cfg, slot, tmp):
+    env = dict(os.environ)
+    env.pop("CUDA_INJECTION64_PATH", None)
+    env.update(configs[cfg])
+    env["CUDA_VISIBLE_DEVICES"] = slot[0]
+    env["VRAMTRACE_OUTPUT"] = os.path.join(tmp, "t.%p.zst")
+    env["VRAMTRACE_BENCH_GATE"] = os.path.join(tmp, "gate")
+    env["VT_BENCH_BLOCKS"] = blocks
+    env["VT_BENCH_STEPS"] = steps
+    if alloc_conf:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
+    else:
+        env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    cmd = ["taskset", "-c", slot[1], sys.executable, os.path.join(root, "bench", "torch_step.py"), cfg]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+# every config's processes spread over rounds and slots alike
+queue = [c for _ in range(procs) for c in cfgs]
+res = {c: [] for c in cfgs}
+cpu = {c: [] for c in cfgs}
+notes = {}
+t_start = time.time()
+while queue:
+    batch = [(queue.pop(0), slot) for slot in slots if queue]
+    running = []
+    for c, slot in batch:
+        tmp = tempfile.mkdtemp(prefix="vtgate")
+        running.append((c, slot, tmp, start(c, slot, tmp)))
+    for c, slot, tmp, p in running:
+        o, e = p.communicate(timeout=300)
+        if p.returncode:
+            print(f"{c} (gpu {slot[0]}): FAILED rc {p.returncode}\n{e[-800:]}", flush=True)
+            continue
+        d = json.loads(o.strip().splitlines()[-1])
+        res[c].append(d["ratio"])
+        cpu[c].append(d["cpu_ratio"])
+        for line in e.splitlines():
+            for key in ("self time:", "native stacks:", "benchmark gate"):
+                if key in line:
+                    notes[f"{c} {key.rstrip(':')}"] = line.split("vramtrace: ", 1)[-1]
+        print(f"{c} (gpu {slot[0]}): on {d['on_ms']:.3f} / off {d['off_ms']:.3f} ms = {d['ratio']:.3f};"
+              f" main-thread CPU {d['on_cpu_ms']:.3f} / {d['off_cpu_ms']:.3f} ms = {d['cpu_ratio']:.3f};"
+              f" blocks " + " ".join(f"{'+' if on else '-'}{ms:.2f}" for on, ms in d["blocks"]), flush=True)
+        subprocess.run(["rm", "-rf", tmp])
+
+print(f"\n== in-process on/off, {mode} allocator, {procs} processes per config, {blocks} blocks of "
+      f"{steps} steps, {time.time() - t_start:.0f} s")
+print(f"{'config':20s} {'on/off':>8s} {'CPU':>7s}  per process")
+for c in cfgs:
+    if res[c]:
+        print(f"{c:20s} {statistics.median(res[c]):8.3f} {statistics.median(cpu[c]):7.3f}  "
+              + ", ".join("%.3f" % x for x in res[c]))
+for k, s in notes.items():
+    print(f"{k}: {s}")
+with open(os.path.join(out, "gate.json"), "w") as f:
+    json.dump({"mode": mode, "procs": procs, "blocks": blocks, "steps": steps, "ratio": res,
+               "cpu_ratio": cpu, "notes": notes}, f, indent=1)
