@@ -83,7 +83,11 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
             snprintf(cfg->output, sizeof(cfg->output), "%s", o);
     }
     get_bool(cfg, lookup, arg, "VRAMTRACE_KERNELS", &cfg->kernels);
-    get_bool(cfg, lookup, arg, "VRAMTRACE_NATIVE_STACKS", &cfg->native_stacks);
+    const char *ns = env_lookup(lookup, arg, "VRAMTRACE_NATIVE_STACKS");
+    if (ns && !strcasecmp(ns, "full"))
+        cfg->native_stacks = VT_CFG_NATIVE_FULL;
+    else
+        get_bool(cfg, lookup, arg, "VRAMTRACE_NATIVE_STACKS", &cfg->native_stacks);
     get_bool(cfg, lookup, arg, "VRAMTRACE_PYTHON_STACKS", &cfg->python_stacks);
     get_bool(cfg, lookup, arg, "VRAMTRACE_STATIC", &cfg->static_mem);
     get_bool(cfg, lookup, arg, "VRAMTRACE_QUIET", &cfg->quiet);

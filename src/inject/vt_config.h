@@ -4,7 +4,10 @@
  *   VRAMTRACE_OUTPUT         path template: %p pid, %h host, %r rank, %n program,
  *                            %% a percent sign; default "vramtrace.%n.%p.zst"
  *   VRAMTRACE_KERNELS        0|1 (default 1): kernel activity records
- *   VRAMTRACE_NATIVE_STACKS  0|1 (default 1): native stack of every allocation
+ *   VRAMTRACE_NATIVE_STACKS  0|1|full (default 1): native stack of every allocation; where
+ *                            Python frames are recorded, 1 ends the native frames at the
+ *                            interpreter (the Python stack goes on from there) and full
+ *                            keeps the native frames between Python frames too
  *   VRAMTRACE_PYTHON_STACKS  0|1 (default 1): Python frames (when available)
  *   VRAMTRACE_STACK_DEPTH    1..256 (default 32): frames per stack
  *   VRAMTRACE_FLUSH_MS       10..60000 (default 100): writer flush period
@@ -32,10 +35,12 @@
 
 enum { VT_CFG_CLOCK_AUTO = VT_SET_CLOCK_AUTO, VT_CFG_CLOCK_MONOTONIC = VT_SET_CLOCK_MONOTONIC, VT_CFG_CLOCK_CUPTI = VT_SET_CLOCK_CUPTI };
 
+enum { VT_CFG_NATIVE_FULL = 2 }; /* native_stacks: 0 off, 1 on, 2 full */
+
 typedef struct {
     char output[1024];
     int kernels;
-    int native_stacks;
+    int native_stacks; /* 0, 1, VT_CFG_NATIVE_FULL */
     int python_stacks;
     int stack_depth;
     unsigned flush_ms;

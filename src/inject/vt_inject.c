@@ -1553,6 +1553,17 @@ static int init_once(void)
             vt_unwinder_skip_addr(g.uw, (const void *)&init_once);
             vt_unwinder_skip_prefix(g.uw, "libcupti");
             vt_unwinder_skip_prefix(g.uw, "libcuda.so");
+#ifdef VT_HAVE_PYSTACK
+            /* Where Python frames are read, the native walk ends at the
+             * interpreter's first eval frame: the Python stack goes on from
+             * there, and the native frames between outer Python frames
+             * (interpreter and binding glue) cost a third of the walk. */
+            uint64_t es[8], ee[8];
+            int ne = g.pystack && g.cfg.native_stacks != VT_CFG_NATIVE_FULL ? vt_pystack_eval_ranges(es, ee, 8) : 0;
+            if (ne > 0 && ne <= 8 && vt_unwinder_stop_at(g.uw, ne, es, ee) == 0)
+                note(VT_SEV_INFO, "native stacks end where Python frames begin "
+                                  "(VRAMTRACE_NATIVE_STACKS=full keeps the native frames between Python frames)");
+#endif
         } else {
             note(VT_SEV_WARNING, "native unwinder could not start: no native stacks");
         }

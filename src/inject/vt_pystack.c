@@ -656,6 +656,15 @@ VT_AI int in_ranges(uint64_t ip, int n, const uint64_t *start, const uint64_t *e
 
 int vt_pystack_is_eval(uint64_t ip) { return in_ranges(ip, g.neval, g.eval_start, g.eval_end); }
 
+int vt_pystack_eval_ranges(uint64_t *start, uint64_t *end, int max)
+{
+    for (int i = 0; i < g.neval && i < max; i++) {
+        start[i] = g.eval_start[i];
+        end[i] = g.eval_end[i];
+    }
+    return g.neval;
+}
+
 int vt_pystack_test_set_interp(uint64_t start, uint64_t end)
 {
     g.interp_lo = start;

@@ -112,6 +112,11 @@ void vt_pystack_unsee(uint64_t key);
  * interpreter's eval loop, i.e. in (start, end] of _PyEval_EvalFrameDefault. */
 int vt_pystack_is_eval(uint64_t ip);
 
+/* The eval-loop ranges vt_pystack_is_eval() tests, (start, end] for a
+ * return address: copies at most max into start/end, returns how many
+ * there are (0 before vt_pystack_init succeeded). */
+int vt_pystack_eval_ranges(uint64_t *start, uint64_t *end, int max);
+
 /* Merge native ips (innermost first) and Python frames into out[0..max):
  * each native eval-loop frame is replaced by the Python frames it runs
  * (the next group, up to and including a frame with nentry > 0); Python

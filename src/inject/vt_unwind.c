@@ -588,6 +588,8 @@ struct vt_unwinder {
     int nskip_prefix;
     uint64_t skip_addr[MAX_SKIP];
     int nskip_addr;
+    int nstop; /* vt_unwinder_stop_at */
+    uint64_t stop_start[MAX_SKIP], stop_end[MAX_SKIP];
     _Atomic uint64_t st_captures, st_frames, st_misses, st_fp, st_rescans, st_unknown, st_memo_full, st_memo_steps;
     _Atomic uint64_t subs;  /* the loader's unload count when the map was made */
     _Atomic uint64_t epoch; /* bumped whenever cached rules or skip flags change: memos die */
@@ -769,6 +771,28 @@ void vt_unwinder_skip_addr(vt_unwinder *u, const void *addr)
     if (m)
         mark_skips(u, m);
     forget_rules(u); /* cached rules carry the skip flag */
+}
+
+int vt_unwinder_stop_at(vt_unwinder *u, int n, const uint64_t *start, const uint64_t *end)
+{
+    if (!u || n < 0 || n > MAX_SKIP || (n && (!start || !end)))
+        return VT_ERR_INVALID;
+    for (int i = 0; i < n; i++) {
+        u->stop_start[i] = start[i];
+        u->stop_end[i] = end[i];
+    }
+    u->nstop = n;
+    atomic_fetch_add_explicit(&u->epoch, 1, memory_order_release); /* memos of other walks die */
+    return 0;
+}
+
+/* ip is a return address: the call lies in (start, end]. */
+static inline int in_stop(const vt_unwinder *u, uint64_t ip)
+{
+    for (int i = 0; i < u->nstop; i++)
+        if (ip - u->stop_start[i] - 1 < u->stop_end[i] - u->stop_start[i])
+            return 1;
+    return 0;
 }
 
 const vt_modmap *vt_unwinder_modmap(const vt_unwinder *u) { return u ? atomic_load(&((vt_unwinder *)u)->map) : NULL; }
@@ -1011,6 +1035,10 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
             if (first_rec < 0)
                 first_rec = step;
             ips[n++] = ip;
+            if (__builtin_expect(u->nstop, 0) && in_stop(u, ip)) { /* where Python frames take over */
+                step++;
+                break;
+            }
         }
         int kind = RULE_KIND(rule);
         if (kind == R_OUTERMOST) {

@@ -69,6 +69,13 @@ void vt_unwinder_free(vt_unwinder *u);
 void vt_unwinder_skip_prefix(vt_unwinder *u, const char *prefix);
 void vt_unwinder_skip_addr(vt_unwinder *u, const void *addr);
 
+/* End every walk at the first frame whose ip (a return address) lies in
+ * one of n ranges (start[i], end[i]] (e.g. the interpreter's eval loop,
+ * where Python frames take over): that frame is the last one stored.  At
+ * most 8 ranges; n = 0 clears.  Set before capturing.  Returns 0 or
+ * VT_ERR_INVALID. */
+int vt_unwinder_stop_at(vt_unwinder *u, int n, const uint64_t *start, const uint64_t *end);
+
 /* Capture the caller's stack: ips[0] is the return address into the caller
  * of vt_unwind_capture (i.e. the caller's current pc, one past the call),
  * then outward.  Returns the number of ips stored (<= max). */

@@ -66,6 +66,22 @@ static void test_values(void **state)
     assert_string_equal(c.warning, "");
 }
 
+static void test_native_full(void **state)
+{
+    (void)state;
+    const char *full[] = {"VRAMTRACE_NATIVE_STACKS", "FULL", NULL};
+    fake_env e = {full};
+    vt_inject_config c;
+    vt_config_parse(&c, fake_getenv, &e);
+    assert_int_equal(c.native_stacks, VT_CFG_NATIVE_FULL);
+    assert_string_equal(c.warning, "");
+    const char *bad[] = {"VRAMTRACE_NATIVE_STACKS", "fullish", NULL};
+    e.kv = bad;
+    vt_config_parse(&c, fake_getenv, &e);
+    assert_int_equal(c.native_stacks, 1);
+    assert_true(strstr(c.warning, "VRAMTRACE_NATIVE_STACKS") != NULL);
+}
+
 static void test_invalid_keeps_defaults(void **state)
 {
     (void)state;
@@ -193,7 +209,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),   cmocka_unit_test(test_values), cmocka_unit_test(test_invalid_keeps_defaults),
         cmocka_unit_test(test_bool), cmocka_unit_test(test_clock),       cmocka_unit_test(test_expand), cmocka_unit_test(test_program_name),
-        cmocka_unit_test(test_rank),
+        cmocka_unit_test(test_rank), cmocka_unit_test(test_native_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,39 @@ static void test_depth_cap_and_recursion(void **state)
     assert_true(r.n > 104);
     for (int i = 3; i < 104; i++)
         assert_string_equal(fn_of(r.ips[i]), "chain_rec");
+}
+
+/* vt_unwinder_stop_at: the walk ends at the first frame inside a stop
+ * range (the interpreter's eval loop in the library), the same from the
+ * rule cache and from the memo, and goes on again once cleared. */
+static void test_stop_at(void **state)
+{
+    (void)state;
+    Dl_info di;
+    const ElfW(Sym) *sym = NULL;
+    assert_true(dladdr1((void *)&chain_a, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size);
+    uint64_t lo = (uint64_t)(uintptr_t)di.dli_saddr, hi = lo + sym->st_size;
+    assert_int_equal(vt_unwinder_stop_at(g_u, 1, &lo, &hi), 0);
+    for (int rep = 0; rep < 3; rep++) { /* the second and third from the memo */
+        chain_result r;
+        memset(&r, 0, sizeof(r));
+        r.max = 64;
+        chain_rec(g_u, &r, 10);
+        assert_int_equal(r.n, 3);
+        assert_string_equal(fn_of(r.ips[0]), "chain_c");
+        assert_string_equal(fn_of(r.ips[1]), "chain_b");
+        assert_string_equal(fn_of(r.ips[2]), "chain_a");
+    }
+    vt_unwind_stats st;
+    vt_unwinder_get_stats(g_u, &st);
+    assert_int_equal(vt_unwinder_stop_at(g_u, 0, NULL, NULL), 0);
+    chain_result r;
+    memset(&r, 0, sizeof(r));
+    r.max = 64;
+    chain_rec(g_u, &r, 10);
+    assert_true(r.n > 13);
+    assert_int_equal(vt_unwinder_stop_at(g_u, 9, &lo, &hi), VT_ERR_INVALID);
+    assert_int_equal(vt_unwinder_stop_at(g_u, 1, NULL, NULL), VT_ERR_INVALID);
 }
 
 /* The per-thread memo: a repeated walk is replayed whole, and a walk that
@@ -374,6 +408,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depth_cap_and_recursion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_modmap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library_loaded_later, setup, teardown),

@@ -23,7 +23,7 @@ if(NOT VT_PYENV_PYTHON3)
 endif()
 
 add_library(vt_pystack_testlib SHARED ${VT_PY_DIR}/vt_pystack_testlib.c ${VT_PY_DIR}/vt_pystack_tracelib.c)
-target_link_libraries(vt_pystack_testlib PRIVATE vt_pystack vt_core Threads::Threads)
+target_link_libraries(vt_pystack_testlib PRIVATE vt_pystack vt_inject_common vt_core Threads::Threads)
 set_target_properties(vt_pystack_testlib PROPERTIES C_VISIBILITY_PRESET hidden)
 # Debian's static protobuf-c is not PIC: bind its symbols inside the library.
 target_link_options(vt_pystack_testlib PRIVATE -Wl,-Bsymbolic)
@@ -68,6 +68,13 @@ foreach(v ${VT_PY_VERSIONS})
                      $<TARGET_FILE:vt_pystack_testlib> $<TARGET_FILE:vramtrace>
                      ${CMAKE_CURRENT_BINARY_DIR}/pystack_trace)
     set_tests_properties(pystack_trace_3${minor} PROPERTIES TIMEOUT 120)
+    # the same with the library's unwinder ending at the eval loop (its default)
+    add_test(NAME pystack_trace_inner_3${minor}
+             COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v} VTPT_UNWIND=inner
+                     ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack_trace.py
+                     $<TARGET_FILE:vt_pystack_testlib> $<TARGET_FILE:vramtrace>
+                     ${CMAKE_CURRENT_BINARY_DIR}/pystack_trace_inner)
+    set_tests_properties(pystack_trace_inner_3${minor} PROPERTIES TIMEOUT 120)
     # a wrong layout table disables, never crashes
     add_test(NAME pystack_layout_3${minor}
              COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v}

@@ -2,19 +2,26 @@
  * trace (vt_writer) whose allocation events carry merged native + Python
  * stacks made by vt_pystack_stack(), as libvramtrace.so does in its CUPTI
  * callback, so tests can read them back with `vramtrace dump`.  Test-only.
+ * VTPT_UNWIND=inner: the native part from the library's own unwinder,
+ * ending at the first eval frame (vt_unwinder_stop_at, the library's
+ * default); then no native frame may follow a Python frame.  Else glibc
+ * backtrace(), every native frame (VRAMTRACE_NATIVE_STACKS=full).
  */
 #define _GNU_SOURCE
 #include <execinfo.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "vt_error.h"
 #include "vt_pystack.h"
+#include "vt_unwind.h"
 #include "vt_writer.h"
 
 #define VTPT_EXPORT __attribute__((visibility("default")))
 
 static vt_writer *g_w;
+static vt_unwinder *g_uw; /* VTPT_UNWIND=inner */
 
 static int define_code(void *ctx, uint64_t key, const char *file, const char *function)
 {
@@ -34,6 +41,18 @@ VTPT_EXPORT int vtpt_trace_open(const char *path)
     h.python_stacks = 1;
     h.native_stacks = 1;
     h.clock = VT_CLOCK_MONOTONIC;
+    const char *uw = getenv("VTPT_UNWIND");
+    if (uw && !strcmp(uw, "inner")) {
+        uint64_t es[8], ee[8];
+        int ne = vt_pystack_eval_ranges(es, ee, 8);
+        if (ne <= 0 || ne > 8) /* vtpt_init first; the eval loop must be known */
+            return VT_ERR_INVALID;
+        int rc = vt_unwinder_create(&g_uw, 0, NULL, NULL);
+        if (rc == 0)
+            rc = vt_unwinder_stop_at(g_uw, ne, es, ee);
+        if (rc != 0)
+            return rc;
+    }
     return vt_writer_create(&g_w, &cfg, &h);
 }
 
@@ -43,13 +62,23 @@ VTPT_EXPORT int vtpt_trace_alloc(unsigned long long addr, unsigned long long siz
     void *raw[128];
     uint64_t ips[128];
     vt_frame fr[VT_PYSTACK_MAX_MERGED];
-    int nips = backtrace(raw, 128);
-    for (int i = 0; i < nips; i++)
-        ips[i] = (uint64_t)(uintptr_t)raw[i];
+    int nips;
+    if (g_uw) {
+        nips = vt_unwind_capture(g_uw, ips, 128);
+        if (nips <= 0 || !vt_pystack_is_eval(ips[nips - 1])) /* the walk must end at the eval loop */
+            return VT_ERR_CORRUPT;
+    } else {
+        nips = backtrace(raw, 128);
+        for (int i = 0; i < nips; i++)
+            ips[i] = (uint64_t)(uintptr_t)raw[i];
+    }
     int n = vt_pystack_stack(ips, nips, fr, VT_PYSTACK_MAX_MERGED, VT_PYSTACK_MAX_DEPTH,
                              define_code, g_w);
     if (n < 0)
         return n;
+    for (int i = 1; g_uw && i < n; i++) /* native frames, then Python frames only */
+        if (fr[i].kind == VT_FRAME_NATIVE && fr[i - 1].kind == VT_FRAME_PYTHON)
+            return VT_ERR_CORRUPT;
     vt_event ev;
     memset(&ev, 0, sizeof ev);
     ev.type = VT_EV_ALLOC;
@@ -67,5 +96,7 @@ VTPT_EXPORT int vtpt_trace_close(void)
     int rc = vt_writer_close(g_w, VT_END_NORMAL, 0);
     vt_writer_free(g_w);
     g_w = NULL;
+    vt_unwinder_free(g_uw);
+    g_uw = NULL;
     return rc;
 }
