@@ -897,7 +897,10 @@ static uint64_t lookup_rule(vt_unwinder *u, vt_modmap **mapp, uint64_t ip, const
  * call without changing the walk.  The first differing word leaves a
  * verified prefix, and the walk goes on from the state there.  Rules are
  * the same while the epoch is (it moves when cached rules are dropped). */
-#define MEMO_WAYS 8
+#ifndef VT_MEMO_WAYS
+#define VT_MEMO_WAYS 8
+#endif
+#define MEMO_WAYS VT_MEMO_WAYS
 #define MEMO_STEPS 64
 typedef struct {
     uint64_t ip, sp;        /* the step's state (rbp is read again on resuming) */
