@@ -202,19 +202,28 @@ static uint32_t capture_stack(vt_frame *fr, int max)
     int n = 0;
     const int ph = g.cfg.selftime;
     uint64_t c0 = ph ? __rdtsc() : 0;
+    uint64_t xkey = 0;
+#ifdef VT_HAVE_PYSTACK
+    /* Python frames first: the innermost one keys the native walk's memo,
+     * which then finds the walk of this Python line among the many sites
+     * that reach the allocator at the same stack depth. */
+    vt_pyframe py[VT_PYSTACK_MAX_DEPTH];
+    int npy = g.pystack ? vt_pystack_capture(py, depth < VT_PYSTACK_MAX_DEPTH ? depth : VT_PYSTACK_MAX_DEPTH) : -1;
+    if (npy > 0)
+        xkey = (py[0].key ^ ((uint64_t)py[0].line << 32)) | 1;
+#endif
     if (g.uw) {
-        n = vt_unwind_capture(g.uw, ips, depth);
+        uint64_t c1 = ph ? __rdtsc() : 0;
+        n = vt_unwind_capture_keyed(g.uw, ips, depth, xkey);
         if (ph)
-            t_uw_cyc += __rdtsc() - c0;
+            t_uw_cyc += __rdtsc() - c1;
     }
 #ifdef VT_HAVE_PYSTACK
-    if (g.pystack) {
-        int m = vt_pystack_stack(ips, n, fr, max, depth, define_code, g.w);
-        if (m >= 0) {
-            if (ph)
-                t_stk_cyc += __rdtsc() - c0;
-            return (uint32_t)m;
-        }
+    if (npy >= 0) {
+        int m = vt_pystack_finish(ips, n, py, npy, fr, max, define_code, g.w);
+        if (ph)
+            t_stk_cyc += __rdtsc() - c0;
+        return (uint32_t)m;
     }
 #endif
     if (ph)

@@ -769,6 +769,12 @@ int vt_pystack_stack(const uint64_t *ips, int nips, vt_frame *out, int max, int 
     int npy = vt_pystack_capture(py, pydepth);
     if (npy < 0)
         return npy;
+    return vt_pystack_finish(ips, nips, py, npy, out, max, define, ctx);
+}
+
+int vt_pystack_finish(const uint64_t *ips, int nips, const vt_pyframe *py, int npy, vt_frame *out, int max,
+                      vt_pystack_define_fn define, void *ctx)
+{
     uint64_t *seen = t_seen; /* one TLS lookup, not one per frame */
     __asm__("" : "+r"(seen));
     for (int i = 0; define && i < npy; i++) {

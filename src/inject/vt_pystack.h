@@ -141,6 +141,12 @@ typedef int (*vt_pystack_define_fn)(void *ctx, uint64_t key, const char *file,
 int vt_pystack_stack(const uint64_t *ips, int nips, vt_frame *out, int max, int pydepth,
                      vt_pystack_define_fn define, void *ctx);
 
+/* The second half of vt_pystack_stack(), for a caller that captured the
+ * Python frames first (vt_pystack_capture: npy >= 0) to key its native
+ * walk by them: define the new keys, merge.  Returns the merged count. */
+int vt_pystack_finish(const uint64_t *ips, int nips, const vt_pyframe *py, int npy, vt_frame *out, int max,
+                      vt_pystack_define_fn define, void *ctx);
+
 /* ---- test hooks ---- */
 /* Byte offset of a layout field ("ts_interp", "f_previous", "co_qualname",
  * "u_ascii_size" (a size), ... see vt_pystack.c) in the built-in table of

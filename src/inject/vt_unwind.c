@@ -898,10 +898,10 @@ static uint64_t lookup_rule(vt_unwinder *u, vt_modmap **mapp, uint64_t ip, const
  * verified prefix, and the walk goes on from the state there.  Rules are
  * the same while the epoch is (it moves when cached rules are dropped). */
 #ifndef VT_MEMO_WAYS
-#define VT_MEMO_WAYS 8
+#define VT_MEMO_WAYS 32
 #endif
 #define MEMO_WAYS VT_MEMO_WAYS
-#define MEMO_STEPS 64
+#define MEMO_STEPS 48
 typedef struct {
     uint64_t ip, sp;        /* the step's state (rbp is read again on resuming) */
     uint64_t ra_at, ra_val; /* ra_at 0: the step read nothing (it ended the walk) */
@@ -909,14 +909,24 @@ typedef struct {
     int bp_used;            /* the rbp loaded here was used (by a CFA or a frame-pointer step) */
 } memo_step;
 typedef struct {
-    uint64_t sp0, ip0, bp0, epoch, uid, age;
-    int valid, max, nsteps, first_rec, bp0_used, n;
+    uint64_t bp0, epoch, uid;
+    int max, nsteps, first_rec, bp0_used, n;
     memo_step st[MEMO_STEPS];
 } memo;
+/* An entry's start state and the caller's key, apart from the entries, so
+ * that finding the candidates reads 1 KiB in a row and not one line per
+ * entry. */
+typedef struct {
+    uint64_t sp0, ip0, xkey;
+    uint32_t age, valid;
+} memo_key;
 /* Fully associative: the sites of one program often reach the allocator at
- * the same stack depth, and must not evict each other. */
+ * the same stack depth, and must not evict each other; the caller's key
+ * (e.g. the innermost Python frame) tells most of them apart before any
+ * word is read. */
 static __thread memo tls_memo[MEMO_WAYS];
-static __thread uint64_t tls_memo_age;
+static __thread memo_key tls_memo_key[MEMO_WAYS];
+static __thread uint32_t tls_memo_age;
 
 /* The walk uses rbp: the load it came from becomes part of the proof. */
 #define USE_BP()                                                                                              \
@@ -941,7 +951,8 @@ static inline int memo_verify(const memo *m)
     return i;
 }
 
-int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max)
+static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max,
+                       uint64_t xkey)
 {
 #if defined(__x86_64__)
     if (!u || max <= 0)
@@ -958,26 +969,22 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
     /* Replay a remembered walk from this start while the words it read
      * still hold; else go on from the longest verified prefix, recording
      * into a free or the least recently used entry. */
-    memo *mm = &tls_memo[0], *best = NULL;
+    memo_key *keys = tls_memo_key;
+    memo *mm, *best = NULL;
     int best_i = 0;
     for (int w = 0; w < MEMO_WAYS; w++) {
-        memo *m = &tls_memo[w];
-        if (!m->valid) {
-            if (mm->valid)
-                mm = m;
+        memo_key *k = &keys[w];
+        if (k->sp0 != sp || k->ip0 != ip || k->xkey != xkey || !k->valid)
             continue;
-        }
-        if (mm->valid && m->age < mm->age)
-            mm = m;
-        if (m->sp0 != sp || m->ip0 != ip || m->max != max || m->epoch != epoch || m->uid != u->uid ||
-            (m->bp0_used && m->bp0 != bp))
+        memo *m = &tls_memo[w];
+        if (m->max != max || m->epoch != epoch || m->uid != u->uid || (m->bp0_used && m->bp0 != bp))
             continue;
         int i = memo_verify(m);
         if (i == m->nsteps) { /* the whole walk */
             n = m->n;
-            for (int k = 0; k < n; k++)
-                ips[k] = m->st[m->first_rec + k].ip;
-            m->age = ++tls_memo_age;
+            for (int j = 0; j < n; j++)
+                ips[j] = m->st[m->first_rec + j].ip;
+            k->age = ++tls_memo_age;
             atomic_fetch_add_explicit(&u->st_memo_full, 1, memory_order_relaxed);
             goto done;
         }
@@ -986,6 +993,12 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
             best_i = i;
         }
     }
+    /* no whole walk: record into a free entry, else the least recently used */
+    int mw = 0;
+    for (int w = 0; w < MEMO_WAYS && keys[mw].valid; w++)
+        if (!keys[w].valid || (int32_t)(keys[w].age - keys[mw].age) < 0)
+            mw = w;
+    mm = &tls_memo[mw];
     if (best) {
         /* a verified prefix of i steps: resume in step i's state, the
          * prefix copied into the entry this walk will fill */
@@ -1016,7 +1029,7 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
         }
         atomic_fetch_add_explicit(&u->st_memo_steps, (uint64_t)i, memory_order_relaxed);
     }
-    mm->valid = 0; /* rewritten below */
+    keys[mw].valid = 0; /* rewritten below */
     for (int guard = step; guard < 512 && n < max && ip; guard++, step++) {
         memo_step *ms = step < MEMO_STEPS ? &mm->st[step] : NULL;
         if (ms) {
@@ -1107,8 +1120,9 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
         }
     }
     if (clean && step <= MEMO_STEPS && first_rec >= 0) {
-        mm->sp0 = sp0;
-        mm->ip0 = ip0;
+        keys[mw].sp0 = sp0;
+        keys[mw].ip0 = ip0;
+        keys[mw].xkey = xkey;
         mm->bp0 = bp0;
         mm->epoch = epoch;
         mm->uid = u->uid;
@@ -1117,8 +1131,8 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
         mm->first_rec = first_rec;
         mm->bp0_used = bp0_used;
         mm->n = n;
-        mm->age = ++tls_memo_age;
-        mm->valid = 1;
+        keys[mw].age = ++tls_memo_age;
+        keys[mw].valid = 1;
     }
 done:
     /* batched per thread: a shared counter per capture would bounce a
@@ -1137,15 +1151,36 @@ done:
 #endif
 }
 
-__attribute__((noinline, optimize("no-omit-frame-pointer"))) int vt_unwind_capture(vt_unwinder *u, uint64_t *ips,
-                                                                                   int max)
+int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max)
+{
+    return unwind_from(u, ip, sp, bp, ips, max, 0);
+}
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) int vt_unwind_capture_keyed(vt_unwinder *u,
+                                                                                         uint64_t *ips, int max,
+                                                                                         uint64_t xkey)
 {
 #if defined(__x86_64__)
     /* With a frame pointer, our frame gives the caller's state exactly:
      * return address at [rbp+8], caller's rsp = rbp+16, caller's rbp = [rbp]. */
     const uint64_t *fp = (const uint64_t *)__builtin_frame_address(0);
     uint64_t ip = fp[1], sp = (uint64_t)(uintptr_t)(fp + 2), bp = fp[0];
-    int n = vt_unwind_from(u, ip, sp, bp, ips, max);
+    int n = unwind_from(u, ip, sp, bp, ips, max, xkey);
+    __asm__ volatile("" ::: "memory"); /* keep this a real call frame (no tail call) */
+    return n;
+#else
+    (void)u; (void)ips; (void)max; (void)xkey;
+    return 0;
+#endif
+}
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) int vt_unwind_capture(vt_unwinder *u, uint64_t *ips,
+                                                                                   int max)
+{
+#if defined(__x86_64__)
+    const uint64_t *fp = (const uint64_t *)__builtin_frame_address(0);
+    uint64_t ip = fp[1], sp = (uint64_t)(uintptr_t)(fp + 2), bp = fp[0];
+    int n = unwind_from(u, ip, sp, bp, ips, max, 0);
     __asm__ volatile("" ::: "memory"); /* keep this a real call frame (no tail call) */
     return n;
 #else

@@ -81,6 +81,12 @@ int vt_unwinder_stop_at(vt_unwinder *u, int n, const uint64_t *start, const uint
  * then outward.  Returns the number of ips stored (<= max). */
 int vt_unwind_capture(vt_unwinder *u, uint64_t *ips, int max);
 
+/* The same, with a key the caller knows to tell its call sites apart (e.g.
+ * the innermost Python frame; 0 = none): the per-thread memo of walks
+ * only tries entries recorded with the same key.  Any key is correct;
+ * a good one makes repeated walks cheaper. */
+int vt_unwind_capture_keyed(vt_unwinder *u, uint64_t *ips, int max, uint64_t xkey);
+
 /* Unwind from an explicit register state (ip is treated as a return
  * address).  For tests and for callers that have a ucontext. */
 int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max);

@@ -136,6 +136,40 @@ static void test_depth_cap_and_recursion(void **state)
         assert_string_equal(fn_of(r.ips[i]), "chain_rec");
 }
 
+/* Keyed captures: a walk is replayed only from an entry of the same key,
+ * and every key gives the same walk. */
+static void test_memo_keys(void **state)
+{
+    (void)state;
+    chain_result ref;
+    memset(&ref, 0, sizeof(ref));
+    ref.max = 64;
+    chain_rec(g_u, &ref, 6);
+    /* keys 0 (none) and 1 first: their walks cache the rules of the two
+     * call sites (chain_c, this loop), and a walk with a rule miss is not kept */
+    for (uint64_t key = 0; key <= 40; key++) { /* more keys than the memo has entries */
+        for (int rep = 0; rep < 2; rep++) {
+            vt_unwind_stats s1, s2;
+            vt_unwinder_get_stats(g_u, &s1);
+            chain_result r;
+            memset(&r, 0, sizeof(r));
+            r.max = 64;
+            r.xkey = key;
+            chain_rec(g_u, &r, 6);
+            vt_unwinder_get_stats(g_u, &s2);
+            assert_int_equal(r.n, ref.n);
+            /* chain_c, chain_b, chain_a, 7 x chain_rec; [0] is the call site inside
+             * chain_c (two of them), and above chain_rec this test's own call sites */
+            for (int i = 1; i < 10; i++)
+                assert_true(r.ips[i] == ref.ips[i]);
+            assert_string_equal(fn_of(r.ips[9]), "chain_rec");
+            /* the first walk of a key is not replayed whole, the second is */
+            if (key >= 2 && s2.memo_full - s1.memo_full != (uint64_t)rep)
+                fail_msg("key %lu rep %d: %lu walks replayed whole", (unsigned long)key, rep, (unsigned long)(s2.memo_full - s1.memo_full));
+        }
+    }
+}
+
 /* vt_unwinder_stop_at: the walk ends at the first frame inside a stop
  * range (the interpreter's eval loop in the library), the same from the
  * rule cache and from the memo, and goes on again once cleared. */
@@ -409,6 +443,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_depth_cap_and_recursion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_at, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memo_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_modmap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library_loaded_later, setup, teardown),

@@ -6,6 +6,7 @@
 typedef struct {
     uint64_t ips[256];
     int n, max;
+    uint64_t xkey; /* vt_unwind_capture_keyed's key (0: none) */
     void *bt[64];
     int nbt;
 } chain_result;

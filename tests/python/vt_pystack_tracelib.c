@@ -62,18 +62,22 @@ VTPT_EXPORT int vtpt_trace_alloc(unsigned long long addr, unsigned long long siz
     void *raw[128];
     uint64_t ips[128];
     vt_frame fr[VT_PYSTACK_MAX_MERGED];
-    int nips;
-    if (g_uw) {
-        nips = vt_unwind_capture(g_uw, ips, 128);
+    int nips, n;
+    if (g_uw) { /* as the library does: Python frames first, keying the native walk */
+        static __thread vt_pyframe py[VT_PYSTACK_MAX_DEPTH];
+        int npy = vt_pystack_capture(py, VT_PYSTACK_MAX_DEPTH);
+        if (npy <= 0)
+            return npy < 0 ? npy : VT_ERR_CORRUPT;
+        nips = vt_unwind_capture_keyed(g_uw, ips, 128, (py[0].key ^ ((uint64_t)py[0].line << 32)) | 1);
         if (nips <= 0 || !vt_pystack_is_eval(ips[nips - 1])) /* the walk must end at the eval loop */
             return VT_ERR_CORRUPT;
+        n = vt_pystack_finish(ips, nips, py, npy, fr, VT_PYSTACK_MAX_MERGED, define_code, g_w);
     } else {
         nips = backtrace(raw, 128);
         for (int i = 0; i < nips; i++)
             ips[i] = (uint64_t)(uintptr_t)raw[i];
+        n = vt_pystack_stack(ips, nips, fr, VT_PYSTACK_MAX_MERGED, VT_PYSTACK_MAX_DEPTH, define_code, g_w);
     }
-    int n = vt_pystack_stack(ips, nips, fr, VT_PYSTACK_MAX_MERGED, VT_PYSTACK_MAX_DEPTH,
-                             define_code, g_w);
     if (n < 0)
         return n;
     for (int i = 1; g_uw && i < n; i++) /* native frames, then Python frames only */
