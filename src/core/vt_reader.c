@@ -1104,7 +1104,8 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
                 return why(r, "bad ts_delta varint");
             ts = v;
         } else if ((tag & 7) == WT_LEN && (tag >> 3) >= 2 &&
-                   ((tag >> 3) < VT_EV__MAX || (tag >> 3) == VT_REC_KERNEL_BATCH)) {
+                   ((tag >> 3) < VT_EV__MAX || (tag >> 3) == VT_REC_KERNEL_BATCH ||
+                    (tag >> 3) == VT_REC_KERNEL_BLOCK)) {
             const uint8_t *q;
             size_t n;
             if (rd_len(&p, end, r->hard, &q, &n))
@@ -1137,9 +1138,10 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
         break;
     }
     case VT_REC_KERNEL_BATCH:
+    case VT_REC_KERNEL_BLOCK:
         /* n kernels: the first now, the rest from vt_reader_next() */
-        rc = vt_kbatch_decode(&r->kb, bp, be, r->hard, &r->device_time, &r->corr, &r->st.unknown_fields, r->why,
-                              sizeof(r->why));
+        rc = (body == VT_REC_KERNEL_BLOCK ? vt_kblock_decode : vt_kbatch_decode)(
+            &r->kb, bp, be, r->hard, &r->device_time, &r->corr, &r->st.unknown_fields, r->why, sizeof(r->why));
         if (rc)
             return rc;
         r->any_record = 1;

@@ -213,6 +213,24 @@ static __attribute__((target("bmi,bmi2"))) int col_packed_pext(const uint8_t *q,
 #undef VARINT_PEXT
 #undef COL_PACKED
 
+/* Deltas -> absolute values (start[i] and corr[i] as signed deltas):
+ * start[0] from the device time base, start[i] from the end of kernel
+ * i-1; the base ends at the last start (docs/FORMAT.md, "Times"). */
+static void finish(vt_kbatch *b, uint32_t n, uint64_t *device_time, uint64_t *corr)
+{
+    uint64_t base = *device_time, t = 0, k = *corr;
+    for (uint32_t i = 0; i < n; i++) {
+        t = base + b->start[i];
+        b->start[i] = t;
+        base = t + b->dur[i];
+        k += b->corr[i];
+        b->corr[i] = k;
+    }
+    *device_time = t;
+    *corr = k;
+    b->n = b->left = n;
+}
+
 int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const uint8_t *hard,
                      uint64_t *device_time, uint64_t *corr, uint64_t *unknown, char *why, size_t why_len)
 {
@@ -277,20 +295,171 @@ int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const u
         return 0;
     if (!cnt[C_GRAPH])
         memset(b->graph, 0, n * sizeof(*b->graph));
-
-    /* deltas -> absolute values: start[0] from the device time base,
-     * start[i] from the end of kernel i-1; the base ends at the last start */
-    uint64_t base = *device_time, t = 0, k = *corr;
     for (uint32_t i = 0; i < n; i++) {
-        t = base + (uint64_t)unzigzag(b->start[i]);
-        b->start[i] = t;
-        base = t + b->dur[i];
-        k += (uint64_t)unzigzag(b->corr[i]);
-        b->corr[i] = k;
+        b->start[i] = (uint64_t)unzigzag(b->start[i]);
+        b->corr[i] = (uint64_t)unzigzag(b->corr[i]);
     }
-    *device_time = t;
-    *corr = k;
-    b->n = b->left = n;
+    finish(b, n, device_time, corr);
+    return 0;
+}
+
+/* ---- KernelBlock (Record.body 29): bit-packed columns ----------------- */
+
+enum { B_LAUNCH, B_GAP, B_DUR, B_CORR, NBCOL };
+static const char *const bcol_name[NBCOL] = {"launch", "gap", "duration_ns", "corr"};
+
+/* Entries of `width` bits from the bit string at q, the last byte at
+ * qe - 1, plus base, into out[0 .. m).  Where 8 bytes are readable from
+ * every entry's first byte (up to `hard`) and an entry fits in 57 bits:
+ * one unaligned load, a shift and a mask per entry; else bit by bit from
+ * the bytes before qe. */
+static void unpack(const uint8_t *q, const uint8_t *qe, const uint8_t *hard, unsigned width, uint64_t base,
+                   uint64_t *out, uint32_t m)
+{
+    if (width == 0) {
+        for (uint32_t j = 0; j < m; j++)
+            out[j] = base;
+        return;
+    }
+    if (width <= 56 && hard - qe >= 7) {
+        const uint64_t mask = (1ull << width) - 1;
+        uint64_t off = 0;
+        for (uint32_t j = 0; j < m; j++, off += width) {
+            uint64_t x;
+            memcpy(&x, q + (off >> 3), 8); /* little-endian, as every target of this code */
+            out[j] = base + ((x >> (off & 7)) & mask);
+        }
+        return;
+    }
+    uint64_t off = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        uint64_t v = 0;
+        for (unsigned k = 0; k < width; k++, off++)
+            v |= (uint64_t)((q[off >> 3] >> (off & 7)) & 1) << k;
+        out[j] = base + v;
+    }
+    (void)qe;
+}
+
+/* Column [q, qe) of m entries into out: width, base, bits (the length must
+ * be exact).  Returns 0 or VT_ERR_CORRUPT with the reason. */
+static int bcol(const uint8_t *q, const uint8_t *qe, const uint8_t *hard, uint32_t m, uint64_t *out, int c,
+                char *why, size_t why_len)
+{
+    if (!q) {
+        if (m)
+            return fail(why, why_len, "KernelBlock without its %s column", bcol_name[c]);
+        return 0;
+    }
+    if (q == qe)
+        return fail(why, why_len, "empty KernelBlock column %s", bcol_name[c]);
+    const unsigned width = *q++;
+    if (width > 64)
+        return fail(why, why_len, "KernelBlock column %s with entries of %u bits", bcol_name[c], width);
+    uint64_t base;
+    if (rd_varint(&q, qe, &base))
+        return fail(why, why_len, "bad base in KernelBlock column %s", bcol_name[c]);
+    const uint64_t need = ((uint64_t)m * width + 7) / 8;
+    if ((uint64_t)(qe - q) < need)
+        return fail(why, why_len, "KernelBlock column %s has %llu bytes for %u entries of %u bits", bcol_name[c],
+                    (unsigned long long)(qe - q), m, width);
+    const uint8_t *x = q + need;
+    unpack(q, x, hard, width, (uint64_t)unzigzag(base), out, m);
+    /* exceptions: (index - previous index - 1, the bits above width) */
+    for (uint32_t i = 0; x < qe; i++) {
+        uint64_t d, hi;
+        if (rd_v(&x, qe, &d) || rd_v(&x, qe, &hi))
+            return fail(why, why_len, "bad exception in KernelBlock column %s", bcol_name[c]);
+        if (width == 64 || d >= (uint64_t)(m - i))
+            return fail(why, why_len, "KernelBlock column %s: an exception past its %u entries", bcol_name[c], m);
+        i += (uint32_t)d;
+        out[i] += hi << width;
+    }
+    return 0;
+}
+
+int vt_kblock_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const uint8_t *hard,
+                     uint64_t *device_time, uint64_t *corr, uint64_t *unknown, char *why, size_t why_len)
+{
+    b->n = b->left = 0;
+    uint64_t n = 0, start0 = 0, nunknown = 0;
+    const uint8_t *cq[NBCOL] = {0}, *ce[NBCOL] = {0};
+    const uint8_t *gq[16];
+    const uint8_t *ge[16];
+    unsigned ng = 0;
+    while (p < end) {
+        uint64_t tag, v;
+        if (rd_v(&p, end, &tag))
+            return fail(why, why_len, "bad tag in KernelBlock");
+        const uint64_t f = tag >> 3;
+        const unsigned wt = (unsigned)(tag & 7);
+        if (f == 0)
+            return fail(why, why_len, "invalid field number 0 in KernelBlock");
+        if ((f == 1 || f == 2) && wt == 0) {
+            if (rd_v(&p, end, &v))
+                return fail(why, why_len, "bad varint in KernelBlock field %llu", (unsigned long long)f);
+            if (f == 1)
+                n = v;
+            else
+                start0 = v;
+        } else if (f >= 3 && f <= 7 && wt == 2) {
+            if (rd_v(&p, end, &v) || v > (uint64_t)(end - p))
+                return fail(why, why_len, "KernelBlock field %llu runs past the end of the message",
+                            (unsigned long long)f);
+            if (f == 7) { /* graph ids: packed, possibly in pieces */
+                if (ng == 16)
+                    return fail(why, why_len, "KernelBlock with graph_id in more than 16 pieces");
+                gq[ng] = p;
+                ge[ng++] = p + v;
+            } else {
+                cq[f - 3] = p;
+                ce[f - 3] = p + v;
+            }
+            p += v;
+        } else if (skip(&p, end, tag, why, why_len)) {
+            return VT_ERR_CORRUPT;
+        } else {
+            nunknown++;
+        }
+    }
+    if (n == 0)
+        return fail(why, why_len, "KernelBlock without kernels");
+    if (n > VT_KBATCH_READ_MAX)
+        return fail(why, why_len, "KernelBlock of %llu kernels (at most %u)", (unsigned long long)n,
+                    VT_KBATCH_READ_MAX);
+    if (reserve(b, (uint32_t)n))
+        return VT_ERR_NOMEM;
+    uint64_t *out[NBCOL] = {b->launch, b->start + 1, b->dur, b->corr};
+    for (int c = 0; c < NBCOL; c++) {
+        const uint32_t m = (uint32_t)n - (c == B_GAP);
+        if (bcol(cq[c], ce[c], hard, m, out[c], c, why, why_len))
+            return VT_ERR_CORRUPT;
+    }
+    b->start[0] = (uint64_t)unzigzag(start0);
+    uint32_t gn = 0;
+    for (unsigned i = 0; i < ng; i++) {
+        const uint8_t *q = gq[i];
+        if (ge[i] > q && ge[i][-1] >= 0x80)
+            return fail(why, why_len, "bad varint at the end of KernelBlock column graph_id");
+#if VT_KBATCH_PEXT
+        int rc = b->pext ? col_packed_pext(q, ge[i], hard, b->graph, &gn, (uint32_t)n)
+                         : col_packed(q, ge[i], hard, b->graph, &gn, (uint32_t)n);
+#else
+        int rc = col_packed(q, ge[i], hard, b->graph, &gn, (uint32_t)n);
+#endif
+        if (rc == -2)
+            return fail(why, why_len, "KernelBlock with more graph_id entries than its %llu kernels",
+                        (unsigned long long)n);
+        if (rc)
+            return fail(why, why_len, "bad varint in KernelBlock column graph_id");
+    }
+    if (gn == 0)
+        memset(b->graph, 0, n * sizeof(*b->graph));
+    else if (gn != n)
+        return fail(why, why_len, "KernelBlock columns disagree: %llu kernels, %u graph_id", (unsigned long long)n,
+                    gn);
+    *unknown += nunknown;
+    finish(b, (uint32_t)n, device_time, corr);
     return 0;
 }
 

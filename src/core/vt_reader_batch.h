@@ -20,6 +20,8 @@
 /* Record.body field number of KernelBatch.  Not a vt_evtype: the reader
  * turns a batch into VT_EV_KERNEL events. */
 #define VT_REC_KERNEL_BATCH 28u
+/* Record.body field number of KernelBlock (bit-packed columns). */
+#define VT_REC_KERNEL_BLOCK 29u
 /* Kernels per batch a reader accepts (the writer writes at most 256). */
 #define VT_KBATCH_READ_MAX 65536u
 
@@ -43,6 +45,10 @@ typedef struct {
  * reason in why[why_len]) or VT_ERR_NOMEM; then b is empty and the bases
  * are unchanged.  *unknown counts skipped unknown fields. */
 int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const uint8_t *hard,
+                     uint64_t *device_time, uint64_t *corr, uint64_t *unknown, char *why, size_t why_len);
+
+/* The same for a KernelBlock message [p, end) (count 0 is corrupt). */
+int vt_kblock_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const uint8_t *hard,
                      uint64_t *device_time, uint64_t *corr, uint64_t *unknown, char *why, size_t why_len);
 
 /* The next pending kernel into *ev (b->left > 0): type, time_ns (start),

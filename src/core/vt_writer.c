@@ -41,6 +41,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_literalCompressionMode */
 #include <zstd.h>
 
 #include "proto/vramtrace.pb-c.h"
@@ -58,6 +59,11 @@
 #define VT_EMERGENCY_WAIT_MS 1000 /* a signal handler waits at most this for the writer thread */
 #define VT_EMERGENCY_DRAIN_NS (100ull * 1000000) /* the writer thread's drain budget then */
 #define VT_KBATCH_MAX 256  /* kernels per KernelBatch record (bounded: packed without a size pass) */
+/* a KernelBlock column: width, base, up to 64 bits per kernel, slack for the packer's 4-byte stores */
+#define VT_KCOL_BYTES (1 + 10 + VT_KBATCH_MAX * (8 + 2 * 10) + 8) /* + exceptions, at worst */
+#ifndef VT_ZSTD_RAW_LITERALS
+#define VT_ZSTD_RAW_LITERALS 1 /* zstd literals stored raw (faster to read; see vt_writer_create) */
+#endif
 #ifndef VT_KBATCH_MIN
 #define VT_KBATCH_MIN 16   /* shorter runs: Kernel records (as small, and faster to read) */
 #endif
@@ -179,11 +185,12 @@ struct vt_writer {
      * allocation, usable by the emergency flush. */
     uint32_t kb_n;
     int kb_graph_any;
-    uint32_t kb_launch[VT_KBATCH_MAX];
+    uint64_t kb_launch[VT_KBATCH_MAX]; /* 64-bit: one column packer for all */
     int64_t kb_start[VT_KBATCH_MAX];
     uint64_t kb_dur[VT_KBATCH_MAX];
     int64_t kb_corr[VT_KBATCH_MAX];
     uint64_t kb_graph[VT_KBATCH_MAX];
+    uint8_t kb_col[4][VT_KCOL_BYTES]; /* packed KernelBlock columns */
 };
 
 /* --------------------------------------------------------------- globals */
@@ -731,6 +738,11 @@ static inline int vt_rec_small(Vramtrace__Record__BodyCase c)
     case VRAMTRACE__RECORD__BODY_KERNEL_BATCH:
         /* per kernel at most 5 + 4 * 10 bytes of varints, plus tags and lengths */
         return VT_KBATCH_MAX * 45 + 64 <= VT_SMALL_MAX;
+    case VRAMTRACE__RECORD__BODY_KERNEL_BLOCK:
+        /* per kernel at most 4 * 9 bytes of columns (no cheaper width than 64
+         * bits; an exception's index may take a byte more than counted) and
+         * a 10-byte graph id, plus tags and lengths */
+        return VT_KBATCH_MAX * 46 + 4 * 11 + 64 <= VT_SMALL_MAX;
     default:
         return 1;
     }
@@ -742,7 +754,7 @@ static int vt_enc_put(vt_writer *w, const Vramtrace__Record *r)
 {
     if (atomic_load_explicit(&w->err, memory_order_relaxed))
         return atomic_load(&w->err);
-    if (w->kb_n && r->body_case != VRAMTRACE__RECORD__BODY_KERNEL_BATCH &&
+    if (w->kb_n && r->body_case != VRAMTRACE__RECORD__BODY_KERNEL_BLOCK &&
         r->body_case != VRAMTRACE__RECORD__BODY_KERNEL) {
         /* pending kernels first: records keep the order of their events */
         int rc = vt_enc_kbatch(w);
@@ -861,15 +873,111 @@ static inline int64_t vt_d_corr(vt_writer *w, uint64_t c)
     rec.body_case = VRAMTRACE__RECORD__BODY_##CASE;                                                      \
     rec.field = &(msg)
 
+/* A KernelBlock column (proto/vramtrace.proto) of m values into out:
+ * width, zigzag base (the minimum, as int64 where `sign`), the values
+ * minus base in width bits each, LSB first, then the exceptions: the
+ * values that do not fit in width bits (their low bits are in place), as
+ * varint pairs (index - previous index - 1, value >> width).  The width is
+ * the one with the fewest bytes, exceptions counted (on the recorded H200
+ * traces a rare long gap or correlation step would otherwise widen all
+ * 256 entries: -1.2 B per kernel).  `bytes`: widths of whole bytes and
+ * base 0 (the launch column: a repeating sequence of kernels then repeats
+ * byte for byte, a long zstd match).  Returns the column's length. */
+static size_t vt_kcol(uint8_t *out, const uint64_t *v, uint32_t m, int sign, int bytes)
+{
+    uint64_t lo = 0;
+    if (!bytes && m) {
+        lo = v[0];
+        for (uint32_t i = 1; i < m; i++)
+            if (sign ? (int64_t)v[i] < (int64_t)lo : v[i] < lo)
+                lo = v[i];
+    }
+    uint32_t len[65] = {0}; /* values by bit length */
+    for (uint32_t i = 0; i < m; i++) {
+        const uint64_t x = v[i] - lo;
+        len[x ? 64 - __builtin_clzll(x) : 0]++;
+    }
+    /* bits for width w: m*w, plus per exception of l > w bits a byte of
+     * index and the varint of its l - w high bits */
+    unsigned width = 0, ls[65], nl = 0;
+    for (unsigned l = 0; l <= 64; l++)
+        if (len[l])
+            ls[nl++] = l;
+    uint64_t best = UINT64_MAX;
+    unsigned top = nl ? ls[nl - 1] : 0;
+    if (bytes)
+        top = (top + 7) & ~7u;
+    for (unsigned w = top;; w--) {
+        if (!bytes || w % 8 == 0) {
+            uint64_t cost = (uint64_t)m * w;
+            for (unsigned j = nl; j-- && ls[j] > w;)
+                cost += (uint64_t)len[ls[j]] * (8 + 8 * ((ls[j] - w + 6) / 7));
+            if (cost <= best) {
+                best = cost;
+                width = w;
+            }
+        }
+        if (!w)
+            break;
+    }
+    size_t k = 0;
+    out[k++] = (uint8_t)width;
+    uint64_t z = ((uint64_t)lo << 1) ^ (uint64_t)((int64_t)lo >> 63);
+    while (z >= 0x80) {
+        out[k++] = (uint8_t)(z | 0x80);
+        z >>= 7;
+    }
+    out[k++] = (uint8_t)z;
+    if (!m)
+        return k;
+    const uint64_t lim = width < 64 ? (1ull << width) - 1 : UINT64_MAX;
+    /* bits gathered in acc (< 8 pending bits + a chunk of at most 32) */
+    uint64_t acc = 0;
+    unsigned nb = 0;
+    for (uint32_t i = 0; i < m && width; i++) {
+        uint64_t x = (v[i] - lo) & lim;
+        unsigned left = width;
+        while (left) {
+            const unsigned c = left > 32 ? 32 : left;
+            acc |= (x & ((1ull << c) - 1)) << nb;
+            nb += c;
+            x >>= c;
+            left -= c;
+            while (nb >= 8) {
+                out[k++] = (uint8_t)acc;
+                acc >>= 8;
+                nb -= 8;
+            }
+        }
+    }
+    if (nb)
+        out[k++] = (uint8_t)acc;
+    uint32_t prev = 0;
+    for (uint32_t i = 0; i < m && width < 64; i++) {
+        const uint64_t x = v[i] - lo;
+        if (x <= lim)
+            continue;
+        for (uint64_t e = i - prev, hi = x >> width, j = 0; j < 2; j++, e = hi) {
+            while (e >= 0x80) {
+                out[k++] = (uint8_t)(e | 0x80);
+                e >>= 7;
+            }
+            out[k++] = (uint8_t)e;
+        }
+        prev = i + 1;
+    }
+    return k;
+}
+
 /* Write the pending kernels: Kernel records for fewer than VT_KBATCH_MIN
- * (for a handful of kernels a batch saves almost nothing and costs the
+ * (for a handful of kernels a block saves almost nothing and costs the
  * reader more per kernel: measured with bench_reader's interleaved mix),
- * else a KernelBatch (docs/FORMAT.md): start[0] is the delta from the device time
- * base, start[i > 0] the gap since the end of kernel i-1 (start - (start +
- * duration) of the previous one; smaller and more regular than the
- * start-to-start delta: -7 % bytes on the bench, -2 % on real traces);
- * corr[i] the delta a Kernel record would carry.  The device time base
- * ends at the last kernel's start, as after Kernel records. */
+ * else a KernelBlock (docs/FORMAT.md): start0 is the delta from the device
+ * time base, gap[i-1] for i > 0 the gap since the end of kernel i-1
+ * (start - (start + duration) of the previous one; smaller and more
+ * regular than the start-to-start delta: -7 % bytes on the bench, -2 % on
+ * real traces); corr[i] the delta a Kernel record would carry.  The device
+ * time base ends at the last kernel's start, as after Kernel records. */
 static int vt_enc_kbatch(vt_writer *w)
 {
     const uint32_t n = w->kb_n;
@@ -880,7 +988,7 @@ static int vt_enc_kbatch(vt_writer *w)
         w->kb_graph_any = 0;
         for (uint32_t i = 0; i < n; i++) {
             Vramtrace__Kernel k = VRAMTRACE__KERNEL__INIT;
-            k.launch = w->kb_launch[i];
+            k.launch = (uint32_t)w->kb_launch[i];
             k.duration_ns = w->kb_dur[i];
             k.graph_id = w->kb_graph[i];
             k.corr = vt_d_corr(w, (uint64_t)w->kb_corr[i]);
@@ -900,18 +1008,23 @@ static int vt_enc_kbatch(vt_writer *w)
         w->kb_corr[i] = vt_d_corr(w, (uint64_t)w->kb_corr[i]);
     }
     w->dev_t = base - w->kb_dur[n - 1]; /* the last kernel's start */
-    Vramtrace__KernelBatch b = VRAMTRACE__KERNEL_BATCH__INIT;
-    b.n_launch = b.n_start = b.n_duration_ns = b.n_corr = n;
-    b.launch = w->kb_launch;
-    b.start = w->kb_start;
-    b.duration_ns = w->kb_dur;
-    b.corr = w->kb_corr;
+    Vramtrace__KernelBlock b = VRAMTRACE__KERNEL_BLOCK__INIT;
+    b.count = n;
+    b.start0 = w->kb_start[0];
+    b.launch.data = w->kb_col[0];
+    b.launch.len = vt_kcol(w->kb_col[0], w->kb_launch, n, 0, 1);
+    b.gap.data = w->kb_col[1];
+    b.gap.len = vt_kcol(w->kb_col[1], (const uint64_t *)w->kb_start + 1, n - 1, 1, 0);
+    b.duration_ns.data = w->kb_col[2];
+    b.duration_ns.len = vt_kcol(w->kb_col[2], w->kb_dur, n, 0, 0);
+    b.corr.data = w->kb_col[3];
+    b.corr.len = vt_kcol(w->kb_col[3], (const uint64_t *)w->kb_corr, n, 1, 0);
     if (w->kb_graph_any) {
         b.n_graph_id = n;
         b.graph_id = w->kb_graph;
     }
     w->kb_graph_any = 0;
-    VT_REC(r, kernel_batch, KERNEL_BATCH, b); /* ts_delta 0 */
+    VT_REC(r, kernel_block, KERNEL_BLOCK, b); /* ts_delta 0 */
     return vt_enc_put(w, &r);
 }
 
@@ -2076,6 +2189,14 @@ int vt_writer_create(vt_writer **out, const vt_writer_config *cfg_in, const vt_e
         vt_fail(w, rc, "invalid zstd level %d", cfg.level);
         goto fail_close;
     }
+#if VT_ZSTD_RAW_LITERALS
+    /* Literals stored, not Huffman-coded: a reader decompresses the
+     * bench's training loop ~1.45x faster (Huffman decoding was a third of
+     * zstd's time there; KernelBlock columns are bits Huffman cannot
+     * shrink), for 2-8 % more bytes (BENCHMARKS.md "## reader").  A zstd
+     * without the parameter keeps Huffman literals. */
+    (void)ZSTD_CCtx_setParameter(w->zc, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
+#endif
     rc = vt_enc_header(w, hdr);
     /* Run zstd once now: it allocates its workspace on the first call, which
      * must not be the emergency flush inside a signal handler. */

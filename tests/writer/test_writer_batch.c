@@ -150,6 +150,7 @@ static void test_runs(void **state)
     assert_int_equal(ns, sizeof(want) / sizeof(want[0]));
     assert_memory_equal(sizes, want, sizeof(want));
     assert_int_equal(t.nbatches, 7);
+    assert_int_equal(t.nblocks, 7); /* the writer writes KernelBlock, not KernelBatch */
     assert_int_equal(t.nbatched, s.n - 5 - 18); /* 5 allocs, 18 single kernels */
     assert_non_null(t.end);
     assert_int_equal(t.end->events, s.n);

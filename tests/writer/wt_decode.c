@@ -52,9 +52,9 @@ typedef struct {
 
 /* A KernelBatch: its columns checked, then one kernel event per entry, as
  * if it were that many Kernel records (proto/vramtrace.proto). */
-static void wt_batch(wt_trace *t, wt_state *s, const Vramtrace__Record *r, int keep)
+static void wt_batch_of(wt_trace *t, wt_state *s, const Vramtrace__Record *r, const Vramtrace__KernelBatch *b,
+                        int keep)
 {
-    const Vramtrace__KernelBatch *b = r->kernel_batch;
     size_t n = b->n_launch;
     t->nbatches++;
     t->nbatched += n;
@@ -103,6 +103,93 @@ static void wt_batch(wt_trace *t, wt_state *s, const Vramtrace__Record *r, int k
         GROW(t->ev, t->nev, t->capev);
         t->ev[t->nev++] = e;
     }
+}
+
+static void wt_batch(wt_trace *t, wt_state *s, const Vramtrace__Record *r, int keep)
+{
+    wt_batch_of(t, s, r, r->kernel_batch, keep);
+}
+
+/* A KernelBlock column (proto/vramtrace.proto) of m entries, decoded bit
+ * by bit (independently of the reader's decoder); -1 if malformed. */
+static int wt_col(const ProtobufCBinaryData *c, size_t m, uint64_t *out)
+{
+    if (!c->len)
+        return m ? -1 : 0;
+    const uint8_t *q = c->data, *qe = c->data + c->len;
+    unsigned width = *q++;
+    uint64_t z = 0;
+    for (unsigned sh = 0;; sh += 7) {
+        if (q == qe || sh > 63)
+            return -1;
+        z |= (uint64_t)(*q & 0x7f) << sh;
+        if (!(*q++ & 0x80))
+            break;
+    }
+    const uint64_t base = (z >> 1) ^ (uint64_t)-(int64_t)(z & 1);
+    if (width > 64 || (size_t)(qe - q) < (m * width + 7) / 8)
+        return -1;
+    for (size_t j = 0; j < m; j++) {
+        uint64_t v = 0;
+        for (unsigned k = 0; k < width; k++) {
+            size_t bit = j * width + k;
+            v |= (uint64_t)((q[bit / 8] >> (bit % 8)) & 1) << k;
+        }
+        out[j] = base + v;
+    }
+    q += (m * width + 7) / 8;
+    for (size_t i = 0; q < qe; i++) { /* exceptions: (index - previous - 1, high bits) */
+        uint64_t pair[2] = {0, 0};
+        for (int h = 0; h < 2; h++)
+            for (unsigned sh = 0;; sh += 7) {
+                if (q == qe || sh > 63)
+                    return -1;
+                pair[h] |= (uint64_t)(*q & 0x7f) << sh;
+                if (!(*q++ & 0x80))
+                    break;
+            }
+        i += pair[0];
+        if (i >= m || width == 64)
+            return -1;
+        out[i] += pair[1] << width;
+    }
+    return 0;
+}
+
+/* A KernelBlock: unpacked into KernelBatch columns, then the same. */
+static void wt_block(wt_trace *t, wt_state *s, const Vramtrace__Record *r, int keep)
+{
+    const Vramtrace__KernelBlock *kb = r->kernel_block;
+    const size_t n = kb->count;
+    t->nblocks++;
+    if (n == 0 || n > 65536) {
+        wt_err(t, "KernelBlock of %zu kernels", n);
+        return;
+    }
+    uint64_t *l = malloc(n * 8), *st = malloc(n * 8), *d = malloc(n * 8), *c = malloc(n * 8);
+    uint32_t *l32 = malloc(n * 4);
+    if (wt_col(&kb->launch, n, l) || wt_col(&kb->gap, n - 1, st + 1) || wt_col(&kb->duration_ns, n, d) ||
+        wt_col(&kb->corr, n, c) || (kb->n_graph_id && kb->n_graph_id != n)) {
+        wt_err(t, "KernelBlock with a malformed column");
+    } else {
+        st[0] = (uint64_t)kb->start0;
+        for (size_t i = 0; i < n; i++)
+            l32[i] = (uint32_t)l[i];
+        Vramtrace__KernelBatch b = VRAMTRACE__KERNEL_BATCH__INIT;
+        b.n_launch = b.n_start = b.n_duration_ns = b.n_corr = n;
+        b.launch = l32;
+        b.start = (int64_t *)st;
+        b.duration_ns = d;
+        b.corr = (int64_t *)c;
+        b.n_graph_id = kb->n_graph_id;
+        b.graph_id = kb->graph_id;
+        wt_batch_of(t, s, r, &b, keep);
+    }
+    free(l);
+    free(st);
+    free(d);
+    free(c);
+    free(l32);
 }
 
 /* Returns 1 if the record is kept (owned by t), 0 if it may be freed. */
@@ -195,6 +282,9 @@ static int wt_record(wt_trace *t, wt_state *s, Vramtrace__Record *r, int keep)
         return 1;
     case VRAMTRACE__RECORD__BODY_KERNEL_BATCH:
         wt_batch(t, s, r, keep);
+        return 0;
+    case VRAMTRACE__RECORD__BODY_KERNEL_BLOCK:
+        wt_block(t, s, r, keep);
         return 0;
     default:
         break;
