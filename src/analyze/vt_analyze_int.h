@@ -80,6 +80,7 @@ typedef struct {
     uint32_t gcur;
     uint32_t g_shift;      /* bucket width = 2^g_shift ns */
     uint64_t g_t0;         /* start of the site's window: its first allocation */
+    uint64_t g_next;       /* end of the current bucket (0: no floor yet) */
     /* results of finish */
     int growth_flag;
     double growth_rate;    /* bytes / s over the late window */
@@ -266,8 +267,11 @@ typedef struct {
     uint32_t *lstat_by_launch; size_t nlstat_by_launch; /* launch id -> lstats index + 1 */
     vt_blockmap blocks;   /* young blocks (see vt_replay.c) */
     vt_blockmap old;      /* old blocks */
-    uint64_t *old_filter; /* bit filter of the old blocks' addresses */
+    uint64_t *old_filter; /* Bloom filter of the old blocks' addresses (vt_replay.c) */
+    size_t filter_words;
+    unsigned filter_shift; /* 64 - log2(filter_words) */
     uint64_t filter_sets;
+    uint64_t filter_fp;    /* lookups it sent to the old table in vain since built */
     vt_map vmm_handles;   /* handle -> index+1 into vmms */
     vt_vmm *vmms; size_t nvmms, capvmms; uint32_t *vmm_free; size_t nvmm_free, capvmm_free;
     vt_map vmm_maps;      /* address -> handle */
@@ -282,6 +286,7 @@ typedef struct {
     int cand_set;
     vt_tail *tail; size_t ntail, captail;
     int tail_overflow;
+    uint64_t view_below;  /* cand + 1 while the fast path may decide the view, else 0 */
     uint64_t view_t;      /* final T (absolute) */
     int view_mode;        /* resolved vt_at_mode */
     int marker_found;

@@ -218,37 +218,74 @@ static void blocks_remove(vt_blockmap *b, vt_block *s)
  * says it may be there (so a large set of long-lived blocks, e.g. a leak,
  * no longer costs a cache miss per event). */
 #define VT_YOUNG_CAP (1u << 15)
-#define VT_FILTER_BITS 22
+/* The filter: at least 2^22 bits, at least 16 per old block; each address
+ * sets 3 bits of one 64-bit word (a blocked Bloom filter: one load per
+ * test), so an address that is in no old block still goes to the old
+ * table (a cache miss) about once in 500 at 1 block per 16 bits, where one
+ * bit per address did once in 16. */
+#define VT_FILTER_MIN_WORDS (1u << 16)
 
-static inline uint64_t filt_bit(uint64_t addr)
+static inline uint64_t filt_mask(const vt_proc *p, uint64_t addr, size_t *word)
 {
-    return (addr * 0xD6E8FEB86659FD93ull) >> (64 - VT_FILTER_BITS);
+    uint64_t h = addr * 0xD6E8FEB86659FD93ull;
+    *word = (size_t)(h >> p->filter_shift);
+    return (1ull << ((h >> 20) & 63)) | (1ull << ((h >> 26) & 63)) | (1ull << ((h >> 32) & 63));
 }
 
 static inline int filt_maybe(const vt_proc *p, uint64_t addr)
 {
     if (!p->old_filter)
         return 0;
-    uint64_t b = filt_bit(addr);
-    return (p->old_filter[b >> 6] >> (b & 63)) & 1;
+    size_t w;
+    uint64_t m = filt_mask(p, addr, &w);
+    return (p->old_filter[w] & m) == m;
 }
 
+static inline void filt_set(vt_proc *p, uint64_t addr)
+{
+    size_t w;
+    uint64_t m = filt_mask(p, addr, &w);
+    p->old_filter[w] |= m;
+}
+
+/* (re)build the filter from the old table, sized for its blocks */
 static int filt_rebuild(vt_proc *p)
 {
-    if (!p->old_filter) {
-        p->old_filter = calloc((1u << VT_FILTER_BITS) / 64, sizeof(uint64_t));
-        if (!p->old_filter)
+    size_t words = VT_FILTER_MIN_WORDS;
+    unsigned shift = 64 - 16;
+    while (words * 64 < 16 * p->old.len) {
+        words *= 2;
+        shift--;
+    }
+    if (!p->old_filter || words != p->filter_words) {
+        uint64_t *f = calloc(words, sizeof(uint64_t));
+        if (!f)
             return VT_ERR_NOMEM;
+        free(p->old_filter);
+        p->old_filter = f;
+        p->filter_words = words;
+        p->filter_shift = shift;
     } else {
-        memset(p->old_filter, 0, (1u << VT_FILTER_BITS) / 8);
+        memset(p->old_filter, 0, words * sizeof(uint64_t));
     }
     for (size_t i = 0; i < p->old.cap; i++)
-        if (p->old.slots[i].addr) {
-            uint64_t b = filt_bit(p->old.slots[i].addr);
-            p->old_filter[b >> 6] |= 1ull << (b & 63);
-        }
+        if (p->old.slots[i].addr)
+            filt_set(p, p->old.slots[i].addr);
     p->filter_sets = p->old.len;
+    p->filter_fp = 0;
     return 0;
+}
+
+/* The filter said maybe, the old table said no: bits of blocks freed since
+ * they were set (e.g. blocks that were young at a migration, freed soon
+ * after, and whose addresses come back).  Each such answer costs a cache
+ * miss in the old table; once they have cost about as much as rebuilding
+ * the filter would (a pass over the old table), rebuild it.  A failed
+ * rebuild keeps the old filter, still right. */
+static void filt_false_positive(vt_proc *p)
+{
+    if (++p->filter_fp > p->old.cap / 8 + 1024)
+        (void)filt_rebuild(p);
 }
 
 /* move every young block to the old table */
@@ -265,15 +302,15 @@ static int blocks_migrate(vt_proc *p)
             p->old.len++;
         *o = *y;
         p->filter_sets++;
-        if (p->old_filter) {
-            uint64_t b = filt_bit(y->addr);
-            p->old_filter[b >> 6] |= 1ull << (b & 63);
-        }
+        if (p->old_filter)
+            filt_set(p, y->addr);
     }
     memset(p->blocks.slots, 0, p->blocks.cap * sizeof(vt_block));
     p->blocks.len = 0;
-    /* rebuild when many filter bits belong to blocks freed since */
-    if (!p->old_filter || p->filter_sets > 2 * p->old.len + 4096)
+    /* rebuild when many filter bits belong to blocks freed since, or when
+     * the old blocks outgrow it */
+    if (!p->old_filter || p->filter_sets > p->old.len + p->old.len / 2 + 4096 ||
+        p->filter_words * 64 < 16 * p->old.len)
         return filt_rebuild(p);
     return 0;
 }
@@ -300,9 +337,12 @@ static vt_block *blocks_lookup(vt_proc *p, uint64_t addr, vt_blockmap **table)
         *table = &p->blocks;
         return b;
     }
-    if (filt_maybe(p, addr) && (b = blocks_find(&p->old, addr))) {
-        *table = &p->old;
-        return b;
+    if (filt_maybe(p, addr)) {
+        if ((b = blocks_find(&p->old, addr))) {
+            *table = &p->old;
+            return b;
+        }
+        filt_false_positive(p);
     }
     return NULL;
 }
@@ -552,6 +592,14 @@ static void growth_merge(vt_unit *u)
     u->g_shift++;
 }
 
+/* The end of the site's current bucket: events before it change nothing
+ * but the floor (see growth_touch).  Saturates; 0 before the first one. */
+static void growth_set_next(vt_unit *u)
+{
+    unsigned __int128 end = (unsigned __int128)u->g_t0 + ((unsigned __int128)(u->gcur + 1) << u->g_shift);
+    u->g_next = end > UINT64_MAX ? UINT64_MAX : (uint64_t)end;
+}
+
 /* bucket of time t in the site's own window, which starts at its first
  * allocation (so a site born late has the same resolution as one born
  * early) and doubles its bucket width when t falls beyond the last one */
@@ -586,15 +634,18 @@ static int growth_touch_slow(vt_unit *u, uint64_t t)
             u->floor[i] = live;
         u->gcur = b;
     }
+    growth_set_next(u);
     return 0;
 }
 
 /* Most events fall in the site's current bucket (or an earlier one, as
- * growth_bucket() keeps it): nothing to do, decided inline. */
+ * growth_bucket() keeps it): nothing to do, decided inline by one
+ * comparison with the bucket's end (g_next, 0 before the site's first
+ * event, so that one goes the slow way). */
 static inline __attribute__((always_inline)) int growth_touch(vt_proc *p, vt_unit *u, uint64_t t)
 {
     (void)p;
-    if (__builtin_expect(u->floor != NULL && (t < u->g_t0 || ((t - u->g_t0) >> u->g_shift) <= u->gcur), 1))
+    if (__builtin_expect(t < u->g_next, 1))
         return 0;
     return growth_touch_slow(u, t);
 }
@@ -623,6 +674,7 @@ static void tail_fold(vt_proc *p, uint64_t upto, int all)
     p->ntail = w;
 }
 
+static void view_bound_update(vt_proc *p);
 static void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int32_t count, uint64_t t)
     __attribute__((noinline));
 static void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int32_t count, uint64_t t)
@@ -653,6 +705,7 @@ static void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t byt
             /* event-sized memory is not allowed: give up exactness */
             tail_fold(p, 0, 1);
             p->tail_overflow = 1;
+            view_bound_update(p);
             u->at_bytes += bytes;
             u->at_count += count;
             return;
@@ -663,6 +716,7 @@ static void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t byt
             if (!nt) {
                 tail_fold(p, 0, 1);
                 p->tail_overflow = 1;
+                view_bound_update(p);
                 u->at_bytes += bytes;
                 u->at_count += count;
                 return;
@@ -701,11 +755,43 @@ static inline __attribute__((always_inline)) void view_apply(vt_analysis *a, vt_
     view_apply_slow(a, p, ui, bytes, count, t);
 }
 
+/* A block's part in the view, applied once, when its life ends (free,
+ * overlap, VMM release): +size if allocated at or before T, -size if freed
+ * at or before T.  Blocks still live at the end are added by
+ * vt_proc_finish() from the block tables, so an allocation costs nothing
+ * here, and a block whose allocation and free both precede the bound (net
+ * zero) costs one comparison. */
+static inline __attribute__((always_inline)) void view_pair(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size,
+                                                             uint64_t t_alloc, uint64_t t)
+{
+    if (p->view_mode == VT_AT_AUTO || p->view_mode == VT_AT_MARKER) {
+        if (p->tail_overflow) /* every event counts: at = live (finish) */
+            return;
+        if (p->cand_set && t <= p->cand && t_alloc <= p->cand)
+            return;
+    } else if (p->view_mode == VT_AT_END) {
+        return;
+    }
+    view_apply(a, p, ui, (int64_t)size, 1, t_alloc);
+    view_apply(a, p, ui, -(int64_t)size, -1, t);
+}
+
+/* view_below: the fast path's view bound (see free_fast), 0 when the
+ * fast path may not decide (another view mode, overflow, no bound yet) */
+static void view_bound_update(vt_proc *p)
+{
+    if ((p->view_mode == VT_AT_AUTO || p->view_mode == VT_AT_MARKER) && !p->tail_overflow && p->cand_set)
+        p->view_below = p->cand == UINT64_MAX ? UINT64_MAX : p->cand + 1;
+    else
+        p->view_below = 0;
+}
+
 static void cand_raise(vt_proc *p, uint64_t t)
 {
     if (!p->cand_set || t > p->cand) {
         p->cand = t;
         p->cand_set = 1;
+        view_bound_update(p);
     }
 }
 
@@ -759,13 +845,16 @@ static inline void pk_sync(vt_proc *p, vt_unit *u)
     }
 }
 
-static inline __attribute__((always_inline)) int account_alloc(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size, uint64_t t)
+/* An allocation of `size` at t in unit u (on device d), after its growth
+ * bucket is current (growth_touch). */
+static inline __attribute__((always_inline)) void account_alloc_rest(vt_proc *p, vt_unit *u, vt_devstate *d,
+                                                                      uint64_t size, uint64_t t)
 {
-    vt_unit *u = &p->units[ui];
-    vt_devstate *d = &p->dev[u->device];
-    if (growth_touch(p, u, t))
-        return VT_ERR_NOMEM;
-    pk_sync(p, u);
+    if (u->pk_epoch != d->peak_epoch) { /* pk_sync */
+        u->pk_bytes = u->live_bytes;
+        u->pk_count = u->live_count;
+        u->pk_epoch = d->peak_epoch;
+    }
     u->live_bytes += (int64_t)size;
     u->live_count++;
     u->allocs++;
@@ -799,17 +888,30 @@ static inline __attribute__((always_inline)) int account_alloc(vt_analysis *a, v
         if (p->c10_live > (int64_t)p->c10_bytes_peak)
             p->c10_bytes_peak = (uint64_t)p->c10_live;
     }
-    view_apply(a, p, ui, (int64_t)size, 1, t);
+}
+
+static inline __attribute__((always_inline)) int account_alloc(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size,
+                                                                uint64_t t)
+{
+    (void)a;
+    vt_unit *u = &p->units[ui];
+    if (growth_touch(p, u, t))
+        return VT_ERR_NOMEM;
+    account_alloc_rest(p, u, &p->dev[u->device], size, t);
     return 0;
 }
 
-static inline __attribute__((always_inline)) int account_free(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size, uint64_t t_alloc, uint64_t t)
+/* A free of a block of `size` allocated at t_alloc, at t, in unit u (on
+ * device d), after its growth bucket is current; the view is left to the
+ * caller (view_pair). */
+static inline __attribute__((always_inline)) void account_free_rest(vt_proc *p, vt_unit *u, vt_devstate *d,
+                                                                     uint64_t size, uint64_t t_alloc, uint64_t t)
 {
-    vt_unit *u = &p->units[ui];
-    vt_devstate *d = &p->dev[u->device];
-    if (growth_touch(p, u, t))
-        return VT_ERR_NOMEM;
-    pk_sync(p, u);
+    if (u->pk_epoch != d->peak_epoch) { /* pk_sync */
+        u->pk_bytes = u->live_bytes;
+        u->pk_count = u->live_count;
+        u->pk_epoch = d->peak_epoch;
+    }
     u->live_bytes -= (int64_t)size;
     u->live_count--;
     u->frees++;
@@ -823,7 +925,16 @@ static inline __attribute__((always_inline)) int account_free(vt_analysis *a, vt
         d->live_dev -= (int64_t)size;
     if (u->segment)
         p->c10_live -= (int64_t)size;
-    view_apply(a, p, ui, -(int64_t)size, -1, t);
+}
+
+static inline __attribute__((always_inline)) int account_free(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size,
+                                                               uint64_t t_alloc, uint64_t t)
+{
+    vt_unit *u = &p->units[ui];
+    if (growth_touch(p, u, t))
+        return VT_ERR_NOMEM;
+    account_free_rest(p, u, &p->dev[u->device], size, t_alloc, t);
+    view_pair(a, p, ui, size, t_alloc, t);
     return 0;
 }
 
@@ -876,6 +987,8 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
             int rc = account_free(a, p, old, sz, ta, t);
             if (rc)
                 return rc;
+        } else {
+            filt_false_positive(p);
         }
     }
     if (b->addr) {
@@ -1279,7 +1392,8 @@ static void on_nvtx(vt_analysis *a, vt_proc *p, const vt_ev_nvtx *e, uint64_t t)
     }
 }
 
-static int on_kernel(vt_analysis *a, vt_proc *p, const vt_ev_kernel *e, uint64_t t)
+/* every kernel: counts, times, the view's bound */
+static inline __attribute__((always_inline)) void kernel_times(vt_proc *p, const vt_ev_kernel *e, uint64_t t)
 {
     uint64_t end = t + e->duration_ns;
     if (!p->kernels || t < p->kernel_first)
@@ -1291,6 +1405,38 @@ static int on_kernel(vt_analysis *a, vt_proc *p, const vt_ev_kernel *e, uint64_t
         p->t_last = end;
     if (p->view_mode == VT_AT_AUTO)
         cand_raise(p, end);
+}
+
+/* a kernel of a launch signature seen before: the gap (in kernels) since
+ * its last occurrence into the Misra-Gries summary, count, occurrences */
+static inline __attribute__((always_inline)) void launch_again(vt_proc *p, vt_launch_stat *s, uint64_t t)
+{
+    uint64_t gap = p->kernels - s->last_idx;
+    int k, empty = -1;
+    for (k = 0; k < 4; k++) {
+        if (s->gcnt[k] && s->gap[k] == gap)
+            break;
+        if (!s->gcnt[k] && empty < 0)
+            empty = k;
+    }
+    if (k < 4)
+        s->gcnt[k]++;
+    else if (empty >= 0) {
+        s->gap[empty] = gap;
+        s->gcnt[empty] = 1;
+    } else
+        for (k = 0; k < 4; k++)
+            s->gcnt[k]--;
+    s->count++;
+    occ_add(&s->occ, t, p->nlstats <= 1024);
+    s->last_idx = p->kernels;
+    if (t > s->last_t)
+        s->last_t = t;
+}
+
+static int on_kernel(vt_analysis *a, vt_proc *p, const vt_ev_kernel *e, uint64_t t)
+{
+    kernel_times(p, e, t);
     /* per launch signature: count and regularity of the gaps (in kernels) */
     uint64_t key = e->launch_id ? e->launch_id : ((uint64_t)e->name_id | (1ULL << 32));
     uint64_t *v, direct;
@@ -1334,23 +1480,9 @@ static int on_kernel(vt_analysis *a, vt_proc *p, const vt_ev_kernel *e, uint64_t
         s->key = key;
         s->first_t = t;
     } else {
-        s = &p->lstats[*v];
-        uint64_t gap = p->kernels - s->last_idx;
-        int k, empty = -1;
-        for (k = 0; k < 4; k++) {
-            if (s->gcnt[k] && s->gap[k] == gap)
-                break;
-            if (!s->gcnt[k] && empty < 0)
-                empty = k;
-        }
-        if (k < 4)
-            s->gcnt[k]++;
-        else if (empty >= 0) {
-            s->gap[empty] = gap;
-            s->gcnt[empty] = 1;
-        } else
-            for (k = 0; k < 4; k++)
-                s->gcnt[k]--;
+        launch_again(p, &p->lstats[*v], t);
+        (void)a;
+        return 0;
     }
     s->count++;
     occ_add(&s->occ, t, p->nlstats <= 1024);
@@ -1430,6 +1562,7 @@ static int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
         copy_header(p, &ev->u.header);
         if (p->view_mode == VT_AT_AUTO && !ev->u.header.kernels)
             p->view_mode = VT_AT_END;
+        view_bound_update(p);
         return 0;
     case VT_EV_SYNC:
         if (!p->have_t0) {
@@ -1629,6 +1762,124 @@ static int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
     return rc;
 }
 
+/* ------------------------------------------------------------ hot path
+ *
+ * The common allocation, free and kernel, decided inline in the batch loop
+ * with few registers: each returns 0 when any condition of its short way
+ * does not hold, before changing anything, and the event then goes through
+ * on_alloc / on_free / on_kernel, which handle every case; so the short
+ * ways only have to be right, never complete. */
+
+static void view_pair_slow(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size, uint64_t t_alloc, uint64_t t)
+    __attribute__((noinline));
+static void view_pair_slow(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size, uint64_t t_alloc, uint64_t t)
+{
+    view_pair(a, p, ui, size, t_alloc, t);
+}
+
+/* A new block in the young table, of a unit its stack used last, on a
+ * known device: 1 when done, 0 for the full way, or a vt_err. */
+static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt_ev_alloc *e, uint64_t t)
+{
+    const uint64_t addr = e->address, size = e->size;
+    const uint32_t device = e->device, stack = e->site.stack;
+    const unsigned kind = e->kind;
+    if (__builtin_expect(device >= p->ndev_seen || size > VT_MAX_SIZE || !addr || kind >= VT_MEM__COUNT ||
+                             stack >= p->nstack_unit || (p->blocks.len + 1) * 2 > p->blocks.cap,
+                         0))
+        return 0;
+    const uint32_t su = p->stack_unit[stack];
+    if (__builtin_expect(!su, 0))
+        return 0;
+    vt_unit *u = &p->units[su - 1];
+    if (__builtin_expect(u->device != device || u->kind != kind, 0))
+        return 0;
+    vt_block *slots = p->blocks.slots;
+    const size_t mask = p->blocks.cap - 1;
+    size_t j = blk_home(&p->blocks, addr);
+    while (slots[j].addr) {
+        if (slots[j].addr == addr) /* overlapping allocation */
+            return 0;
+        j = (j + 1) & mask;
+    }
+    if (filt_maybe(p, addr)) /* maybe an old block there */
+        return 0;
+    if (__builtin_expect(t >= u->g_next, 0)) {
+        int rc = growth_touch_slow(u, t);
+        if (rc)
+            return rc;
+    }
+    slots[j].addr = addr;
+    slots[j].size = size;
+    slots[j].t = t;
+    slots[j].unit = su - 1;
+    p->blocks.len++;
+    account_alloc_rest(p, u, &p->dev[device], size, t);
+    return 1;
+}
+
+/* A free of a young block: 1 when done, 0 for the full way, or a vt_err. */
+static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
+{
+    const uint64_t addr = e->address;
+    if (__builtin_expect(!addr || !p->blocks.cap || !p->freed_cache, 0))
+        return 0;
+    vt_block *slots = p->blocks.slots;
+    const size_t mask = p->blocks.cap - 1;
+    size_t j = blk_home(&p->blocks, addr);
+    for (;;) {
+        if (slots[j].addr == addr)
+            break;
+        if (!slots[j].addr)
+            return 0;
+        j = (j + 1) & mask;
+    }
+    const uint32_t ui = slots[j].unit;
+    const uint64_t size = slots[j].size, ta = slots[j].t;
+    vt_unit *u = &p->units[ui];
+    if (__builtin_expect(t >= u->g_next, 0)) {
+        int rc = growth_touch_slow(u, t);
+        if (rc)
+            return rc;
+    }
+    blocks_remove(&p->blocks, &slots[j]);
+    p->freed_cache[vt_hash64(addr) & (VT_FREED_CACHE - 1)] = addr; /* freed_mark */
+    account_free_rest(p, u, &p->dev[u->device], size, ta, t);
+    /* view_pair: allocated before the bound; freed before it too (nothing
+     * to do), or after it (the allocation counts, the free waits) */
+    const uint64_t below = p->view_below;
+    if (__builtin_expect(ta < below, 1)) {
+        if (t < below)
+            return 1;
+        if (__builtin_expect(p->ntail < p->captail, 1)) {
+            u->at_bytes += (int64_t)size;
+            u->at_count++;
+            vt_tail *w = &p->tail[p->ntail++];
+            w->t = t;
+            w->bytes = -(int64_t)size;
+            w->unit = ui;
+            w->count = -1;
+            return 1;
+        }
+    }
+    view_pair_slow(a, p, ui, size, ta, t);
+    return 1;
+}
+
+/* A kernel of a launch signature seen before: 1 when done, 0 for the full way. */
+static inline __attribute__((always_inline)) int kernel_fast(vt_proc *p, const vt_ev_kernel *e, uint64_t t)
+{
+    const uint32_t lid = e->launch_id;
+    if (__builtin_expect(!lid || lid >= p->nlstat_by_launch, 0))
+        return 0;
+    const uint32_t li = p->lstat_by_launch[lid];
+    if (__builtin_expect(!li, 0))
+        return 0;
+    kernel_times(p, e, t);
+    launch_again(p, &p->lstats[li - 1], t);
+    return 1;
+}
+
 /* Per event: allocations, frees and kernels (nearly all of a trace) take
  * the short way; the rest goes through feed_other(). */
 static inline __attribute__((always_inline)) int proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
@@ -1667,10 +1918,56 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
     return proc_feed(a, p, ev);
 }
 
+/* The same as proc_feed() for each event, with the hot paths inline. */
 int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
 {
     for (int i = 0; i < n; i++) {
-        int rc = proc_feed(a, p, &ev[i]);
+        const vt_event *e = &ev[i];
+        const uint64_t t = e->time_ns;
+        int rc;
+        switch (e->type) {
+        case VT_EV_ALLOC:
+            if (__builtin_expect(!p->have_t0, 0))
+                break;
+            p->records++;
+            p->nev[VT_EV_ALLOC]++;
+            if (t > p->t_last)
+                p->t_last = t;
+            rc = alloc_fast(p, &e->u.alloc, t);
+            if (__builtin_expect(rc == 0, 0))
+                rc = on_alloc(a, p, &e->u.alloc, t);
+            else if (rc > 0)
+                rc = 0;
+            if (__builtin_expect(rc != 0, 0))
+                return rc;
+            continue;
+        case VT_EV_FREE:
+            if (__builtin_expect(!p->have_t0, 0))
+                break;
+            p->records++;
+            p->nev[VT_EV_FREE]++;
+            if (t > p->t_last)
+                p->t_last = t;
+            rc = free_fast(a, p, &e->u.free, t);
+            if (__builtin_expect(rc == 0, 0))
+                rc = on_free(a, p, &e->u.free, t);
+            else if (rc > 0)
+                rc = 0;
+            if (__builtin_expect(rc != 0, 0))
+                return rc;
+            continue;
+        case VT_EV_KERNEL:
+            if (__builtin_expect(!p->have_t0, 0))
+                break;
+            if (!kernel_fast(p, &e->u.kernel, t))
+                break;
+            p->records++;
+            p->nev[VT_EV_KERNEL]++;
+            continue;
+        default:
+            break;
+        }
+        rc = vt_proc_feed(a, p, e);
         if (rc)
             return rc;
     }
@@ -1922,10 +2219,43 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         break;
     }
     tail_fold(p, p->view_t, p->view_mode == VT_AT_END);
+    /* at = live at the end: the view is the end, or the tail overflowed
+     * (every event was counted from then on, see view_apply_slow) */
+    const int at_live = p->view_mode == VT_AT_END || p->tail_overflow;
+    /* blocks live at the end: allocated at or before T, they are live at
+     * the view (their part of it, see view_pair) and never freed after it */
+    for (int w = 0; w < 2; w++) {
+        const vt_blockmap *tb = w ? &p->old : &p->blocks;
+        for (size_t i = 0; i < tb->cap; i++) {
+            const vt_block *b = &tb->slots[i];
+            if (b->addr && b->t <= p->view_t) {
+                vt_unit *u = &p->units[b->unit];
+                u->never_bytes += (int64_t)b->size;
+                u->never_count++;
+                if (!at_live) {
+                    u->at_bytes += (int64_t)b->size;
+                    u->at_count++;
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < p->nvmms; i++) {
+        const vt_vmm *v = &p->vmms[i];
+        const uint64_t *live = vt_map_get(&p->vmm_handles, v->handle + 1);
+        if (live && *live == i + 1 && v->t <= p->view_t) {
+            vt_unit *u = &p->units[v->unit];
+            u->never_bytes += (int64_t)v->size;
+            u->never_count++;
+            if (!at_live) {
+                u->at_bytes += (int64_t)v->size;
+                u->at_count++;
+            }
+        }
+    }
     p->leak_bytes = p->leak_blocks = p->static_bytes = p->static_blocks = 0;
     for (size_t k = 0; k < p->nunits; k++) {
         vt_unit *u = &p->units[k];
-        if (p->view_mode == VT_AT_END) {
+        if (at_live) {
             u->at_bytes = u->live_bytes;
             u->at_count = u->live_count;
         }
@@ -1945,25 +2275,6 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
             }
             p->leak_bytes += (uint64_t)u->at_bytes;
             p->leak_blocks += (uint64_t)u->at_count;
-        }
-    }
-    /* blocks live at the view and never freed afterwards */
-    for (int w = 0; w < 2; w++) {
-        const vt_blockmap *tb = w ? &p->old : &p->blocks;
-        for (size_t i = 0; i < tb->cap; i++) {
-            const vt_block *b = &tb->slots[i];
-            if (b->addr && b->t <= p->view_t) {
-                p->units[b->unit].never_bytes += (int64_t)b->size;
-                p->units[b->unit].never_count++;
-            }
-        }
-    }
-    for (size_t i = 0; i < p->nvmms; i++) {
-        const vt_vmm *v = &p->vmms[i];
-        const uint64_t *live = vt_map_get(&p->vmm_handles, v->handle + 1);
-        if (live && *live == i + 1 && v->t <= p->view_t) {
-            p->units[v->unit].never_bytes += (int64_t)v->size;
-            p->units[v->unit].never_count++;
         }
     }
     /* leak order */
