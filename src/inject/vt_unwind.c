@@ -902,17 +902,24 @@ static uint64_t lookup_rule(vt_unwinder *u, vt_modmap **mapp, uint64_t ip, const
 #endif
 #define MEMO_WAYS VT_MEMO_WAYS
 #define MEMO_STEPS 48
+/* A step, in three arrays: what a replay reads (the return address words,
+ * then the ips) lies in a row, 24 bytes a step; the rest only where used. */
 typedef struct {
-    uint64_t ip, sp;        /* the step's state (rbp is read again on resuming) */
-    uint64_t ra_at, ra_val; /* ra_at 0: the step read nothing (it ended the walk) */
+    uint64_t at, val; /* the return address word read; at 0: the step read nothing (it ended the walk) */
+} memo_ra;
+typedef struct {
+    uint64_t sp;          /* the step's stack pointer (rbp is read again on resuming) */
     uint64_t bp_at, bp_val; /* bp_at 0: rbp kept */
-    int bp_used;            /* the rbp loaded here was used (by a CFA or a frame-pointer step) */
-} memo_step;
+} memo_cold;
 typedef struct {
     uint64_t bp0, epoch, uid;
     int max, nsteps, first_rec, bp0_used, n;
-    memo_step st[MEMO_STEPS];
+    uint64_t bp_used; /* bit i: the rbp loaded at step i was used (by a CFA or a frame-pointer step) */
+    memo_ra ra[MEMO_STEPS];
+    uint64_t ip[MEMO_STEPS];
+    memo_cold c[MEMO_STEPS];
 } memo;
+_Static_assert(MEMO_STEPS <= 64, "bp_used is a 64-bit mask");
 /* An entry's start state and the caller's key, apart from the entries, so
  * that finding the candidates reads 1 KiB in a row and not one line per
  * entry. */
@@ -934,7 +941,7 @@ static __thread uint32_t tls_memo_age;
         if (bp_src < 0)                                                                                       \
             bp0_used = 1;                                                                                     \
         else if (bp_src < MEMO_STEPS)                                                                         \
-            mm->st[bp_src].bp_used = 1;                                                                       \
+            mm->bp_used |= 1ull << bp_src;                                                                    \
     } while (0)
 
 /* Steps of m whose words still hold, from the start. */
@@ -942,10 +949,10 @@ static inline int memo_verify(const memo *m)
 {
     int i = 0;
     for (; i < m->nsteps; i++) {
-        const memo_step *s = &m->st[i];
-        if (s->ra_at && *(const uint64_t *)(uintptr_t)s->ra_at != s->ra_val)
+        const memo_ra *r = &m->ra[i];
+        if (r->at && *(const uint64_t *)(uintptr_t)r->at != r->val)
             break;
-        if (s->bp_used && *(const uint64_t *)(uintptr_t)s->bp_at != s->bp_val)
+        if (((m->bp_used >> i) & 1) && *(const uint64_t *)(uintptr_t)m->c[i].bp_at != m->c[i].bp_val)
             break;
     }
     return i;
@@ -983,7 +990,7 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
         if (i == m->nsteps) { /* the whole walk */
             n = m->n;
             for (int j = 0; j < n; j++)
-                ips[j] = m->st[m->first_rec + j].ip;
+                ips[j] = m->ip[m->first_rec + j];
             k->age = ++tls_memo_age;
             atomic_fetch_add_explicit(&u->st_memo_full, 1, memory_order_relaxed);
             goto done;
@@ -1004,39 +1011,43 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
          * prefix copied into the entry this walk will fill */
         int i = best_i, fr = best->first_rec;
         if (best != mm) {
-            memcpy(mm->st, best->st, (size_t)i * sizeof(memo_step));
+            memcpy(mm->ra, best->ra, (size_t)i * sizeof(memo_ra));
+            memcpy(mm->ip, best->ip, (size_t)i * sizeof(uint64_t));
+            memcpy(mm->c, best->c, (size_t)i * sizeof(memo_cold));
+            mm->bp_used = best->bp_used;
             mm->bp0_used = best->bp0_used;
         }
         /* rbp now: the last load before step i, read again (unverified
          * loads may differ from the memo), or bp0 */
         for (int k = 0; k < i; k++)
-            if (mm->st[k].bp_at)
+            if (mm->c[k].bp_at)
                 bp_src = k;
         if (bp_src >= 0) {
-            bp = *(const uint64_t *)(uintptr_t)mm->st[bp_src].bp_at;
-            mm->st[bp_src].bp_val = bp;
+            bp = *(const uint64_t *)(uintptr_t)mm->c[bp_src].bp_at;
+            mm->c[bp_src].bp_val = bp;
         }
         bp0_used = mm->bp0_used;
-        ip = best->st[i].ip;
-        sp = best->st[i].sp;
+        ip = best->ip[i];
+        sp = best->c[i].sp;
         step = i;
         if (fr >= 0 && fr < i) {
             first_rec = fr;
             skipping = 0;
             n = i - fr;
             for (int k = 0; k < n; k++)
-                ips[k] = mm->st[fr + k].ip;
+                ips[k] = mm->ip[fr + k];
         }
         atomic_fetch_add_explicit(&u->st_memo_steps, (uint64_t)i, memory_order_relaxed);
     }
     keys[mw].valid = 0; /* rewritten below */
     for (int guard = step; guard < 512 && n < max && ip; guard++, step++) {
-        memo_step *ms = step < MEMO_STEPS ? &mm->st[step] : NULL;
+        memo_ra *ms = step < MEMO_STEPS ? &mm->ra[step] : NULL;
+        memo_cold *mc = step < MEMO_STEPS ? &mm->c[step] : NULL;
         if (ms) {
-            ms->ip = ip;
-            ms->sp = sp;
-            ms->ra_at = ms->bp_at = 0;
-            ms->bp_used = 0;
+            mm->ip[step] = ip;
+            mc->sp = sp;
+            ms->at = mc->bp_at = 0;
+            mm->bp_used &= ~(1ull << step);
         } else {
             clean = 0;
         }
@@ -1074,8 +1085,8 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
             nip = *(const uint64_t *)(uintptr_t)ra_at;
             unsigned bn = RULE_BP_N(rule);
             if (ms) {
-                ms->ra_at = ra_at;
-                ms->ra_val = nip;
+                ms->at = ra_at;
+                ms->val = nip;
             }
             if (bn) {
                 uint64_t bp_at = cfa - 8ull * bn;
@@ -1085,9 +1096,9 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
                 }
                 nbp = *(const uint64_t *)(uintptr_t)bp_at;
                 bp_src = step;
-                if (ms) {
-                    ms->bp_at = bp_at;
-                    ms->bp_val = nbp;
+                if (mc) {
+                    mc->bp_at = bp_at;
+                    mc->bp_val = nbp;
                 }
             }
         } else {
@@ -1103,10 +1114,10 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
             nbp = *(const uint64_t *)(uintptr_t)bp;
             bp_src = step;
             if (ms) {
-                ms->ra_at = bp + 8;
-                ms->ra_val = nip;
-                ms->bp_at = bp;
-                ms->bp_val = nbp;
+                ms->at = bp + 8;
+                ms->val = nip;
+                mc->bp_at = bp;
+                mc->bp_val = nbp;
             }
             atomic_fetch_add_explicit(&u->st_fp, 1, memory_order_relaxed);
             (void)in_module;
