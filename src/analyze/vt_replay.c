@@ -147,17 +147,26 @@ static inline size_t blk_home(const vt_blockmap *b, uint64_t addr)
     return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> b->shift);
 }
 
-static int blocks_grow(vt_blockmap *b)
+/* A freed young block leaves its address behind (unit VT_DEAD, counted in
+ * `dead`, not in `len`) until the table is rebuilt or migrates: the next
+ * allocation at that address finds it, and then knows without the old
+ * table's filter that no old block is there (old blocks only come from a
+ * migration, which clears the dead ones, and an address is never live in
+ * both tables); a free marks the slot instead of shifting its neighbours.
+ * The old table has none. */
+#define VT_DEAD UINT32_MAX
+
+/* the same blocks in a table of ncap slots, the dead ones dropped */
+static int blocks_rehash(vt_blockmap *b, size_t ncap)
 {
-    size_t ncap = b->cap ? b->cap * 2 : 1024;
     vt_block *ns = calloc(ncap, sizeof(*ns));
     if (!ns)
         return VT_ERR_NOMEM;
-    vt_blockmap nb = {ns, ncap, b->len, 64};
+    vt_blockmap nb = {ns, ncap, b->len, 64, 0};
     for (size_t c = ncap; c > 1; c >>= 1)
         nb.shift--;
     for (size_t i = 0; i < b->cap; i++) {
-        if (!b->slots[i].addr)
+        if (!b->slots[i].addr || b->slots[i].unit == VT_DEAD)
             continue;
         size_t j = blk_home(&nb, b->slots[i].addr);
         while (ns[j].addr)
@@ -169,23 +178,30 @@ static int blocks_grow(vt_blockmap *b)
     return 0;
 }
 
+static int blocks_grow(vt_blockmap *b)
+{
+    return blocks_rehash(b, b->cap ? b->cap * 2 : 1024);
+}
+
+/* the live block at addr, or NULL */
 static inline vt_block *blocks_find(const vt_blockmap *b, uint64_t addr)
 {
     if (!b->cap)
         return NULL;
     size_t mask = b->cap - 1, j = blk_home(b, addr);
     while (b->slots[j].addr) {
-        if (b->slots[j].addr == addr)
-            return &b->slots[j];
+        if (b->slots[j].addr == addr) /* an address is in at most one slot */
+            return b->slots[j].unit == VT_DEAD ? NULL : &b->slots[j];
         j = (j + 1) & mask;
     }
     return NULL;
 }
 
-/* the block at addr, or the empty slot where it goes (addr == 0 then) */
+/* the block at addr (live or dead), or the empty slot where it goes (addr
+ * == 0 then) */
 static inline vt_block *blocks_probe(vt_blockmap *b, uint64_t addr)
 {
-    if ((b->len + 1) * 2 > b->cap && blocks_grow(b))
+    if ((b->len + b->dead + 1) * 2 > b->cap && blocks_grow(b))
         return NULL;
     size_t mask = b->cap - 1, j = blk_home(b, addr);
     while (b->slots[j].addr && b->slots[j].addr != addr)
@@ -293,7 +309,7 @@ static int blocks_migrate(vt_proc *p)
 {
     for (size_t i = 0; i < p->blocks.cap; i++) {
         vt_block *y = &p->blocks.slots[i];
-        if (!y->addr)
+        if (!y->addr || y->unit == VT_DEAD)
             continue;
         vt_block *o = blocks_probe(&p->old, y->addr);
         if (!o)
@@ -307,6 +323,7 @@ static int blocks_migrate(vt_proc *p)
     }
     memset(p->blocks.slots, 0, p->blocks.cap * sizeof(vt_block));
     p->blocks.len = 0;
+    p->blocks.dead = 0;
     /* rebuild when many filter bits belong to blocks freed since, or when
      * the old blocks outgrow it */
     if (!p->old_filter || p->filter_sets > p->old.len + p->old.len / 2 + 4096 ||
@@ -315,11 +332,15 @@ static int blocks_migrate(vt_proc *p)
     return 0;
 }
 
-/* slot of addr in the young table (existing block or the empty slot) */
+/* slot of addr in the young table (existing block, live or dead, or the
+ * empty slot) */
 static vt_block *young_probe(vt_proc *p, uint64_t addr)
 {
-    if ((p->blocks.len + 1) * 2 > p->blocks.cap) {
-        if (p->blocks.cap < VT_YOUNG_CAP) {
+    if ((p->blocks.len + p->blocks.dead + 1) * 2 > p->blocks.cap) {
+        if (p->blocks.dead && (p->blocks.len + 1) * 4 <= p->blocks.cap) {
+            if (blocks_rehash(&p->blocks, p->blocks.cap)) /* mostly dead: clean */
+                return NULL;
+        } else if (p->blocks.cap < VT_YOUNG_CAP) {
             if (blocks_grow(&p->blocks))
                 return NULL;
         } else if (blocks_migrate(p)) {
@@ -977,6 +998,7 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
     vt_block *b = young_probe(p, e->address);
     if (!b)
         return VT_ERR_NOMEM;
+    const int dead = b->addr && b->unit == VT_DEAD; /* freed young: in no old block */
     if (!b->addr && filt_maybe(p, e->address)) {
         vt_block *ob = blocks_find(&p->old, e->address);
         if (ob) { /* an old block's free was not seen: drop it here */
@@ -991,7 +1013,7 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
             filt_false_positive(p);
         }
     }
-    if (b->addr) {
+    if (b->addr && !dead) {
         /* the young block's free was not seen: drop it here */
         p->overlap_allocs++;
         uint32_t old = b->unit;
@@ -1012,6 +1034,8 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
         return VT_ERR_NOMEM;
     b->addr = e->address;
     p->blocks.len++;
+    if (dead)
+        p->blocks.dead--;
     b->size = size;
     b->t = t;
     b->unit = ui;
@@ -1785,7 +1809,7 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
     const uint32_t device = e->device, stack = e->site.stack;
     const unsigned kind = e->kind;
     if (__builtin_expect(device >= p->ndev_seen || size > VT_MAX_SIZE || !addr || kind >= VT_MEM__COUNT ||
-                             stack >= p->nstack_unit || (p->blocks.len + 1) * 2 > p->blocks.cap,
+                             stack >= p->nstack_unit || (p->blocks.len + p->blocks.dead + 1) * 2 > p->blocks.cap,
                          0))
         return 0;
     const uint32_t su = p->stack_unit[stack];
@@ -1797,12 +1821,17 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
     vt_block *slots = p->blocks.slots;
     const size_t mask = p->blocks.cap - 1;
     size_t j = blk_home(&p->blocks, addr);
+    int dead = 0;
     while (slots[j].addr) {
-        if (slots[j].addr == addr) /* overlapping allocation */
-            return 0;
+        if (slots[j].addr == addr) {
+            if (slots[j].unit != VT_DEAD) /* overlapping allocation */
+                return 0;
+            dead = 1; /* freed young block: no old block there */
+            break;
+        }
         j = (j + 1) & mask;
     }
-    if (filt_maybe(p, addr)) /* maybe an old block there */
+    if (!dead && filt_maybe(p, addr)) /* maybe an old block there */
         return 0;
     if (__builtin_expect(t >= u->g_next, 0)) {
         int rc = growth_touch_slow(u, t);
@@ -1814,6 +1843,7 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
     slots[j].t = t;
     slots[j].unit = su - 1;
     p->blocks.len++;
+    p->blocks.dead -= (size_t)dead;
     account_alloc_rest(p, u, &p->dev[device], size, t);
     return 1;
 }
@@ -1835,6 +1865,8 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
         j = (j + 1) & mask;
     }
     const uint32_t ui = slots[j].unit;
+    if (__builtin_expect(ui == VT_DEAD, 0)) /* a double free, probably */
+        return 0;
     const uint64_t size = slots[j].size, ta = slots[j].t;
     vt_unit *u = &p->units[ui];
     if (__builtin_expect(t >= u->g_next, 0)) {
@@ -1842,7 +1874,9 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
         if (rc)
             return rc;
     }
-    blocks_remove(&p->blocks, &slots[j]);
+    slots[j].unit = VT_DEAD;
+    p->blocks.len--;
+    p->blocks.dead++;
     p->freed_cache[vt_hash64(addr) & (VT_FREED_CACHE - 1)] = addr; /* freed_mark */
     account_free_rest(p, u, &p->dev[u->device], size, ta, t);
     /* view_pair: allocated before the bound; freed before it too (nothing
@@ -1913,9 +1947,16 @@ static inline __attribute__((always_inline)) int proc_feed(vt_analysis *a, vt_pr
     }
 }
 
-int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
+/* every event the batch loop does not finish itself */
+static int feed_slow(vt_analysis *a, vt_proc *p, const vt_event *ev) __attribute__((noinline));
+static int feed_slow(vt_analysis *a, vt_proc *p, const vt_event *ev)
 {
     return proc_feed(a, p, ev);
+}
+
+int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
+{
+    return vt_proc_feed_batch(a, p, ev, 1); /* the same ways as the report's */
 }
 
 /* The same as proc_feed() for each event, with the hot paths inline. */
@@ -1967,7 +2008,7 @@ int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
         default:
             break;
         }
-        rc = vt_proc_feed(a, p, e);
+        rc = feed_slow(a, p, e);
         if (rc)
             return rc;
     }
@@ -2228,7 +2269,7 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         const vt_blockmap *tb = w ? &p->old : &p->blocks;
         for (size_t i = 0; i < tb->cap; i++) {
             const vt_block *b = &tb->slots[i];
-            if (b->addr && b->t <= p->view_t) {
+            if (b->addr && b->unit != VT_DEAD && b->t <= p->view_t) {
                 vt_unit *u = &p->units[b->unit];
                 u->never_bytes += (int64_t)b->size;
                 u->never_count++;

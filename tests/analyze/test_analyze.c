@@ -273,6 +273,51 @@ static void test_blocks_random(void **state)
     vt_analysis_free(a);
 }
 
+/* freed young blocks leave their address behind until the young table is
+ * rebuilt or migrates: a new block there, a double free of it, and the
+ * same address once its block has moved to the old table */
+static void test_blocks_freed_young(void **state)
+{
+    (void)state;
+    vt_analysis *a = new_analysis(VT_AT_END, 0, NULL, 0);
+    def_stack(a, 1, "f", 1);
+    vt_proc *p = a->procs[0];
+    uint64_t t = 1;
+    const uint64_t A = 0x7000000;
+    alloc(a, t++, A, 10, 1);
+    dofree(a, t++, A);
+    alloc(a, t++, A, 20, 1);   /* where a freed block was: no overlap */
+    dofree(a, t++, A);
+    dofree(a, t++, A);         /* double free */
+    assert_int_equal(p->double_frees, 1);
+    assert_int_equal(p->overlap_allocs, 0);
+    /* many short-lived blocks at new addresses: the dead ones are dropped
+     * by rebuilding the table, which stays small */
+    for (uint64_t i = 0; i < 200000; i++) {
+        alloc(a, t++, 0x10000000 + i * 256, 1, 1);
+        dofree(a, t++, 0x10000000 + i * 256);
+    }
+    assert_int_equal(p->blocks.len, 0);
+    assert_true(p->blocks.cap <= 4096);
+    alloc(a, t++, A, 30, 1);
+    /* 40 k long-lived blocks: A moves to the old table */
+    for (uint64_t i = 0; i < 40000; i++)
+        alloc(a, t++, 0x20000000 + i * 256, 2, 1);
+    assert_true(p->old.len > 0);
+    dofree(a, t++, A);         /* from the old table */
+    dofree(a, t++, A);         /* double free */
+    alloc(a, t++, A, 40, 1);
+    alloc(a, t++, A, 50, 1);   /* over a live block */
+    assert_int_equal(p->double_frees, 2);
+    assert_int_equal(p->unknown_frees, 0);
+    assert_int_equal(p->overlap_allocs, 1);
+    assert_int_equal(p->blocks.len + p->old.len, 40001);
+    assert_int_equal(vt_analysis_finish(a), 0);
+    assert_int_equal(unit_of(a, 1)->live_bytes, 40000 * 2 + 50);
+    assert_int_equal(unit_of(a, 1)->never_bytes, 40000 * 2 + 50);
+    vt_analysis_free(a);
+}
+
 static void test_leak_oddities(void **state)
 {
     (void)state;
@@ -808,6 +853,7 @@ int main(void)
         cmocka_unit_test(test_json_str),
         cmocka_unit_test(test_map_random),
         cmocka_unit_test(test_blocks_random),
+        cmocka_unit_test(test_blocks_freed_young),
         cmocka_unit_test(test_leak_oddities),
         cmocka_unit_test(test_view_late_kernels),
         cmocka_unit_test(test_tail_bounded),
