@@ -1,11 +1,15 @@
-/* test_reader_batch.c - KernelBatch records (Record.body 28) in the reader
- * (src/core/vt_reader_batch.c and its hook in vt_reader.c): hand-built
- * batches (protobuf-c packed, unpacked columns, empty, unknown fields)
- * read as plain kernels with the shared time and correlation bases;
- * corrupt batches (columns that disagree, too many kernels, a bad varint)
- * give VT_ERR_CORRUPT with offsets and none of their kernels; writer
- * traces with batches split by flushes, zstd frames and other events read
- * back in emission order; truncation at every byte of a batched trace. */
+/* test_reader_batch.c - KernelBatch and KernelBlock records (Record.body
+ * 28 and 29) in the reader (src/core/vt_reader_batch.c and its hook in
+ * vt_reader.c): hand-built batches (protobuf-c packed, unpacked columns,
+ * empty, unknown fields) and blocks (widths 0..64, exceptions, columns in
+ * any order, graph ids in pieces) read as plain kernels with the shared
+ * time and correlation bases; corrupt ones (columns that disagree, too
+ * many kernels, a bad varint, width or exception) give VT_ERR_CORRUPT with
+ * offsets and none of their kernels; writer traces (KernelBlock) with
+ * batches split by flushes, zstd frames and other events read back in
+ * emission order, values of every size through the writer's packer,
+ * random damage in the decompressed stream; truncation at every byte of a
+ * batched trace. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <zstd.h>
 
 #include "vt_error.h"
 #include "vt_reader.h"
@@ -61,14 +67,48 @@ static void put_packed(buf *b, uint32_t field, const uint64_t *v, size_t n)
         put_varint(&col, v[i]);
     put_msg(b, field, &col);
 }
-/* Record{kernel_batch = body} as a stream entry. */
-static void batch_entry(vt_tenc *e, const buf *body)
+/* Record{body field = body} as a stream entry (28 KernelBatch, 29 KernelBlock). */
+static void body_entry(vt_tenc *e, uint32_t field, const buf *body)
 {
     static buf rec, ent;
     rec.n = ent.n = 0;
-    put_msg(&rec, 28, body);
+    put_msg(&rec, field, body);
     put_msg(&ent, 1, &rec);
     vt_tenc_stream_bytes(e, ent.b, ent.n);
+}
+static void batch_entry(vt_tenc *e, const buf *body)
+{
+    body_entry(e, 28, body);
+}
+
+/* A KernelBlock column (proto/vramtrace.proto), written bit by bit here
+ * (independently of the writer): width, base, the m values minus base in
+ * width bits, then an exception for every value that does not fit. */
+static void put_col(buf *b, uint32_t field, unsigned width, int64_t base, const uint64_t *v, size_t m)
+{
+    static buf col;
+    col.n = 0;
+    col.b[col.n++] = (uint8_t)width;
+    put_varint(&col, zz(base));
+    size_t nbytes = (m * width + 7) / 8;
+    memset(col.b + col.n, 0, nbytes);
+    for (size_t j = 0; j < m; j++) {
+        uint64_t x = v[j] - (uint64_t)base;
+        for (unsigned k = 0; k < width; k++)
+            if (x >> k & 1)
+                col.b[col.n + (j * width + k) / 8] |= (uint8_t)(1u << ((j * width + k) % 8));
+    }
+    col.n += nbytes;
+    size_t prev = 0;
+    for (size_t j = 0; j < m && width < 64; j++) {
+        uint64_t hi = (v[j] - (uint64_t)base) >> width;
+        if (!hi)
+            continue;
+        put_varint(&col, j - prev);
+        put_varint(&col, hi);
+        prev = j + 1;
+    }
+    put_msg(b, field, &col);
 }
 
 static vt_tenc *start_trace(void)
@@ -232,10 +272,17 @@ static void test_handmade_batches(void **state)
 
 /* ---- corrupt batches ------------------------------------------------ */
 
+static void check_corrupt_field(uint32_t field, const buf *bad, const char *why);
+
 /* One corrupt batch in frame 0 (after a good kernel), a good batch in
  * frame 1: the good kernel, then VT_ERR_CORRUPT with offsets and `why`,
  * none of the bad batch's kernels, then the next frame reads. */
 static void check_corrupt(const buf *bad, const char *why)
+{
+    check_corrupt_field(28, bad, why);
+}
+
+static void check_corrupt_field(uint32_t field, const buf *bad, const char *why)
 {
     vt_tenc *e = start_trace();
     Vramtrace__Kernel k = VRAMTRACE__KERNEL__INIT;
@@ -243,7 +290,7 @@ static void check_corrupt(const buf *bad, const char *why)
     k.duration_ns = 3;
     vt_tenc_add(e, 10, VRAMTRACE__RECORD__BODY_KERNEL, &k);
     vt_tenc_flush(e);
-    batch_entry(e, bad);
+    body_entry(e, field, bad);
     vt_tenc_end_frame(e);
     vt_tenc_sync(e, 1, 2000, 9000);
     static buf good;
@@ -367,6 +414,247 @@ static void test_corrupt_batches(void **state)
         assert_int_equal(ev.type, VT_EV_KERNEL);
         assert_int_equal(ev.time_ns, 499); /* zigzag 1 = -1 after each 1-ns kernel */
         assert_int_equal(ev.u.kernel.corr, (uint64_t)0 - i);
+    }
+    expect_type(r, VT_EV_END);
+    assert_int_equal(vt_reader_next(r, &ev), 0);
+    vt_reader_free(r);
+    vt_tenc_free(e);
+}
+
+/* ---- KernelBlock (Record.body 29) ------------------------------------ */
+
+static void test_handmade_blocks(void **state)
+{
+    (void)state;
+    vt_tenc *e = start_trace();
+    static buf b;
+    /* 1. 5 kernels: launch in bytes, signed gaps (one overlap), durations
+     * of 7 bits with two exceptions (one of them the last entry), corr in
+     * 2 bits, graph ids in two packed pieces, an unknown field */
+    uint64_t l1[] = {1, 2, 2, 1, 2};
+    uint64_t g1[] = {(uint64_t)-20, 5, 100, 7}; /* gaps of kernels 1..4 */
+    uint64_t d1[] = {10, 3000, 40, 90, 1ull << 40};
+    uint64_t c1[] = {1, 2, 3, 1, 2};
+    uint64_t gid[] = {0, 3, 0, 0, 9};
+    b.n = 0;
+    put_tag(&b, 1, 0);
+    put_varint(&b, 5);
+    put_tag(&b, 2, 0);
+    put_varint(&b, zz(100));
+    put_col(&b, 3, 8, 0, l1, 5);
+    put_col(&b, 4, 7, -20, g1, 4);
+    put_col(&b, 5, 7, 10, d1, 5);
+    put_tag(&b, 99, 0); /* unknown field of a newer writer */
+    put_varint(&b, 1);
+    put_col(&b, 6, 2, 1, c1, 5);
+    put_packed(&b, 7, gid, 2);
+    put_packed(&b, 7, gid + 2, 3);
+    body_entry(e, 29, &b);
+    /* 2. an alloc between: the correlation base is shared */
+    Vramtrace__Alloc a = VRAMTRACE__ALLOC__INIT;
+    a.address = 0x1000;
+    a.corr = 5;
+    vt_tenc_add(e, 20, VRAMTRACE__RECORD__BODY_ALLOC, &a);
+    /* 3. one kernel, columns of width 0 (no bits), no gap column (0
+     * entries), durations of 64 bits and 60 bits (the bit-by-bit path) */
+    uint64_t l3[] = {2}, d3[] = {0xfedcba9876543210ull}, c3[] = {(uint64_t)-3};
+    b.n = 0;
+    put_tag(&b, 1, 0);
+    put_varint(&b, 1);
+    put_col(&b, 3, 0, 2, l3, 1);
+    put_col(&b, 5, 64, 0, d3, 1);
+    put_col(&b, 6, 0, -3, c3, 1);
+    body_entry(e, 29, &b);
+    uint64_t l4[] = {1, 1, 1}, g4[] = {1, 2}, d4[] = {5, 1ull << 59, 7}, c4[] = {0, 0, 1};
+    b.n = 0;
+    put_tag(&b, 1, 0);
+    put_varint(&b, 3);
+    put_col(&b, 6, 1, 0, c4, 3); /* columns in any order */
+    put_col(&b, 5, 60, 0, d4, 3);
+    put_col(&b, 4, 57, 0, g4, 2);
+    put_col(&b, 3, 16, 0, l4, 3);
+    put_tag(&b, 2, 0);
+    put_varint(&b, zz(-1000));
+    body_entry(e, 29, &b);
+    vt_tenc_end(e, 9);
+    vt_tenc_end_frame(e);
+
+    size_t size;
+    const uint8_t *d = vt_tenc_data(e, &size);
+    vt_reader *r;
+    assert_int_equal(vt_reader_open_mem(&r, d, size, "k.zst"), 0);
+    skip_defs(r);
+    /* device base 500: 600, then from the end of each kernel */
+    expect_kernel(r, 600, 1, 10, 1, 0);
+    expect_kernel(r, 590, 2, 3000, 3, 3);      /* 600 + 10 - 20 */
+    expect_kernel(r, 3595, 2, 40, 6, 0);       /* 590 + 3000 + 5 */
+    expect_kernel(r, 3735, 1, 90, 7, 0);       /* 3595 + 40 + 100 */
+    expect_kernel(r, 3832, 2, 1ull << 40, 9, 9); /* 3735 + 90 + 7 */
+    vt_event ev;
+    assert_int_equal(vt_reader_next(r, &ev), 1);
+    assert_int_equal(ev.type, VT_EV_ALLOC);
+    assert_int_equal(ev.u.alloc.corr, 14);
+    expect_kernel(r, 3832, 2, 0xfedcba9876543210ull, 11, 0); /* start0 0: the last start */
+    expect_kernel(r, 2832, 1, 5, 11, 0);
+    expect_kernel(r, 2838, 1, 1ull << 59, 11, 0);
+    expect_kernel(r, 2838 + (1ull << 59) + 2, 1, 7, 12, 0);
+    expect_type(r, VT_EV_END);
+    assert_int_equal(vt_reader_next(r, &ev), 0);
+    vt_reader_stats st;
+    vt_reader_get_stats(r, &st);
+    assert_int_equal(st.unknown_fields, 1);
+    assert_int_equal(st.unknown_records, 0);
+    assert_true(st.complete);
+    vt_reader_free(r);
+    vt_tenc_free(e);
+}
+
+static void test_corrupt_blocks(void **state)
+{
+    (void)state;
+    static buf b;
+    uint64_t v[4] = {1, 2, 3, 4};
+#define HEAD(K)                                                               \
+    do {                                                                      \
+        b.n = 0;                                                              \
+        put_tag(&b, 1, 0);                                                    \
+        put_varint(&b, (K));                                                  \
+    } while (0)
+#define COLS(K)                                                               \
+    do {                                                                      \
+        put_col(&b, 3, 8, 0, v, (K));                                         \
+        put_col(&b, 4, 3, 0, v, (K) - 1);                                     \
+        put_col(&b, 5, 3, 0, v, (K));                                         \
+        put_col(&b, 6, 3, 0, v, (K));                                         \
+    } while (0)
+    b.n = 0;
+    put_col(&b, 3, 8, 0, v, 2);
+    check_corrupt_field(29, &b, "KernelBlock without kernels");
+    HEAD(65537);
+    check_corrupt_field(29, &b, "KernelBlock of 65537 kernels (at most 65536)");
+    HEAD(3);
+    put_col(&b, 3, 8, 0, v, 3);
+    put_col(&b, 4, 3, 0, v, 2);
+    put_col(&b, 6, 3, 0, v, 3);
+    check_corrupt_field(29, &b, "KernelBlock without its duration_ns column");
+    HEAD(3);
+    COLS(3);
+    put_tag(&b, 5, 2); /* a later duration column wins: empty */
+    put_varint(&b, 0);
+    check_corrupt_field(29, &b, "empty KernelBlock column duration_ns");
+    HEAD(3);
+    COLS(3);
+    put_tag(&b, 6, 2);
+    put_varint(&b, 3);
+    b.b[b.n++] = 65;
+    b.b[b.n++] = 0;
+    b.b[b.n++] = 0;
+    check_corrupt_field(29, &b, "KernelBlock column corr with entries of 65 bits");
+    HEAD(3);
+    COLS(3);
+    put_tag(&b, 3, 2); /* 3 entries of 8 bits in 2 bytes */
+    put_varint(&b, 4);
+    b.b[b.n++] = 8;
+    b.b[b.n++] = 0;
+    b.b[b.n++] = 1;
+    b.b[b.n++] = 1;
+    check_corrupt_field(29, &b, "KernelBlock column launch has 2 bytes for 3 entries of 8 bits");
+    HEAD(3);
+    COLS(3);
+    put_tag(&b, 5, 2); /* base varint cut */
+    put_varint(&b, 2);
+    b.b[b.n++] = 8;
+    b.b[b.n++] = 0x80;
+    check_corrupt_field(29, &b, "bad base in KernelBlock column duration_ns");
+    HEAD(3);
+    COLS(3);
+    put_tag(&b, 5, 2); /* 3 entries of 1 bit, an exception at entry 3 */
+    put_varint(&b, 5);
+    b.b[b.n++] = 1;
+    b.b[b.n++] = 0;
+    b.b[b.n++] = 0;
+    b.b[b.n++] = 3;
+    b.b[b.n++] = 1;
+    check_corrupt_field(29, &b, "KernelBlock column duration_ns: an exception past its 3 entries");
+    HEAD(3);
+    COLS(3);
+    put_tag(&b, 5, 2); /* two exceptions: entry 1, then entry 1 + 1 + 1 = 3 */
+    put_varint(&b, 7);
+    b.b[b.n++] = 1;
+    b.b[b.n++] = 0;
+    b.b[b.n++] = 0;
+    b.b[b.n++] = 1;
+    b.b[b.n++] = 1;
+    b.b[b.n++] = 1;
+    b.b[b.n++] = 1;
+    check_corrupt_field(29, &b, "KernelBlock column duration_ns: an exception past its 3 entries");
+    HEAD(1);
+    COLS(1);
+    put_tag(&b, 5, 2); /* width 64 with an exception */
+    put_varint(&b, 12);
+    b.b[b.n++] = 64;
+    b.b[b.n++] = 0;
+    for (int i = 0; i < 8; i++)
+        b.b[b.n++] = 0;
+    b.b[b.n++] = 0;
+    b.b[b.n++] = 1;
+    check_corrupt_field(29, &b, "KernelBlock column duration_ns: an exception past its 1 entries");
+    HEAD(3);
+    COLS(3);
+    put_tag(&b, 6, 2); /* an exception without its value */
+    put_varint(&b, 4);
+    b.b[b.n++] = 1;
+    b.b[b.n++] = 0;
+    b.b[b.n++] = 0;
+    b.b[b.n++] = 0;
+    check_corrupt_field(29, &b, "bad exception in KernelBlock column corr");
+    HEAD(3);
+    COLS(3);
+    put_packed(&b, 7, v, 2);
+    check_corrupt_field(29, &b, "KernelBlock columns disagree: 3 kernels, 2 graph_id");
+    HEAD(3);
+    COLS(3);
+    put_packed(&b, 7, v, 4);
+    check_corrupt_field(29, &b, "KernelBlock with more graph_id entries than its 3 kernels");
+    HEAD(3);
+    COLS(3);
+    put_tag(&b, 4, 2);
+    put_varint(&b, 50);
+    b.b[b.n++] = 1;
+    check_corrupt_field(29, &b, "KernelBlock field 4 runs past the end of the message");
+    HEAD(3);
+    COLS(3);
+    put_tag(&b, 0, 0);
+    put_varint(&b, 0);
+    check_corrupt_field(29, &b, "invalid field number 0 in KernelBlock");
+#undef HEAD
+#undef COLS
+    /* the most a reader accepts is fine: 65536 kernels of width 0 */
+    static uint64_t ones[65536];
+    for (size_t i = 0; i < 65536; i++)
+        ones[i] = 1;
+    vt_tenc *e = start_trace();
+    b.n = 0;
+    put_tag(&b, 1, 0);
+    put_varint(&b, 65536);
+    put_col(&b, 3, 0, 1, ones, 65536);
+    put_col(&b, 4, 0, 1, ones, 65535);
+    put_col(&b, 5, 0, 1, ones, 65536);
+    put_col(&b, 6, 0, 1, ones, 65536);
+    body_entry(e, 29, &b);
+    vt_tenc_end(e, 65536);
+    vt_tenc_end_frame(e);
+    size_t size;
+    const uint8_t *d = vt_tenc_data(e, &size);
+    vt_reader *r;
+    assert_int_equal(vt_reader_open_mem(&r, d, size, "m.zst"), 0);
+    skip_defs(r);
+    vt_event ev;
+    for (uint64_t i = 1; i <= 65536; i++) {
+        assert_int_equal(vt_reader_next(r, &ev), 1);
+        assert_int_equal(ev.type, VT_EV_KERNEL);
+        assert_int_equal(ev.time_ns, 500 + 2 * (i - 1)); /* 1-ns kernels 1 ns apart */
+        assert_int_equal(ev.u.kernel.corr, i);
     }
     expect_type(r, VT_EV_END);
     assert_int_equal(vt_reader_next(r, &ev), 0);
@@ -529,6 +817,149 @@ static void test_writer_batches(void **state)
     free(s);
 }
 
+/* Kernels with values of every size through the writer's KernelBlock
+ * packer and back: 300 launches (ids past one byte), durations from 0 to
+ * 2^64-1, gaps that go back (overlaps) or far ahead, correlation ids that
+ * jump either way, graph ids: widths 0..64 and exceptions. */
+static void test_writer_block_values(void **state)
+{
+    (void)state;
+    char path[256];
+    snprintf(path, sizeof(path), "/tmp/vt_reader_block_%d.zst", (int)getpid());
+    unlink(path);
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.path = path;
+    cfg.ring_bytes = 8u << 20;
+    vt_writer *w;
+    assert_int_equal(vt_writer_create(&w, &cfg, NULL), 0);
+    enum { N = 6000 };
+    static sent s[N];
+    static char names[300][16];
+    uint64_t rng = 42, t = 1000000, corr = 100;
+    for (size_t i = 0; i < N; i++) {
+        vt_event *e = &s[i].ev;
+        memset(e, 0, sizeof(*e));
+        uint64_t r = vt_tenc_rand(&rng);
+        unsigned scale = (unsigned)(vt_tenc_rand(&rng) % 64);
+        uint64_t dur = r % 50 == 0 ? 0 : r % 50 == 1 ? UINT64_MAX : 1000 + (vt_tenc_rand(&rng) >> scale);
+        if (i % 1000 < 300) /* a stretch of small, regular values */
+            dur = 2000 + r % 64;
+        int64_t gap = (int64_t)(vt_tenc_rand(&rng) % 20000);
+        if (r % 97 == 0)
+            gap = -(int64_t)(vt_tenc_rand(&rng) % 1000000000);
+        else if (r % 89 == 0)
+            gap = (int64_t)(vt_tenc_rand(&rng) >> 2);
+        t += (uint64_t)gap;
+        corr += r % 53 == 0 ? vt_tenc_rand(&rng) : 1 + r % 3;
+        size_t k = (size_t)(i * 7 % 300);
+        if (!names[k][0])
+            snprintf(names[k], sizeof(names[k]), "_Z1k%zu", k);
+        e->type = VT_EV_KERNEL;
+        e->time_ns = t;
+        e->u.kernel = (vt_ev_kernel){.name = names[k], .stream = (uint32_t)(k % 3), .grid = {64, 1, 1},
+                                     .block = {32, 1, 1}, .graph = i >= 3000,
+                                     .graph_id = i >= 3000 ? vt_tenc_rand(&rng) % 5 : 0, .duration_ns = dur,
+                                     .corr = corr};
+        t += dur;
+        if (i == 2000) { /* all launches defined: runs of 256 from here */
+            assert_int_equal(vt_writer_flush(w), 0);
+        }
+        while (vt_writer_emit(w, e) == VT_ERR_DROPPED)
+            usleep(100);
+    }
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+    vt_reader_stats st;
+    read_back(path, s, N, &st);
+    assert_true(st.complete);
+    print_message("block values: %d events in %llu records\n", (int)N, (unsigned long long)st.records);
+    /* 600 launches (graph or not) with their strings, each first use alone, then blocks */
+    assert_true(st.records < 600 * 3 + 100);
+    unlink(path);
+}
+
+/* Random damage inside the decompressed stream of a KernelBlock trace
+ * (1-3 bytes changed, recompressed without a checksum, so that the
+ * damage reaches the decoder): never a crash (ASan/UBSan builds), every
+ * event of the records before the first changed byte as written, then
+ * either more events or a clear error. */
+static void test_block_corruption(void **state)
+{
+    (void)state;
+    size_t n;
+    sent *s;
+    char *path = write_batched(3, &n, &s, 4u << 20, 0);
+    FILE *f = fopen(path, "rb");
+    static uint8_t comp[1 << 20];
+    size_t csize = fread(comp, 1, sizeof(comp), f);
+    fclose(f);
+    unlink(path);
+    assert_true(csize < sizeof(comp));
+    static uint8_t raw[4 << 20], bad[4 << 20], out[4 << 20];
+    size_t got = ZSTD_decompress(raw, sizeof(raw), comp, csize);
+    assert_false(ZSTD_isError(got));
+    /* entry starts: 0x0A varint(len) record */
+    static size_t start[1 << 16];
+    size_t ne = 0;
+    for (size_t p = 0; p < got;) {
+        assert_true(ne < sizeof(start) / sizeof(start[0]));
+        start[ne++] = p;
+        uint64_t len = 0;
+        size_t q = p + 1;
+        for (unsigned sh = 0;; sh += 7) {
+            len |= (uint64_t)(raw[q] & 0x7f) << sh;
+            if (!(raw[q++] & 0x80))
+                break;
+        }
+        p = q + len;
+    }
+    uint64_t rng = 7;
+    size_t corrupt = 0, clean = 0;
+    for (int it = 0; it < 300; it++) {
+        memcpy(bad, raw, got);
+        size_t first = got;
+        int flips = 1 + (int)(vt_tenc_rand(&rng) % 3);
+        for (int k = 0; k < flips; k++) {
+            size_t pos = (size_t)(vt_tenc_rand(&rng) % got);
+            bad[pos] = (uint8_t)(vt_tenc_rand(&rng) % 3 == 0 ? bad[pos] ^ 0x80 : vt_tenc_rand(&rng));
+            if (pos < first)
+                first = pos;
+        }
+        size_t before = 0; /* entries wholly before the first change */
+        while (before < ne && (before + 1 < ne ? start[before + 1] : got) <= first)
+            before++;
+        size_t cs = ZSTD_compress(out, sizeof(out), bad, got, 1);
+        assert_false(ZSTD_isError(cs));
+        vt_reader *r;
+        assert_int_equal(vt_reader_open_mem(&r, out, cs, "x.zst"), 0);
+        vt_event ev;
+        int rc;
+        size_t i = 0;
+        vt_reader_stats st;
+        while ((rc = vt_reader_next(r, &ev)) == 1) {
+            vt_reader_get_stats(r, &st);
+            if (st.records > before || st.resyncs)
+                continue; /* from the damaged record on: anything, as long as nothing crashes */
+            if (ev.type != VT_EV_KERNEL && ev.type != VT_EV_ALLOC)
+                continue;
+            assert_true(i < n);
+            same_event(&ev, &s[i].ev, i);
+            i++;
+        }
+        if (rc < 0) {
+            corrupt++;
+            assert_non_null(strstr(vt_reader_errmsg(r), "x.zst: "));
+        } else {
+            clean++;
+        }
+        vt_reader_free(r);
+    }
+    print_message("block corruption: %zu errors, %zu read through\n", corrupt, clean);
+    assert_true(corrupt > 0);
+    free(s);
+}
+
 /* Every prefix of a small batched writer trace: a prefix of the events
  * (kernels of a batch never partly: a batch is one record), then
  * VT_ERR_TRUNCATED; the full file reads completely. */
@@ -609,7 +1040,11 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_handmade_batches),
         cmocka_unit_test(test_corrupt_batches),
+        cmocka_unit_test(test_handmade_blocks),
+        cmocka_unit_test(test_corrupt_blocks),
         cmocka_unit_test(test_writer_batches),
+        cmocka_unit_test(test_writer_block_values),
+        cmocka_unit_test(test_block_corruption),
         cmocka_unit_test(test_batch_truncation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,8 +20,9 @@ target_link_libraries(test_reader_roundtrip PRIVATE vt_reader_testlib)
 add_test(NAME reader.roundtrip COMMAND test_reader_roundtrip)
 set_tests_properties(reader.roundtrip PROPERTIES LABELS "reader" TIMEOUT 300)
 
-# KernelBatch records (src/core/vt_reader_batch.c): hand-built, corrupt,
-# writer traces with batches split by flushes and frames, truncation.
+# KernelBatch and KernelBlock records (src/core/vt_reader_batch.c):
+# hand-built, corrupt, writer traces with batches split by flushes and
+# frames, random damage, truncation.
 add_executable(test_reader_batch ${CMAKE_CURRENT_LIST_DIR}/test_reader_batch.c)
 target_link_libraries(test_reader_batch PRIVATE vt_reader_testlib)
 add_test(NAME reader.batch COMMAND test_reader_batch)
