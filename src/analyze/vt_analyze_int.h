@@ -66,6 +66,7 @@ typedef struct {
     uint8_t api;       /* API of the first allocation */
     uint8_t c10;       /* stack passes through PyTorch's caching allocator (libc10_cuda) */
     uint8_t segment;   /* c10 && (malloc || vmm): a caching-allocator segment */
+    uint8_t resident;  /* kind counts in the device's live total (device, device_static, array) */
     int64_t live_bytes, live_count;
     uint64_t allocs, alloc_bytes, frees, max_live;
     uint64_t lifetime_sum; /* sum of lifetimes of freed blocks (ns) */
@@ -82,6 +83,7 @@ typedef struct {
     uint32_t g_shift;      /* bucket width = 2^g_shift ns */
     uint64_t g_t0;         /* start of the site's window: its first allocation */
     uint64_t g_next;       /* end of the current bucket (0: no floor yet) */
+    uint64_t floor_cur;    /* floor[gcur], kept in step while events come */
     /* results of finish */
     int growth_flag;
     double growth_rate;    /* bytes / s over the late window */

@@ -582,6 +582,7 @@ static vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsig
     u->stack = stack;
     u->device = device;
     u->kind = (uint8_t)kind;
+    u->resident = (uint8_t)is_resident(kind);
     u->api = (uint8_t)api;
     u->c10 = (uint8_t)vt_stack_is_c10(p, stack);
     /* segments: what the caching allocator gets from the driver (cudaMalloc
@@ -656,6 +657,7 @@ static int growth_touch_slow(vt_unit *u, uint64_t t)
         u->gcur = b;
     }
     growth_set_next(u);
+    u->floor_cur = u->floor[u->gcur];
     return 0;
 }
 
@@ -671,11 +673,15 @@ static inline __attribute__((always_inline)) int growth_touch(vt_proc *p, vt_uni
     return growth_touch_slow(u, t);
 }
 
-static void growth_after(vt_unit *u)
+/* after a free: the current bucket's floor (read from its copy in the
+ * unit, which the events keep in cache) */
+static inline void growth_after(vt_unit *u)
 {
     uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
-    if (live < u->floor[u->gcur])
+    if (live < u->floor_cur) {
+        u->floor_cur = live;
         u->floor[u->gcur] = live;
+    }
 }
 
 /* --- view at T --- */
@@ -892,7 +898,7 @@ static inline __attribute__((always_inline)) void account_alloc_rest(vt_proc *p,
         d->peak_kind[u->kind] = d->live[u->kind];
         d->peak_kind_t[u->kind] = t;
     }
-    if (is_resident(u->kind)) {
+    if (u->resident) {
         d->live_dev += (int64_t)size;
         if (d->live_dev > d->peak) {
             d->peak = d->live_dev;
@@ -942,7 +948,7 @@ static inline __attribute__((always_inline)) void account_free_rest(vt_proc *p, 
         u->last_t = t;
     growth_after(u);
     d->live[u->kind] -= (int64_t)size;
-    if (is_resident(u->kind))
+    if (u->resident)
         d->live_dev -= (int64_t)size;
     if (u->segment)
         p->c10_live -= (int64_t)size;
@@ -1808,13 +1814,12 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
     const uint64_t addr = e->address, size = e->size;
     const uint32_t device = e->device, stack = e->site.stack;
     const unsigned kind = e->kind;
-    if (__builtin_expect(device >= p->ndev_seen || size > VT_MAX_SIZE || !addr || kind >= VT_MEM__COUNT ||
-                             stack >= p->nstack_unit || (p->blocks.len + p->blocks.dead + 1) * 2 > p->blocks.cap,
-                         0))
+    if (__builtin_expect(size > VT_MAX_SIZE || !addr || stack >= p->nstack_unit || !p->blocks.cap, 0))
         return 0;
     const uint32_t su = p->stack_unit[stack];
     if (__builtin_expect(!su, 0))
         return 0;
+    /* a unit's device passed check_device() and its kind is in range */
     vt_unit *u = &p->units[su - 1];
     if (__builtin_expect(u->device != device || u->kind != kind, 0))
         return 0;
@@ -1831,7 +1836,8 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
         }
         j = (j + 1) & mask;
     }
-    if (!dead && filt_maybe(p, addr)) /* maybe an old block there */
+    if (!dead && ((p->blocks.len + p->blocks.dead + 1) * 2 > p->blocks.cap /* full: rebuild or migrate */
+                  || filt_maybe(p, addr)))                                /* maybe an old block there */
         return 0;
     if (__builtin_expect(t >= u->g_next, 0)) {
         int rc = growth_touch_slow(u, t);
