@@ -78,6 +78,7 @@ static const struct opt_def {
     {"no-kernels", 0, OPT_FLAG, offsetof(vt_record_opts, kernels), 0, 0, 0, 0, NULL, NULL},
     {"native-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, native_stacks), 1, 0, 0, 0, NULL, NULL},
     {"no-native-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, native_stacks), 0, 0, 0, 0, NULL, NULL},
+    {"full-native-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, native_stacks), 2, 0, 0, 0, NULL, NULL},
     {"python-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, python_stacks), 1, 0, 0, 0, NULL, NULL},
     {"no-python-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, python_stacks), 0, 0, 0, 0, NULL, NULL},
     {"static", 0, OPT_FLAG, offsetof(vt_record_opts, static_mem), 1, 0, 0, 0, NULL, NULL},
@@ -491,7 +492,8 @@ int vt_record_plan_env(vt_record_plan *p, const vt_record_opts *o, const char *l
     if ((rc = plan_set(p, "VRAMTRACE_OUTPUT", tmpl)))
         return rc;
     if ((rc = plan_switch(p, "VRAMTRACE_KERNELS", o->kernels)) ||
-        (rc = plan_switch(p, "VRAMTRACE_NATIVE_STACKS", o->native_stacks)) ||
+        (rc = o->native_stacks == 2 ? plan_set(p, "VRAMTRACE_NATIVE_STACKS", "full")
+                                    : plan_switch(p, "VRAMTRACE_NATIVE_STACKS", o->native_stacks)) ||
         (rc = plan_switch(p, "VRAMTRACE_PYTHON_STACKS", o->python_stacks)) ||
         (rc = plan_int(p, "VRAMTRACE_STACK_DEPTH", o->stack_depth)) ||
         (rc = plan_switch(p, "VRAMTRACE_STATIC", o->static_mem)) ||

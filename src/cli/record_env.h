@@ -27,7 +27,7 @@
 typedef struct {
     const char *outdir; /* -o/--output-dir; NULL = a new directory in the cwd */
     int kernels;        /* --kernels / --no-kernels */
-    int native_stacks;  /* --native-stacks / --no-native-stacks */
+    int native_stacks;  /* --native-stacks / --no-native-stacks / --full-native-stacks (2) */
     int python_stacks;  /* --python-stacks / --no-python-stacks */
     int static_mem;     /* --static / --no-static: module globals */
     int stack_depth;    /* --stack-depth N; -1 = not given */

@@ -311,6 +311,22 @@ static void test_plan_all(void **state)
     vt_record_plan_free(&p);
 }
 
+static void test_plan_full_native(void **state)
+{
+    (void)state;
+    char *argv[] = {"record", "--full-native-stacks", "cmd"};
+    vt_record_opts o;
+    char err[256];
+    assert_int_equal(parse(&o, err, 3, argv), 0);
+    assert_int_equal(o.native_stacks, 2);
+    const char *env[] = {NULL};
+    set_fake_env(env);
+    vt_record_plan p;
+    assert_int_equal(vt_record_plan_env(&p, &o, "/l.so", "/o", fake_getenv), 0);
+    assert_string_equal(vt_record_plan_get(&p, "VRAMTRACE_NATIVE_STACKS"), "full");
+    vt_record_plan_free(&p);
+}
+
 static void test_plan_tensors_both_vars(void **state)
 {
     (void)state;
@@ -514,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_merge_brackets),
         cmocka_unit_test(test_plan_minimal),
         cmocka_unit_test(test_plan_all),
+        cmocka_unit_test(test_plan_full_native),
         cmocka_unit_test(test_plan_tensors_both_vars),
         cmocka_unit_test(test_find_library),
         cmocka_unit_test(test_command_name),
