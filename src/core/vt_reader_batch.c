@@ -213,17 +213,18 @@ static __attribute__((target("bmi,bmi2"))) int col_packed_pext(const uint8_t *q,
 #undef VARINT_PEXT
 #undef COL_PACKED
 
-/* Deltas -> absolute values (start[i] and corr[i] as signed deltas):
- * start[0] from the device time base, start[i] from the end of kernel
- * i-1; the base ends at the last start (docs/FORMAT.md, "Times"). */
-static void finish(vt_kbatch *b, uint32_t n, uint64_t *device_time, uint64_t *corr)
+/* Deltas -> absolute values (start[i] and corr[i] signed deltas, zigzag
+ * if `zig`): start[0] from the device time base, start[i] from the end of
+ * kernel i-1; the base ends at the last start (docs/FORMAT.md, "Times"). */
+static inline __attribute__((always_inline)) void finish(vt_kbatch *b, uint32_t n, int zig, uint64_t *device_time,
+                                                         uint64_t *corr)
 {
     uint64_t base = *device_time, t = 0, k = *corr;
     for (uint32_t i = 0; i < n; i++) {
-        t = base + b->start[i];
+        t = base + (zig ? (uint64_t)unzigzag(b->start[i]) : b->start[i]);
         b->start[i] = t;
         base = t + b->dur[i];
-        k += b->corr[i];
+        k += zig ? (uint64_t)unzigzag(b->corr[i]) : b->corr[i];
         b->corr[i] = k;
     }
     *device_time = t;
@@ -295,11 +296,7 @@ int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const u
         return 0;
     if (!cnt[C_GRAPH])
         memset(b->graph, 0, n * sizeof(*b->graph));
-    for (uint32_t i = 0; i < n; i++) {
-        b->start[i] = (uint64_t)unzigzag(b->start[i]);
-        b->corr[i] = (uint64_t)unzigzag(b->corr[i]);
-    }
-    finish(b, n, device_time, corr);
+    finish(b, n, 1, device_time, corr);
     return 0;
 }
 
@@ -324,9 +321,18 @@ static void unpack(const uint8_t *q, const uint8_t *qe, const uint8_t *hard, uns
     if (width <= 56 && hard - qe >= 7) {
         const uint64_t mask = (1ull << width) - 1;
         uint64_t off = 0;
-        for (uint32_t j = 0; j < m; j++, off += width) {
+        uint32_t j = 0;
+        if (width <= 28) /* two entries per load (7 + 2 * 28 < 64) */
+            for (; j + 2 <= m; j += 2, off += 2 * width) {
+                uint64_t x;
+                memcpy(&x, q + (off >> 3), 8); /* little-endian, as every target of this code */
+                x >>= off & 7;
+                out[j] = base + (x & mask);
+                out[j + 1] = base + ((x >> width) & mask);
+            }
+        for (; j < m; j++, off += width) {
             uint64_t x;
-            memcpy(&x, q + (off >> 3), 8); /* little-endian, as every target of this code */
+            memcpy(&x, q + (off >> 3), 8);
             out[j] = base + ((x >> (off & 7)) & mask);
         }
         return;
@@ -459,7 +465,7 @@ int vt_kblock_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const u
         return fail(why, why_len, "KernelBlock columns disagree: %llu kernels, %u graph_id", (unsigned long long)n,
                     gn);
     *unknown += nunknown;
-    finish(b, (uint32_t)n, device_time, corr);
+    finish(b, (uint32_t)n, 0, device_time, corr);
     return 0;
 }
 
