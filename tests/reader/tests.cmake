@@ -36,3 +36,11 @@ add_test(NAME reader.roundtrip.nopext COMMAND test_reader_roundtrip)
 add_test(NAME reader.batch.nopext COMMAND test_reader_batch)
 set_tests_properties(reader.unit.nopext reader.roundtrip.nopext reader.batch.nopext PROPERTIES
   LABELS "reader" TIMEOUT 300 ENVIRONMENT "VT_READER_NO_PEXT=1")
+
+# A real H200 trace of the KernelBatch era (tests/data at af58c65: its 100
+# kernels in one KernelBatch record): read exactly as the reader of that
+# time did (golden made with it), since the writer now writes KernelBlock.
+add_test(NAME reader.kbatch_fixture
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/golden.sh $<TARGET_FILE:vramtrace> ${CMAKE_CURRENT_LIST_DIR}/data
+          ${CMAKE_CURRENT_LIST_DIR}/data/kbatch-gpu-alloc-basic.txt 0 dump --stacks kbatch-gpu-alloc-basic.zst)
+set_tests_properties(reader.kbatch_fixture PROPERTIES LABELS "reader;golden")
