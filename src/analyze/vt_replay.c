@@ -8,10 +8,16 @@
  * View at T ("what was live when the real work ended"): live(T) per site =
  * bytes allocated at or before T minus bytes of those freed at or before T.
  * T is the end of the last kernel (or the last occurrence of a marker) and
- * is only known at the end, but it never decreases while streaming: events
- * at or before the current lower bound `cand` are folded into per-site
- * counters at once; later ones wait in `tail`, which is pruned whenever the
- * bound moves (kernel records arrive with a delay of one activity buffer).
+ * is only known at the end, but it never decreases while streaming.  A
+ * block's part is settled when its life ends (free, overlap, VMM release),
+ * when both of its times are known: +size if allocated at or before T,
+ * -size if freed at or before T; a part at or before the current lower
+ * bound `cand` is added to per-site counters at once, a later one waits in
+ * `tail`, which is pruned whenever the bound moves (kernel records arrive
+ * with a delay of one activity buffer).  Blocks still live at the end are
+ * added by vt_proc_finish() from the block tables.  So an allocation costs
+ * the view nothing, and a block allocated and freed before the bound one
+ * comparison.
  *
  * Growth floors: the run is cut into VT_GROWTH_BUCKETS time buckets (width
  * doubles, merging neighbours, when the run outgrows them); per site and
@@ -228,7 +234,7 @@ static void blocks_remove(vt_blockmap *b, vt_block *s)
 
 /* Young and old blocks.  New blocks go to a small table that stays in
  * cache (VT_YOUNG_CAP slots); when it is half full, its blocks move to the
- * growable old table, whose addresses are also set in a bit filter.  Most
+ * growable old table, whose addresses are also set in a filter.  Most
  * frees are of recent blocks and touch only the young table; an address
  * not in the young one is looked up in the old one only when the filter
  * says it may be there (so a large set of long-lived blocks, e.g. a leak,
