@@ -931,26 +931,35 @@ static size_t vt_kcol(uint8_t *out, const uint64_t *v, uint32_t m, int sign, int
     if (!m)
         return k;
     const uint64_t lim = width < 64 ? (1ull << width) - 1 : UINT64_MAX;
-    /* bits gathered in acc (< 8 pending bits + a chunk of at most 32) */
-    uint64_t acc = 0;
+    uint64_t acc = 0; /* nb pending bits */
     unsigned nb = 0;
-    for (uint32_t i = 0; i < m && width; i++) {
-        uint64_t x = (v[i] - lo) & lim;
-        unsigned left = width;
-        while (left) {
-            const unsigned c = left > 32 ? 32 : left;
-            acc |= (x & ((1ull << c) - 1)) << nb;
-            nb += c;
-            x >>= c;
-            left -= c;
-            while (nb >= 8) {
-                out[k++] = (uint8_t)acc;
-                acc >>= 8;
-                nb -= 8;
+    if (width <= 32) { /* < 32 pending + at most 32: 4 bytes out at a time */
+        for (uint32_t i = 0; i < m && width; i++) {
+            acc |= ((v[i] - lo) & lim) << nb;
+            nb += width;
+            if (nb >= 32) {
+                const uint32_t w32 = (uint32_t)acc;
+                memcpy(out + k, &w32, 4); /* little-endian, as every target of this code */
+                k += 4;
+                acc >>= 32;
+                nb -= 32;
+            }
+        }
+    } else { /* in chunks of at most 32 bits, bytes out one by one */
+        for (uint32_t i = 0; i < m; i++) {
+            uint64_t x = (v[i] - lo) & lim;
+            for (unsigned left = width; left;) {
+                const unsigned c = left > 32 ? 32 : left;
+                acc |= (x & ((1ull << c) - 1)) << nb;
+                nb += c;
+                x >>= c;
+                left -= c;
+                for (; nb >= 8; nb -= 8, acc >>= 8)
+                    out[k++] = (uint8_t)acc;
             }
         }
     }
-    if (nb)
+    for (; nb > 0; nb = nb > 8 ? nb - 8 : 0, acc >>= 8)
         out[k++] = (uint8_t)acc;
     uint32_t prev = 0;
     for (uint32_t i = 0; i < m && width < 64; i++) {
