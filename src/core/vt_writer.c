@@ -880,7 +880,7 @@ static inline int64_t vt_d_corr(vt_writer *w, uint64_t c)
  * varint pairs (index - previous index - 1, value >> width).  The width is
  * the one with the fewest bytes, exceptions counted (on the recorded H200
  * traces a rare long gap or correlation step would otherwise widen all
- * 256 entries: -1.2 B per kernel).  `bytes`: widths of whole bytes and
+ * 256 entries: 0.5 B per kernel more).  `bytes`: widths of whole bytes and
  * base 0 (the launch column: a repeating sequence of kernels then repeats
  * byte for byte, a long zstd match).  Returns the column's length. */
 static size_t vt_kcol(uint8_t *out, const uint64_t *v, uint32_t m, int sign, int bytes)
@@ -2200,7 +2200,7 @@ int vt_writer_create(vt_writer **out, const vt_writer_config *cfg_in, const vt_e
     }
 #if VT_ZSTD_RAW_LITERALS
     /* Literals stored, not Huffman-coded: a reader decompresses the
-     * bench's training loop ~1.45x faster (Huffman decoding was a third of
+     * bench's training loop ~1.4x faster (Huffman decoding was a quarter of
      * zstd's time there; KernelBlock columns are bits Huffman cannot
      * shrink), for 2-8 % more bytes (BENCHMARKS.md "## reader").  A zstd
      * without the parameter keeps Huffman literals. */
