@@ -14,6 +14,11 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 BUILD=${BUILD:-build}
 OUT=${OUT:-/tmp/vt-gpu-out}
+# The analyzer links libdw/libelf, which the GPU machine may lack:
+# `scripts/gpu-all.sh --prepare` carries them in $BUILD/extra-lib.
+if ! ldconfig -p | grep -q 'libdw.so.1 ' && [ -d "$root/$BUILD/extra-lib" ]; then
+    export LD_LIBRARY_PATH=$root/$BUILD/extra-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 export VRAMTRACE_LIB=${VRAMTRACE_LIB:-$root/$BUILD/libvramtrace.so}
 export VRAMTRACE_CLI=${VRAMTRACE_CLI:-$root/$BUILD/vramtrace}
 [ -x "$VRAMTRACE_CLI" ] || [ ! -x "$root/$BUILD/src/cli/vramtrace" ] || VRAMTRACE_CLI=$root/$BUILD/src/cli/vramtrace
