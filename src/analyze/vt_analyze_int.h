@@ -70,7 +70,6 @@ typedef struct {
     int64_t live_bytes, live_count;
     uint64_t allocs, alloc_bytes, frees, max_live;
     uint64_t lifetime_sum; /* sum of lifetimes of freed blocks (ns) */
-    uint64_t first_t, last_t;
     /* view at T (see vt_replay.c: base + folded tail) */
     int64_t at_bytes, at_count;
     int64_t never_bytes, never_count; /* of those, still live at the end of the trace */

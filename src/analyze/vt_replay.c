@@ -894,10 +894,6 @@ static inline __attribute__((always_inline)) void account_alloc_rest(vt_proc *p,
     u->alloc_bytes += size;
     if ((uint64_t)u->live_bytes > u->max_live)
         u->max_live = (uint64_t)u->live_bytes;
-    if (!u->first_t || t < u->first_t)
-        u->first_t = t;
-    if (t > u->last_t)
-        u->last_t = t;
     d->used = 1;
     d->live[u->kind] += (int64_t)size;
     if (d->live[u->kind] > d->peak_kind[u->kind]) {
@@ -950,8 +946,6 @@ static inline __attribute__((always_inline)) void account_free_rest(vt_proc *p, 
     u->frees++;
     if (t >= t_alloc)
         u->lifetime_sum += t - t_alloc;
-    if (t > u->last_t)
-        u->last_t = t;
     growth_after(u);
     d->live[u->kind] -= (int64_t)size;
     if (u->resident)
