@@ -976,7 +976,8 @@ static inline __attribute__((always_inline)) void kernel_resolve(const vt_reader
 /* Fast path for the records that make most of a trace (kernels, allocs,
  * frees), in the layout every protobuf encoder (the writer included)
  * produces: Record{ts_delta, body} and the body's varint fields 1..n in
- * order, each optional, every varint at most 8 bytes.  Returns 1 if done,
+ * order, each optional, every varint at most 8 bytes.  [p, end) is the
+ * Record, at most 127 bytes (its length one byte).  Returns 1 if done,
  * 0 to take the generic path (which also reports any error).  Only between
  * records of a frame that is in sync (no header or Sync checks pending),
  * with at least FAST_SLACK readable bytes after the record.
@@ -1060,6 +1061,65 @@ static inline __attribute__((always_inline)) void kernel_resolve(const vt_reader
             FAST_VARINT(var);                                                 \
     }
 
+/* The reader's running values that the fast path changes, held in locals
+ * by its callers (stores into the events could alias them in r, which
+ * would make the compiler reload them after every field), and the last
+ * thread id's tid: the fast path does not change the tables, so within
+ * one call of the hot path a thread's tid stays what it was. */
+typedef struct {
+    uint64_t corr, host_time, device_time;
+    uint32_t thr, tid; /* thread 0 is never defined: tid 0 */
+} fast_state;
+
+static inline __attribute__((always_inline)) void fast_load(const vt_reader *r, fast_state *fs)
+{
+    fs->corr = r->corr;
+    fs->host_time = r->host_time;
+    fs->device_time = r->device_time;
+    fs->thr = 0;
+    fs->tid = 0;
+}
+
+static inline __attribute__((always_inline)) void fast_store(vt_reader *r, const fast_state *fs)
+{
+    r->corr = fs->corr;
+    r->host_time = fs->host_time;
+    r->device_time = fs->device_time;
+}
+
+static inline __attribute__((always_inline)) uint32_t fast_tid(const vt_reader *r, fast_state *fs, uint32_t thr)
+{
+    if (__builtin_expect(thr != fs->thr, 0)) {
+        fs->thr = thr;
+        fs->tid = tid_of(r, thr);
+    }
+    return fs->tid;
+}
+
+/* The same into the event's field `dst`, converted by the cast `CAST`
+ * (enums through int32_t, as the slow path does), 0 when absent. */
+#define FAST_SET(n, dst, CAST)                                                \
+    if (*p == TAG(n, WT_VARINT)) {                                            \
+        uint64_t v_;                                                          \
+        p++;                                                                  \
+        FAST_VARINT(v_);                                                      \
+        dst = CAST v_;                                                        \
+    } else {                                                                  \
+        dst = 0;                                                              \
+    }
+#define FAST_SET1(n, dst, CAST)                                               \
+    if (*p == TAG(n, WT_VARINT)) {                                            \
+        uint64_t v_;                                                          \
+        p++;                                                                  \
+        if (__builtin_expect(*p < 0x80, 1))                                   \
+            v_ = *p++;                                                        \
+        else                                                                  \
+            FAST_VARINT(v_);                                                  \
+        dst = CAST v_;                                                        \
+    } else {                                                                  \
+        dst = 0;                                                              \
+    }
+
 #define FAST_ATTR static inline __attribute__((always_inline))
 #define FAST_NAME fast_record
 #define FAST_VARINT FAST_VARINT_SHIFTS
@@ -1082,6 +1142,8 @@ static inline __attribute__((always_inline)) void kernel_resolve(const vt_reader
 #endif
 #undef FAST_FIELD
 #undef FAST_FIELD1
+#undef FAST_SET
+#undef FAST_SET1
 #undef FAST_VARINT_SHIFTS
 #undef FAST_VARINT_PEXT
 /* Decode one Record [p, end) into *ev.  Returns 1 (event), 0 (record
@@ -1856,7 +1918,10 @@ static int next_slow_(vt_reader *r, vt_event *ev);
         const uint8_t *p = r->raw + r->rpos, *pe = r->raw + r->rend;          \
         if (__builtin_expect(r->fast && pe - p >= 2 + FAST_SLACK && p[0] == 0x0A && p[1] < 0x80 && \
                                  pe - p >= 2 + FAST_SLACK + p[1], 1)) {       \
-            if (FAST_RECORD(r, p + 2, p + 2 + p[1], ev)) {                    \
+            fast_state fs_;                                                   \
+            fast_load(r, &fs_);                                               \
+            if (FAST_RECORD(r, &fs_, p + 2, p + 2 + p[1], ev)) {              \
+                fast_store(r, &fs_);                                          \
                 r->rpos += 2 + (size_t)p[1];                                  \
                 r->st.records++;                                              \
                 return 1;                                                     \
@@ -1865,34 +1930,41 @@ static int next_slow_(vt_reader *r, vt_event *ev);
         return next_slow(r, ev);                                              \
     } while (0)
 
-/* Up to max events: the hot path in a loop; a record of the slow path
- * (definitions, the first kernel of a batch, a refill of raw, errors) only
- * as the first event, alone, so that its pointers into the per-record
- * scratch stay valid and its errors come as from vt_reader_next(). */
+/* Up to max events: the rest of a KernelBatch, then the hot path in a
+ * loop over a local cursor (r's position, record count and running values
+ * written back once it stops); a record of the slow path (definitions,
+ * a KernelBlock or KernelBatch, a refill of raw, errors) only as the first
+ * event, alone, so that its pointers into the per-record scratch stay
+ * valid and its errors come as from vt_reader_next(). */
 #define BATCH_BODY(FAST_RECORD)                                               \
     do {                                                                      \
         int n = 0;                                                            \
-        while (n < max) {                                                     \
-            if (r->kb.left) {                                                 \
-                vt_kbatch_next(&r->kb, &ev[n]);                               \
-                kernel_resolve(r, &ev[n].u.kernel);                           \
-                n++;                                                          \
-                continue;                                                     \
-            }                                                                 \
-            const uint8_t *p = r->raw + r->rpos, *pe = r->raw + r->rend;      \
-            if (__builtin_expect(r->fast && pe - p >= 2 + FAST_SLACK && p[0] == 0x0A && p[1] < 0x80 && \
-                                     pe - p >= 2 + FAST_SLACK + p[1], 1) &&   \
-                FAST_RECORD(r, p + 2, p + 2 + p[1], &ev[n])) {                \
-                r->rpos += 2 + (size_t)p[1];                                  \
-                r->st.records++;                                              \
-                n++;                                                          \
-                continue;                                                     \
-            }                                                                 \
-            if (n)                                                            \
-                return n;                                                     \
-            return next_slow(r, ev);                                          \
+        while (r->kb.left && n < max) {                                       \
+            vt_kbatch_next(&r->kb, &ev[n]);                                   \
+            kernel_resolve(r, &ev[n].u.kernel);                               \
+            n++;                                                              \
         }                                                                     \
-        return n;                                                             \
+        if (n == max)                                                         \
+            return n;                                                         \
+        if (__builtin_expect(r->fast && r->rpos + 2 + FAST_SLACK <= r->rend, 1)) { \
+            const uint8_t *const raw = r->raw;                                \
+            const uint8_t *p = raw + r->rpos;                                 \
+            const uint8_t *const lim = raw + r->rend - (2 + FAST_SLACK);      \
+            const int n0 = n;                                                 \
+            fast_state fs_;                                                   \
+            fast_load(r, &fs_);                                               \
+            while (n < max && p <= lim && p[0] == 0x0A && p[1] < 0x80 && p + p[1] <= lim && \
+                   FAST_RECORD(r, &fs_, p + 2, p + 2 + p[1], &ev[n])) {       \
+                p += 2 + (size_t)p[1];                                        \
+                n++;                                                          \
+            }                                                                 \
+            fast_store(r, &fs_);                                              \
+            r->rpos = (size_t)(p - raw);                                      \
+            r->st.records += (uint64_t)(n - n0);                              \
+        }                                                                     \
+        if (n)                                                                \
+            return n;                                                         \
+        return next_slow(r, ev);                                              \
     } while (0)
 
 #if VT_READER_PEXT

@@ -5,14 +5,17 @@
  * Expects FAST_ATTR, FAST_NAME and FAST_VARINT defined; see fast_record in
  * vt_reader.c for the contract.  Not a header of its own: no guard. */
 
-FAST_ATTR int FAST_NAME(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_event *ev)
+FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, const uint8_t *end, vt_event *ev)
 {
     uint64_t ts = 0;
     if (*p == TAG(1, WT_VARINT)) {
         p++;
         FAST_VARINT(ts);
     }
-    if (end - p < 2 || p[1] >= 0x80 || p + 2 + p[1] != end)
+    /* the body: one tag byte and a one-byte length that ends the record.
+     * The caller took a record of at most 127 bytes, so a length byte of
+     * 0x80 or more (a longer varint) cannot reach exactly to its end. */
+    if (p + 2 + p[1] != end)
         return 0;
     uint8_t body = p[0];
     p += 2;
@@ -30,72 +33,61 @@ FAST_ATTR int FAST_NAME(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_e
         kernel_resolve(r, k);
         k->duration_ns = dur;
         k->graph_id = gid;
-        r->corr += (uint64_t)unzigzag(cd);
-        k->corr = r->corr;
-        r->device_time += (uint64_t)unzigzag(ts);
-        ev->time_ns = r->device_time;
+        fs->corr += (uint64_t)unzigzag(cd);
+        k->corr = fs->corr;
+        fs->device_time += (uint64_t)unzigzag(ts);
+        ev->time_ns = fs->device_time;
         return 1;
     }
+    /* Allocations and frees: each field straight into the event (0 when
+     * absent); if the record then proves not to fit, the slow path
+     * decodes it again into a zeroed event. */
     if (body == TAG(VT_EV_ALLOC, WT_LEN)) {
-        uint64_t addr = 0, size = 0, dev = 0, kind = 0, api = 0, stream = 0, pool = 0, thr = 0, stk = 0, cd = 0;
-        FAST_FIELD(1, addr)
-        FAST_FIELD(2, size)
-        FAST_FIELD1(3, dev)
-        FAST_FIELD1(4, kind)
-        FAST_FIELD1(5, api)
-        FAST_FIELD(6, stream)
-        FAST_FIELD(7, pool)
+        vt_ev_alloc *a = &ev->u.alloc;
+        uint64_t thr = 0, cd = 0;
+        FAST_SET(1, a->address, (uint64_t))
+        FAST_SET(2, a->size, (uint64_t))
+        FAST_SET1(3, a->device, (uint32_t))
+        FAST_SET1(4, a->kind, (vt_memkind)(int32_t))
+        FAST_SET1(5, a->api, (vt_allocapi)(int32_t))
+        FAST_SET(6, a->stream, (uint64_t))
+        FAST_SET(7, a->pool, (uint64_t))
         FAST_FIELD1(8, thr)
-        FAST_FIELD(9, stk)
+        FAST_SET(9, a->site.stack, (uint32_t))
         FAST_FIELD1(10, cd)
         if (p != end)
             return 0;
-        vt_ev_alloc *a = &ev->u.alloc;
         ev->type = VT_EV_ALLOC;
-        a->address = addr;
-        a->size = size;
-        a->device = (uint32_t)dev;
-        a->kind = (vt_memkind)(int32_t)kind;
-        a->api = (vt_allocapi)(int32_t)api;
-        a->stream = stream;
-        a->pool = pool;
         a->site.frames = NULL;
         a->site.nframes = 0;
         a->site.thread = (uint32_t)thr;
-        a->site.stack = (uint32_t)stk;
-        a->site.tid = tid_of(r, (uint32_t)thr);
-        r->corr += (uint64_t)unzigzag(cd);
-        a->corr = r->corr;
+        a->site.tid = fast_tid(r, fs, (uint32_t)thr);
+        fs->corr += (uint64_t)unzigzag(cd);
+        a->corr = fs->corr;
     } else if (body == TAG(VT_EV_FREE, WT_LEN)) {
-        uint64_t addr = 0, dev = 0, kind = 0, api = 0, stream = 0, thr = 0, cd = 0, stk = 0;
-        FAST_FIELD(1, addr)
-        FAST_FIELD1(2, dev)
-        FAST_FIELD1(3, kind)
-        FAST_FIELD1(4, api)
-        FAST_FIELD(5, stream)
+        vt_ev_free *a = &ev->u.free;
+        uint64_t thr = 0, cd = 0;
+        FAST_SET(1, a->address, (uint64_t))
+        FAST_SET1(2, a->device, (uint32_t))
+        FAST_SET1(3, a->kind, (vt_memkind)(int32_t))
+        FAST_SET1(4, a->api, (vt_allocapi)(int32_t))
+        FAST_SET(5, a->stream, (uint64_t))
         FAST_FIELD1(6, thr)
         FAST_FIELD1(7, cd)
-        FAST_FIELD(8, stk)
+        FAST_SET(8, a->site.stack, (uint32_t))
         if (p != end)
             return 0;
-        vt_ev_free *a = &ev->u.free;
         ev->type = VT_EV_FREE;
-        a->address = addr;
-        a->device = (uint32_t)dev;
-        a->kind = (vt_memkind)(int32_t)kind;
-        a->api = (vt_allocapi)(int32_t)api;
-        a->stream = stream;
         a->site.frames = NULL;
         a->site.nframes = 0;
         a->site.thread = (uint32_t)thr;
-        a->site.stack = (uint32_t)stk;
-        a->site.tid = tid_of(r, (uint32_t)thr);
-        r->corr += (uint64_t)unzigzag(cd);
-        a->corr = r->corr;
+        a->site.tid = fast_tid(r, fs, (uint32_t)thr);
+        fs->corr += (uint64_t)unzigzag(cd);
+        a->corr = fs->corr;
     } else {
         return 0;
     }
-    r->host_time += (uint64_t)unzigzag(ts);
-    ev->time_ns = r->host_time;
+    fs->host_time += (uint64_t)unzigzag(ts);
+    ev->time_ns = fs->host_time;
     return 1;
 }
