@@ -1185,21 +1185,6 @@ __attribute__((noinline, optimize("no-omit-frame-pointer"))) int vt_unwind_captu
 #endif
 }
 
-__attribute__((noinline, optimize("no-omit-frame-pointer"))) int vt_unwind_capture(vt_unwinder *u, uint64_t *ips,
-                                                                                   int max)
-{
-#if defined(__x86_64__)
-    const uint64_t *fp = (const uint64_t *)__builtin_frame_address(0);
-    uint64_t ip = fp[1], sp = (uint64_t)(uintptr_t)(fp + 2), bp = fp[0];
-    int n = unwind_from(u, ip, sp, bp, ips, max, 0);
-    __asm__ volatile("" ::: "memory"); /* keep this a real call frame (no tail call) */
-    return n;
-#else
-    (void)u; (void)ips; (void)max;
-    return 0;
-#endif
-}
-
 int vt_unwind_rule_describe(vt_unwinder *u, uint64_t ip, int *cfa_reg_is_bp, int64_t *cfa_off, int *ra_n, int *bp_n,
                             int *outermost)
 {

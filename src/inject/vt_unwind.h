@@ -77,15 +77,20 @@ void vt_unwinder_skip_addr(vt_unwinder *u, const void *addr);
 int vt_unwinder_stop_at(vt_unwinder *u, int n, const uint64_t *start, const uint64_t *end);
 
 /* Capture the caller's stack: ips[0] is the return address into the caller
- * of vt_unwind_capture (i.e. the caller's current pc, one past the call),
- * then outward.  Returns the number of ips stored (<= max). */
-int vt_unwind_capture(vt_unwinder *u, uint64_t *ips, int max);
-
-/* The same, with a key the caller knows to tell its call sites apart (e.g.
- * the innermost Python frame; 0 = none): the per-thread memo of walks
- * only tries entries recorded with the same key.  Any key is correct;
- * a good one makes repeated walks cheaper. */
+ * of vt_unwind_capture_keyed (i.e. the caller's current pc, one past the
+ * call), then outward.  Returns the number of ips stored (<= max).  xkey:
+ * a key the caller knows to tell its call sites apart (e.g. the innermost
+ * Python frame; 0 = none): the per-thread memo of walks only tries entries
+ * recorded with the same key.  Any key is correct; a good one makes
+ * repeated walks cheaper. */
 int vt_unwind_capture_keyed(vt_unwinder *u, uint64_t *ips, int max, uint64_t xkey);
+
+/* The same without a key.  Always inlined, so that ips[0] is still the
+ * return address into the caller of vt_unwind_capture. */
+static inline __attribute__((always_inline)) int vt_unwind_capture(vt_unwinder *u, uint64_t *ips, int max)
+{
+    return vt_unwind_capture_keyed(u, ips, max, 0);
+}
 
 /* Unwind from an explicit register state (ip is treated as a return
  * address).  For tests and for callers that have a ucontext. */
