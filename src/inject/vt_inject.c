@@ -209,8 +209,7 @@ static uint32_t capture_stack(vt_frame *fr, int max)
      * that reach the allocator at the same stack depth. */
     vt_pyframe py[VT_PYSTACK_MAX_DEPTH];
     int npy = g.pystack ? vt_pystack_capture(py, depth < VT_PYSTACK_MAX_DEPTH ? depth : VT_PYSTACK_MAX_DEPTH) : -1;
-    if (npy > 0)
-        xkey = (py[0].key ^ ((uint64_t)py[0].line << 32)) | 1;
+    xkey = vt_pystack_walk_key(py, npy);
 #endif
     if (g.uw) {
         uint64_t c1 = ph ? __rdtsc() : 0;

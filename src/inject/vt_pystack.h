@@ -141,6 +141,13 @@ typedef int (*vt_pystack_define_fn)(void *ctx, uint64_t key, const char *file,
 int vt_pystack_stack(const uint64_t *ips, int nips, vt_frame *out, int max, int pydepth,
                      vt_pystack_define_fn define, void *ctx);
 
+/* A key for vt_unwind_capture_keyed() from a capture: the innermost
+ * frame's code and line (nonzero), or 0 when there is no Python frame. */
+static inline uint64_t vt_pystack_walk_key(const vt_pyframe *py, int npy)
+{
+    return npy > 0 ? (py[0].key ^ ((uint64_t)py[0].line << 32)) | 1 : 0;
+}
+
 /* The second half of vt_pystack_stack(), for a caller that captured the
  * Python frames first (vt_pystack_capture: npy >= 0) to key its native
  * walk by them: define the new keys, merge.  Returns the merged count. */
