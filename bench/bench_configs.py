@@ -4,6 +4,8 @@ environment a benchmark process gets on top of its own.
 VT_PAIR_EXTRA / VT_BENCH_EXTRA='{"name": {VAR: VALUE}}' add traced variants."""
 import json
 import os
+import subprocess
+import sys
 
 
 def configs(build):
@@ -30,3 +32,23 @@ def configs(build):
         for k, v in json.loads(os.environ.get(var, "{}")).items():
             c[k] = dict(traced, **v)
     return c
+
+
+def start_step(config_env, tag, slot, tmp, alloc_conf, extra, wrap=()):
+    """One bench/torch_step.py process (tag = its config name) in the
+    environment of a config, on GPU slot[0] and cores slot[1], its traces in
+    tmp; alloc_conf "" = PyTorch's default allocator; extra: more variables;
+    wrap: a command prefix (e.g. setarch -R)."""
+    env = dict(os.environ)
+    env.pop("CUDA_INJECTION64_PATH", None)
+    env.update(config_env)
+    env["CUDA_VISIBLE_DEVICES"] = slot[0]
+    env["VRAMTRACE_OUTPUT"] = os.path.join(tmp, "t.%p.zst")
+    env.update(extra)
+    if alloc_conf:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
+    else:
+        env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    step = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_step.py")
+    cmd = list(wrap) + ["taskset", "-c", slot[1], sys.executable, step, tag]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -26,10 +26,9 @@ import time
 
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 procs = int(sys.argv[2] if len(sys.argv) > 2 else "4")
-root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 out = os.environ.get("OUT", "/tmp")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_configs import configs as bench_configs  # noqa: E402
+from bench_configs import configs as bench_configs, start_step  # noqa: E402
 
 configs = bench_configs(build)
 cfgs = os.environ.get("VT_GATE_CONFIGS", "traced,floor,traced-nostacks").split(",")
@@ -47,20 +46,9 @@ steps = os.environ.get("VT_BENCH_STEPS", "10")
 
 
 def start(cfg, slot, tmp):
-    env = dict(os.environ)
-    env.pop("CUDA_INJECTION64_PATH", None)
-    env.update(configs[cfg])
-    env["CUDA_VISIBLE_DEVICES"] = slot[0]
-    env["VRAMTRACE_OUTPUT"] = os.path.join(tmp, "t.%p.zst")
-    env["VRAMTRACE_BENCH_GATE"] = os.path.join(tmp, "gate")
-    env["VT_BENCH_BLOCKS"] = blocks
-    env["VT_BENCH_STEPS"] = steps
-    if alloc_conf:
-        env["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
-    else:
-        env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
-    cmd = ["taskset", "-c", slot[1], sys.executable, os.path.join(root, "bench", "torch_step.py"), cfg]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return start_step(configs[cfg], cfg, slot, tmp, alloc_conf,
+                      {"VRAMTRACE_BENCH_GATE": os.path.join(tmp, "gate"), "VT_BENCH_BLOCKS": blocks,
+                       "VT_BENCH_STEPS": steps})
 
 
 # every config's processes spread over rounds and slots alike

@@ -24,10 +24,9 @@ import time
 
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 rounds = int(sys.argv[2] if len(sys.argv) > 2 else "6")
-root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 out = os.environ.get("OUT", "/tmp")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_configs import configs as bench_configs  # noqa: E402
+from bench_configs import configs as bench_configs, start_step  # noqa: E402
 
 configs = bench_configs(build)
 cfgs = os.environ.get("VT_PAIR_CONFIGS", "traced,traced-phases,traced-nostacks,floor").split(",")
@@ -42,21 +41,9 @@ NOASLR = os.environ.get("VT_PAIR_NOASLR") == "1" and subprocess.run(
 
 
 def start(cfg, slot, barrier, tmp):
-    env = dict(os.environ)
-    env.pop("CUDA_INJECTION64_PATH", None)
-    env.update(configs[cfg])
-    env["CUDA_VISIBLE_DEVICES"] = slot[0]
-    env["VRAMTRACE_OUTPUT"] = os.path.join(tmp, "t.%p.zst")
-    env["VT_BENCH_STEPS"] = steps
-    env["VT_BENCH_BARRIER"] = barrier
-    if alloc_conf:
-        env["PYTORCH_CUDA_ALLOC_CONF"] = alloc_conf
-    else:
-        env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
-    cmd = ["taskset", "-c", slot[1], sys.executable, os.path.join(root, "bench", "torch_step.py"), cfg]
-    if NOASLR:
-        cmd = ["setarch", os.uname().machine, "-R"] + cmd
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wrap = ["setarch", os.uname().machine, "-R"] if NOASLR else []
+    return start_step(configs[cfg], cfg, slot, tmp, alloc_conf,
+                      {"VT_BENCH_STEPS": steps, "VT_BENCH_BARRIER": barrier}, wrap)
 
 
 res = {c: [] for c in cfgs}
