@@ -1096,6 +1096,19 @@ static inline __attribute__((always_inline)) uint32_t fast_tid(const vt_reader *
     return fs->tid;
 }
 
+/* The end of an Alloc or Free on the hot path: no frames (the stack is by
+ * id), the thread and its tid, the running correlation id into *corr. */
+static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, fast_state *fs, vt_site *s,
+                                                            uint64_t *corr, uint64_t thr, uint64_t cd)
+{
+    s->frames = NULL;
+    s->nframes = 0;
+    s->thread = (uint32_t)thr;
+    s->tid = fast_tid(r, fs, (uint32_t)thr);
+    fs->corr += (uint64_t)unzigzag(cd);
+    *corr = fs->corr;
+}
+
 /* The same into the event's field `dst`, converted by the cast `CAST`
  * (enums through int32_t, as the slow path does), 0 when absent. */
 #define FAST_SET(n, dst, CAST)                                                \

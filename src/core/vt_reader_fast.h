@@ -58,12 +58,7 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
         if (p != end)
             return 0;
         ev->type = VT_EV_ALLOC;
-        a->site.frames = NULL;
-        a->site.nframes = 0;
-        a->site.thread = (uint32_t)thr;
-        a->site.tid = fast_tid(r, fs, (uint32_t)thr);
-        fs->corr += (uint64_t)unzigzag(cd);
-        a->corr = fs->corr;
+        fast_site(r, fs, &a->site, &a->corr, thr, cd);
     } else if (body == TAG(VT_EV_FREE, WT_LEN)) {
         vt_ev_free *a = &ev->u.free;
         uint64_t thr = 0, cd = 0;
@@ -78,12 +73,7 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
         if (p != end)
             return 0;
         ev->type = VT_EV_FREE;
-        a->site.frames = NULL;
-        a->site.nframes = 0;
-        a->site.thread = (uint32_t)thr;
-        a->site.tid = fast_tid(r, fs, (uint32_t)thr);
-        fs->corr += (uint64_t)unzigzag(cd);
-        a->corr = fs->corr;
+        fast_site(r, fs, &a->site, &a->corr, thr, cd);
     } else {
         return 0;
     }
