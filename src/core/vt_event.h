@@ -117,6 +117,10 @@ typedef enum { VT_END_NORMAL = 0, VT_END_SIGNAL = 1, VT_END_ERROR = 2 } vt_endre
 /* Call-site information shared by several event kinds.
  * Writer input: frames/nframes (innermost first) or stack = 0 for none;
  * `tid` is the OS thread id (0 = the calling thread's, filled by the writer).
+ * fp: optional 128-bit fingerprint of the frames ({0, 0} = none), equal
+ * for equal frames: the writer then sends the frames once per thread and
+ * a 2-byte reference after; with vt_writer_site_sent() true the caller may
+ * leave frames NULL.
  * Reader output: stack = interned Stack id (0 = none), thread = Thread id
  * (resolve with vt_reader_thread()), frames = NULL. */
 typedef struct {
@@ -125,6 +129,7 @@ typedef struct {
     uint32_t stack;
     uint32_t tid;
     uint32_t thread;
+    uint64_t fp[2];
 } vt_site;
 
 typedef struct {

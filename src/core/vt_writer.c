@@ -54,7 +54,11 @@
 #define VT_STACK_CHUNK 8   /* stacks are interned as chains of 8-frame outer suffixes */
 #define VT_TLS_SLOTS 4     /* writers a thread remembers at once */
 #define VT_MAX_WRITERS 64  /* fork registry (closing fds in the child) */
-#define VT_RING_HDR 4096   /* ring control page, data follows */
+#define VT_RING_CTL 4096   /* ring control page, then the fingerprint table, then data */
+#define VT_SREF_BITS 12    /* stack references: slots per ring (direct-mapped by fingerprint) */
+#define VT_SREF_SLOTS (1u << VT_SREF_BITS)
+#define VT_SREF_DEFINE 0x8000u /* vt_ent.sref: these frames define the slot (else: a reference) */
+#define VT_RING_HDR (VT_RING_CTL + VT_SREF_SLOTS * 16)
 #define VT_STAGE_BYTES (256u << 10)
 #define VT_EMERGENCY_WAIT_MS 1000 /* a signal handler waits at most this for the writer thread */
 #define VT_EMERGENCY_DRAIN_NS (100ull * 1000000) /* the writer thread's drain budget then */
@@ -85,14 +89,40 @@ typedef struct vt_ring {
     uint64_t cap;
     unsigned char *data; /* NULL once the writer freed it */
     struct vt_ring *next; /* immutable once published */
+    struct vt_csref *csref; /* the encoder's side of the stack references (its own) */
 } vt_ring;
+
+/* Stack references.  A producer that gives a site fingerprint (vt_site.fp)
+ * sends the frames once, marked as defining the slot the fingerprint maps
+ * to in its ring, and after that only the slot number (vt_ent.sref).  The
+ * producer's table (fingerprints per slot) follows the ring's control page,
+ * written by the producer alone; the encoder keeps per slot the stack id
+ * and a copy of the frames, to intern them again when its raw-stack cache
+ * was cleared (a module loaded, a code key defined again). */
+typedef struct vt_csref {
+    uint32_t stack;   /* 0: unknown */
+    uint32_t gen;     /* w->raw_gen when `stack` was found */
+    uint32_t nwords;  /* packed frame words in `words` (0: no copy) */
+    uint64_t *words;
+    uint32_t cap;
+} vt_csref;
+
+static inline uint64_t *vt_ring_fps(vt_ring *r) /* two words per slot */
+{
+    return (uint64_t *)((unsigned char *)r + VT_RING_CTL);
+}
+
+static inline unsigned vt_sref_slot(const uint64_t fp[2])
+{
+    return (unsigned)(fp[1] >> (64 - VT_SREF_BITS));
+}
 
 /* Entry header; the payload (a copy of the vt_event union member) follows,
  * then variable data; pointers in the payload hold offsets from the entry. */
 typedef struct {
     uint32_t size; /* whole entry, multiple of 8 */
     uint16_t type;
-    uint16_t pad;
+    uint16_t sref; /* 0, or stack reference slot + 1 (| VT_SREF_DEFINE: frames follow) */
     uint32_t tid;
     uint32_t nwords; /* packed frame words at site.frames */
     uint64_t key;  /* merge order: host time, 0 for kernels */
@@ -171,6 +201,7 @@ struct vt_writer {
     uint64_t enc_dropped;     /* events the encoder could not intern (signal mode) */
     vt_imap strings, frames, stacks, launches;
     vt_imap rawstacks; /* producer frames as captured -> stack id (a cache) */
+    uint32_t raw_gen;  /* bumped whenever rawstacks is cleared */
     int raw_undef;     /* the cache holds a Python frame of an undefined code key */
     vt_umap threads, codes;
     uint32_t n_string, n_frame, n_stack, n_thread, n_module, n_launch;
@@ -498,9 +529,29 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
     uint32_t nframes = 0, nwords = 0;
     const vt_frame *frames = NULL;
     uint64_t total = sizeof(vt_ent) + A8(L->size);
+    vt_tls *t = &t_tls; /* one TLS lookup (global-dynamic in the .so) */
+    vt_ring *r = vt_tls_ring(t, w);
+    if (!r) {
+        atomic_fetch_add_explicit(&w->noring_dropped, 1, memory_order_relaxed);
+        return VT_ERR_DROPPED;
+    }
+    unsigned sref = 0;
+    uint64_t *fpslot = NULL;
     if (L->site >= 0) {
         const vt_site *s = (const vt_site *)(base + L->site);
-        if (s->frames && s->nframes) {
+        if (s->fp[0] | s->fp[1]) {
+            unsigned k = vt_sref_slot(s->fp);
+            fpslot = vt_ring_fps(r) + 2 * k;
+            if (fpslot[0] == s->fp[0] && fpslot[1] == s->fp[1]) {
+                sref = k + 1; /* sent before: the reference alone */
+                fpslot = NULL;
+            } else if (s->frames && s->nframes) {
+                sref = (k + 1) | VT_SREF_DEFINE;
+            } else {
+                fpslot = NULL; /* not sent and no frames: no stack */
+            }
+        }
+        if (!(sref && !(sref & VT_SREF_DEFINE)) && s->frames && s->nframes) {
             nframes = s->nframes < VT_MAX_STACK ? s->nframes : VT_MAX_STACK;
             frames = s->frames;
             /* packed: one word per plain native frame, two otherwise;
@@ -532,12 +583,6 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
         }
     }
 
-    vt_tls *t = &t_tls; /* one TLS lookup (global-dynamic in the .so) */
-    vt_ring *r = vt_tls_ring(t, w);
-    if (!r) {
-        atomic_fetch_add_explicit(&w->noring_dropped, 1, memory_order_relaxed);
-        return VT_ERR_DROPPED;
-    }
     uint64_t newhead;
     unsigned char *p = total <= r->cap / 2 ? vt_ring_reserve(r, total, &newhead) : NULL;
     if (!p) {
@@ -547,6 +592,7 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
     vt_ent *e = (vt_ent *)p;
     e->size = (uint32_t)total;
     e->type = (uint16_t)type;
+    e->sref = (uint16_t)sref;
     e->nwords = 0;
     if (__builtin_expect(!t->tid, 0))
         t->tid = (uint32_t)syscall(SYS_gettid);
@@ -592,6 +638,10 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
         }
         if (!s->tid)
             s->tid = e->tid;
+        if (fpslot) { /* defined: later events of this site send the slot */
+            fpslot[0] = s->fp[0];
+            fpslot[1] = s->fp[1];
+        }
     }
     atomic_store_explicit(&r->head, newhead, memory_order_release);
     if (type != VT_ENT_CODE) /* emitted == events in the stream; drops count every entry */
@@ -630,6 +680,17 @@ int vt_writer_define_code(vt_writer *w, uint64_t key, const char *file, const ch
         return VT_ERR_DISABLED;
     vt_code_payload c = {key, file, function};
     return vt_push(w, VT_ENT_CODE, &c, 0);
+}
+
+int vt_writer_site_sent(vt_writer *w, const uint64_t fp[2])
+{
+    if (!w || !(fp[0] | fp[1]) || vt_is_off(w))
+        return 0;
+    vt_tls *t = &t_tls;
+    if (t->s[0].serial != w->serial) /* not this thread's current ring: ask vt_push */
+        return 0;
+    const uint64_t *f = vt_ring_fps(t->s[0].ring) + 2 * vt_sref_slot(fp);
+    return f[0] == fp[0] && f[1] == fp[1];
 }
 
 uint64_t vt_writer_now(const vt_writer *w)
@@ -1202,6 +1263,7 @@ static int vt_in_module(vt_writer *w, const vt_ev_module *m)
         return rc;
     w->n_module = id;
     vt_imap_clear(&w->rawstacks, !w->no_alloc); /* native frames may map to it now */
+    w->raw_gen++;
     /* a new mapping replaces the ranges it overlaps (dlclose + dlopen) */
     size_t k = 0;
     for (size_t i = 0; i < w->n_mods; i++)
@@ -1234,6 +1296,7 @@ static int vt_in_code(vt_writer *w, const vt_code_payload *c)
     /* cached raw stacks may now resolve to other frames */
     if (old || w->raw_undef) {
         vt_imap_clear(&w->rawstacks, !w->no_alloc);
+        w->raw_gen++;
         w->raw_undef = 0;
     }
     return vt_umap_put(&w->codes, c->key, v, !w->no_alloc);
@@ -1319,18 +1382,11 @@ static int vt_in_suffix(vt_writer *w, const uint32_t *ids, uint32_t n, uint32_t 
     return 0;
 }
 
-/* `s->frames` points at `nwords` packed words (see vt_frame_short). */
-static int vt_in_site(vt_writer *w, const vt_site *s, uint32_t nwords, int want_stack, uint32_t *thread,
-                      uint32_t *stack)
+/* The stack of `nwords` packed frame words (see vt_frame_short). */
+static int vt_in_words(vt_writer *w, const uint64_t *wd, uint32_t nwords, uint32_t *stack)
 {
-    int rc = vt_in_thread(w, s->tid, NULL, thread);
-    if (rc)
-        return rc;
-    *stack = 0;
-    if (!want_stack || !s->nframes || !s->frames)
-        return 0;
+    int rc;
     /* fast path: these exact frames were seen before */
-    const uint64_t *wd = (const uint64_t *)s->frames;
     uint32_t klen = nwords * 8;
     uint64_t h = vt_intern_hash(wd, klen, 5);
     uint32_t v = vt_imap_find(&w->rawstacks, wd, klen, h);
@@ -1349,6 +1405,66 @@ static int vt_in_site(vt_writer *w, const vt_site *s, uint32_t nwords, int want_
     rc = vt_in_suffix(w, w->fids, n, n, stack);
     if (!rc)
         vt_imap_insert(&w->rawstacks, wd, klen, h, *stack, !w->no_alloc); /* a cache: may fail */
+    return rc;
+}
+
+/* `s->frames` points at `nwords` packed words. */
+static int vt_in_site(vt_writer *w, const vt_site *s, uint32_t nwords, int want_stack, uint32_t *thread,
+                      uint32_t *stack)
+{
+    int rc = vt_in_thread(w, s->tid, NULL, thread);
+    if (rc)
+        return rc;
+    *stack = 0;
+    if (!want_stack || !s->nframes || !s->frames)
+        return 0;
+    return vt_in_words(w, (const uint64_t *)s->frames, nwords, stack);
+}
+
+/* A site sent as a stack reference (e->sref): a definition (frames
+ * follow; remember the stack and a copy of the words) or a reference (the
+ * stack remembered, interned again from the copy if the raw-stack cache
+ * was cleared since). */
+static int vt_in_site_ref(vt_writer *w, vt_ring *r, const vt_site *s, const vt_ent *e, uint32_t *thread,
+                          uint32_t *stack)
+{
+    unsigned k = (e->sref & ~VT_SREF_DEFINE) - 1u;
+    if (!r->csref && !w->no_alloc)
+        r->csref = calloc(VT_SREF_SLOTS, sizeof(vt_csref));
+    vt_csref *c = r->csref && k < VT_SREF_SLOTS ? &r->csref[k] : NULL;
+    if (e->sref & VT_SREF_DEFINE) {
+        int rc = vt_in_site(w, s, e->nwords, 1, thread, stack);
+        if (!c)
+            return rc;
+        c->stack = rc ? 0 : *stack;
+        c->gen = w->raw_gen;
+        c->nwords = 0;
+        if (e->nwords > c->cap && !w->no_alloc) {
+            uint64_t *nw = realloc(c->words, (size_t)e->nwords * 8);
+            if (nw) {
+                c->words = nw;
+                c->cap = e->nwords;
+            }
+        }
+        if (e->nwords <= c->cap && s->frames) {
+            memcpy(c->words, s->frames, (size_t)e->nwords * 8);
+            c->nwords = e->nwords;
+        }
+        return rc;
+    }
+    int rc = vt_in_thread(w, s->tid, NULL, thread);
+    *stack = 0;
+    if (rc || !c)
+        return rc;
+    if ((c->stack && c->gen == w->raw_gen) || !c->nwords) {
+        *stack = c->stack; /* without a copy: the stack found before */
+        return 0;
+    }
+    rc = vt_in_words(w, c->words, c->nwords, stack);
+    if (!rc) {
+        c->stack = *stack;
+        c->gen = w->raw_gen;
+    }
     return rc;
 }
 
@@ -1399,7 +1515,7 @@ static inline const void *vt_fix(const vt_ent *e, const void *field)
     return off ? (const unsigned char *)e + off : NULL;
 }
 
-static int vt_enc_entry(vt_writer *w, const vt_ent *e)
+static int vt_enc_entry(vt_writer *w, vt_ring *ring, const vt_ent *e)
 {
     const vt_layout *L = vt_layout_of(e->type);
     if (!L)
@@ -1459,7 +1575,13 @@ static int vt_enc_entry(vt_writer *w, const vt_ent *e)
         break;
     }
     if (site) {
-        rc = vt_in_site(w, site, e->nwords, want_stack, &thread, &stack);
+        if (e->sref) { /* a definition is remembered whatever the event */
+            rc = vt_in_site_ref(w, ring, site, e, &thread, &stack);
+            if (!want_stack)
+                stack = 0;
+        } else {
+            rc = vt_in_site(w, site, e->nwords, want_stack, &thread, &stack);
+        }
         if (rc)
             return rc;
     }
@@ -1715,9 +1837,9 @@ static int vt_enc_entry(vt_writer *w, const vt_ent *e)
 
 /* Process one ring entry; an entry the encoder cannot intern without
  * allocating (signal mode) is dropped and counted. */
-static int vt_enc_one(vt_writer *w, const vt_ent *e)
+static int vt_enc_one(vt_writer *w, vt_ring *r, const vt_ent *e)
 {
-    int rc = vt_enc_entry(w, e);
+    int rc = vt_enc_entry(w, r, e);
     if (rc == VT_ERR_NOMEM) {
         w->enc_dropped++;
         return 0;
@@ -1758,7 +1880,7 @@ static void vt_enc_drain_simple(vt_writer *w)
         uint64_t lim = atomic_load_explicit(&r->head, memory_order_acquire);
         while (pos < lim) {
             const vt_ent *e = (const vt_ent *)(r->data + (pos & (r->cap - 1)));
-            if (e->type != VT_ENT_PAD && vt_enc_one(w, e))
+            if (e->type != VT_ENT_PAD && vt_enc_one(w, r, e))
                 return;
             pos += e->size;
             atomic_store_explicit(&r->tail, pos, memory_order_release);
@@ -1810,7 +1932,7 @@ static long vt_enc_round(vt_writer *w)
                 b = i;
         vt_cursor *c = &w->cur[b];
         const vt_ent *e = (const vt_ent *)(c->ring->data + (c->pos & (c->ring->cap - 1)));
-        int rc = vt_enc_one(w, e);
+        int rc = vt_enc_one(w, c->ring, e);
         if (rc)
             return rc;
         c->pos += e->size;
@@ -2087,6 +2209,12 @@ static void vt_writer_destroy(vt_writer *w)
          * the last reference (ours or the thread's, see vt_ring_release). */
         munmap(r->data, r->cap);
         r->data = NULL;
+        if (r->csref) {
+            for (unsigned k = 0; k < VT_SREF_SLOTS; k++)
+                free(r->csref[k].words);
+            free(r->csref);
+            r->csref = NULL;
+        }
         if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1)
             vt_ring_unmap(r);
         r = next;

@@ -84,6 +84,11 @@ int vt_writer_emit(vt_writer *w, const vt_event *ev);
  * Same thread-safety and return values as vt_writer_emit(). */
 int vt_writer_define_code(vt_writer *w, uint64_t key, const char *file, const char *function);
 
+/* 1 if the calling thread has already sent the frames of fingerprint
+ * fp[2] (vt_site.fp) to `w`: an event whose site carries that fingerprint
+ * may then leave its frames NULL.  0 otherwise.  Lock-free, no side effect. */
+int vt_writer_site_sent(vt_writer *w, const uint64_t fp[2]);
+
 /* The writer's clock, in ns. */
 uint64_t vt_writer_now(const vt_writer *w);
 

@@ -75,6 +75,7 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
     cfg->sample_ms = VT_SET_SAMPLE_MS_DEFAULT;
     cfg->static_mem = -1; /* auto */
     cfg->quiet = 0;
+    cfg->stack_refs = 1;
     const char *o = env_lookup(lookup, arg, "VRAMTRACE_OUTPUT");
     if (o && *o) {
         if (strlen(o) >= sizeof(cfg->output))
@@ -92,6 +93,7 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
     get_bool(cfg, lookup, arg, "VRAMTRACE_STATIC", &cfg->static_mem);
     get_bool(cfg, lookup, arg, "VRAMTRACE_QUIET", &cfg->quiet);
     get_bool(cfg, lookup, arg, "VRAMTRACE_SELFTIME", &cfg->selftime);
+    get_bool(cfg, lookup, arg, "VRAMTRACE_STACK_REFS", &cfg->stack_refs);
     unsigned depth = (unsigned)cfg->stack_depth;
     get_uint(cfg, lookup, arg, "VRAMTRACE_STACK_DEPTH", VT_SET_STACK_DEPTH_MIN, VT_SET_STACK_DEPTH_MAX, 0, &depth);
     cfg->stack_depth = (int)depth;

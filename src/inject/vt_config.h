@@ -17,6 +17,9 @@
  *   VRAMTRACE_QUIET          0|1 (default 0): no stderr messages
  *   VRAMTRACE_SELFTIME       0|1 (default 0): time the phases of each callback (stack walk,
  *                            Python, writer push) and print the self time on stderr at exit
+ *   VRAMTRACE_STACK_REFS     0|1 (default 1): send a repeated call stack as a reference to
+ *                            its first copy (per thread, by 128-bit fingerprint); 0 sends
+ *                            every stack in full (for comparisons)
  *   VRAMTRACE_CLOCK          auto|tsc (default): the calibrated TSC where the kernel uses it,
  *                            else CLOCK_MONOTONIC, registered with CUPTI for its records too;
  *                            monotonic: CLOCK_MONOTONIC; cupti: CUPTI's own clock
@@ -49,6 +52,7 @@ typedef struct {
     int quiet;
     int clock; /* VT_CFG_CLOCK_* */
     int selftime; /* VRAMTRACE_SELFTIME: time each callback's phases, print the self time at exit */
+    int stack_refs; /* VRAMTRACE_STACK_REFS */
     char warning[256]; /* "" or the first problem found, e.g. "VRAMTRACE_STACK_DEPTH=abc ignored" */
 } vt_inject_config;
 

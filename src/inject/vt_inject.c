@@ -49,6 +49,7 @@
 #include "vt_config.h"
 #include "vt_error.h"
 #include "vt_event.h"
+#include "vt_fp.h"
 #include "vt_gate.h"
 #include "vt_unwind.h"
 #include "vt_writer.h"
@@ -193,8 +194,18 @@ static int define_code(void *ctx, uint64_t key, const char *file, const char *fu
 }
 #endif
 
-/* Capture the stack of the current allocation into fr (innermost first). */
-static uint32_t capture_stack(vt_frame *fr, int max)
+/* Capture the stack of the current allocation into `site` (frames in fr,
+ * innermost first), or only its fingerprint when this thread has sent
+ * the same stack before (the writer then sends a reference). */
+static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2]);
+
+static void capture_site(vt_site *site, vt_frame *fr, int max)
+{
+    site->nframes = capture_stack(fr, max, site->fp);
+    site->frames = site->nframes ? fr : NULL;
+}
+
+static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
 {
     uint64_t ips[260];
     ips[0] = 0;
@@ -202,20 +213,34 @@ static uint32_t capture_stack(vt_frame *fr, int max)
     int n = 0;
     const int ph = g.cfg.selftime;
     uint64_t c0 = ph ? __rdtsc() : 0;
-    uint64_t xkey = 0;
+    uint64_t xkey = 0, walk = 0;
+    int npy = -1;
 #ifdef VT_HAVE_PYSTACK
     /* Python frames first: the innermost one keys the native walk's memo,
      * which then finds the walk of this Python line among the many sites
      * that reach the allocator at the same stack depth. */
     vt_pyframe py[VT_PYSTACK_MAX_DEPTH];
-    int npy = g.pystack ? vt_pystack_capture(py, depth < VT_PYSTACK_MAX_DEPTH ? depth : VT_PYSTACK_MAX_DEPTH) : -1;
+    npy = g.pystack ? vt_pystack_capture(py, depth < VT_PYSTACK_MAX_DEPTH ? depth : VT_PYSTACK_MAX_DEPTH) : -1;
     xkey = vt_pystack_walk_key(py, npy);
 #endif
     if (g.uw) {
         uint64_t c1 = ph ? __rdtsc() : 0;
-        n = vt_unwind_capture_keyed(g.uw, ips, depth, xkey);
+        n = vt_unwind_capture_keyed(g.uw, ips, depth, xkey, &walk);
         if (ph)
             t_uw_cyc += __rdtsc() - c1;
+    }
+    if (g.cfg.stack_refs && (n > 0 || npy > 0)) {
+#ifdef VT_HAVE_PYSTACK
+        _Static_assert(sizeof(vt_pyframe) == 24 && offsetof(vt_pyframe, line) == 16, "vt_fp_capture's layout");
+        vt_fp_capture(walk, ips, n, (const uint64_t *)py, npy > 0 ? npy : 0, fp);
+#else
+        vt_fp_capture(walk, ips, n, NULL, 0, fp);
+#endif
+        if (vt_writer_site_sent(g.w, fp)) {
+            if (ph)
+                t_stk_cyc += __rdtsc() - c0;
+            return 0; /* frames not needed: the writer sends the reference */
+        }
     }
 #ifdef VT_HAVE_PYSTACK
     if (npy >= 0) {
@@ -271,8 +296,7 @@ static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind ki
     ev.u.alloc.stream = stream;
     ev.u.alloc.pool = pool;
     ev.u.alloc.corr = corr;
-    ev.u.alloc.site.nframes = capture_stack(fr, VT_FRAMES_MAX);
-    ev.u.alloc.site.frames = fr;
+    capture_site(&ev.u.alloc.site, fr, VT_FRAMES_MAX);
     emit(&ev);
     if (__builtin_expect(!atomic_load_explicit(&g.used, memory_order_relaxed), 0))
         atomic_store_explicit(&g.used, 1, memory_order_relaxed);
@@ -316,8 +340,7 @@ static void emit_failed(uint64_t size, uint32_t dev, vt_memkind kind, vt_allocap
     ev.u.alloc_failed.stream = stream;
     ev.u.alloc_failed.pool = pool;
     ev.u.alloc_failed.corr = corr;
-    ev.u.alloc_failed.site.nframes = capture_stack(fr, VT_FRAMES_MAX);
-    ev.u.alloc_failed.site.frames = fr;
+    capture_site(&ev.u.alloc_failed.site, fr, VT_FRAMES_MAX);
     emit(&ev);
     atomic_store_explicit(&g.used, 1, memory_order_relaxed);
 }
@@ -543,8 +566,7 @@ static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
         ev.u.pool.pool = (uint64_t)(uintptr_t)*p->pool;
         ev.u.pool.device = pdev;
         ev.u.pool.corr = corr;
-        ev.u.pool.site.nframes = capture_stack(fr, VT_FRAMES_MAX);
-        ev.u.pool.site.frames = fr;
+        capture_site(&ev.u.pool.site, fr, VT_FRAMES_MAX);
         emit(&ev);
         pool_track(ev.u.pool.pool, pdev);
         break;
@@ -589,8 +611,7 @@ static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
         ev.u.vmm_range.address = *p->ptr;
         ev.u.vmm_range.size = p->size;
         ev.u.vmm_range.corr = corr;
-        ev.u.vmm_range.site.nframes = capture_stack(fr, VT_FRAMES_MAX);
-        ev.u.vmm_range.site.frames = fr;
+        capture_site(&ev.u.vmm_range.site, fr, VT_FRAMES_MAX);
         emit(&ev);
         break;
     }
@@ -629,8 +650,7 @@ static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
         ev.u.vmm_create.device = pdev;
         ev.u.vmm_create.kind = kind;
         ev.u.vmm_create.corr = corr;
-        ev.u.vmm_create.site.nframes = capture_stack(fr, VT_FRAMES_MAX);
-        ev.u.vmm_create.site.frames = fr;
+        capture_site(&ev.u.vmm_create.site, fr, VT_FRAMES_MAX);
         emit(&ev);
         break;
     }

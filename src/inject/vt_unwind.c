@@ -913,6 +913,7 @@ typedef struct {
 } memo_cold;
 typedef struct {
     uint64_t bp0, epoch, uid;
+    uint64_t walk; /* this recording's id (g_walk_ids) */
     int max, nsteps, first_rec, bp0_used, n;
     uint64_t bp_used; /* bit i: the rbp loaded at step i was used (by a CFA or a frame-pointer step) */
     memo_ra ra[MEMO_STEPS];
@@ -932,6 +933,7 @@ typedef struct {
  * (e.g. the innermost Python frame) tells most of them apart before any
  * word is read. */
 static __thread memo tls_memo[MEMO_WAYS];
+static _Atomic uint64_t g_walk_ids; /* the last id given to a recorded walk */
 static __thread memo_key tls_memo_key[MEMO_WAYS];
 static __thread uint32_t tls_memo_age;
 
@@ -959,8 +961,11 @@ static inline int memo_verify(const memo *m)
 }
 
 static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max,
-                       uint64_t xkey)
+                       uint64_t xkey, uint64_t *walk)
 {
+    uint64_t walk_id = 0;
+    if (walk)
+        *walk = 0;
 #if defined(__x86_64__)
     if (!u || max <= 0)
         return 0;
@@ -991,6 +996,7 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
             n = m->n;
             for (int j = 0; j < n; j++)
                 ips[j] = m->ip[m->first_rec + j];
+            walk_id = m->walk;
             k->age = ++tls_memo_age;
             atomic_fetch_add_explicit(&u->st_memo_full, 1, memory_order_relaxed);
             goto done;
@@ -1142,10 +1148,13 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
         mm->first_rec = first_rec;
         mm->bp0_used = bp0_used;
         mm->n = n;
+        mm->walk = walk_id = atomic_fetch_add_explicit(&g_walk_ids, 1, memory_order_relaxed) + 1;
         keys[mw].age = ++tls_memo_age;
         keys[mw].valid = 1;
     }
 done:
+    if (walk)
+        *walk = walk_id;
     /* batched per thread: a shared counter per capture would bounce a
      * cache line between every allocating thread */
     tls_captures++;
@@ -1157,30 +1166,32 @@ done:
     }
     return n;
 #else
-    (void)u; (void)ip; (void)sp; (void)bp; (void)ips; (void)max;
+    (void)u; (void)ip; (void)sp; (void)bp; (void)ips; (void)max; (void)xkey; (void)walk_id;
     return 0;
 #endif
 }
 
 int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max)
 {
-    return unwind_from(u, ip, sp, bp, ips, max, 0);
+    return unwind_from(u, ip, sp, bp, ips, max, 0, NULL);
 }
 
 __attribute__((noinline, optimize("no-omit-frame-pointer"))) int vt_unwind_capture_keyed(vt_unwinder *u,
                                                                                          uint64_t *ips, int max,
-                                                                                         uint64_t xkey)
+                                                                                         uint64_t xkey, uint64_t *walk)
 {
 #if defined(__x86_64__)
     /* With a frame pointer, our frame gives the caller's state exactly:
      * return address at [rbp+8], caller's rsp = rbp+16, caller's rbp = [rbp]. */
     const uint64_t *fp = (const uint64_t *)__builtin_frame_address(0);
     uint64_t ip = fp[1], sp = (uint64_t)(uintptr_t)(fp + 2), bp = fp[0];
-    int n = unwind_from(u, ip, sp, bp, ips, max, xkey);
+    int n = unwind_from(u, ip, sp, bp, ips, max, xkey, walk);
     __asm__ volatile("" ::: "memory"); /* keep this a real call frame (no tail call) */
     return n;
 #else
     (void)u; (void)ips; (void)max; (void)xkey;
+    if (walk)
+        *walk = 0;
     return 0;
 #endif
 }

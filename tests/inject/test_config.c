@@ -39,6 +39,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.static_mem, -1); /* auto */
     assert_int_equal(c.quiet, 0);
     assert_int_equal(c.selftime, 0);
+    assert_int_equal(c.stack_refs, 1);
     assert_string_equal(c.warning, "");
 }
 
@@ -49,7 +50,7 @@ static void test_values(void **state)
                         "VRAMTRACE_NATIVE_STACKS", "0", "VRAMTRACE_PYTHON_STACKS", "No",
                         "VRAMTRACE_STACK_DEPTH", "64", "VRAMTRACE_FLUSH_MS", "250",
                         "VRAMTRACE_SAMPLE_MS", "0", "VRAMTRACE_STATIC", "false", "VRAMTRACE_QUIET", "TRUE",
-                        "VRAMTRACE_SELFTIME", "1", NULL};
+                        "VRAMTRACE_SELFTIME", "1", "VRAMTRACE_STACK_REFS", "off", NULL};
     fake_env e = {kv};
     vt_inject_config c;
     vt_config_parse(&c, fake_getenv, &e);
@@ -63,6 +64,7 @@ static void test_values(void **state)
     assert_int_equal(c.static_mem, 0);
     assert_int_equal(c.quiet, 1);
     assert_int_equal(c.selftime, 1);
+    assert_int_equal(c.stack_refs, 0);
     assert_string_equal(c.warning, "");
 }
 

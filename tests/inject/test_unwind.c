@@ -265,6 +265,48 @@ static void test_memo(void **state)
     assert_string_equal(fn_of(r.ips[1]), "chain_y");
 }
 
+/* Walk ids (the writer's stack references rest on them): one id always
+ * comes with the same ips, the two callers at one depth get different
+ * ids, a repeated walk keeps its id, and a walk recorded again after the
+ * memo was retired gets a new one. */
+static void test_walk_ids(void **state)
+{
+    (void)state;
+    enum { N = 24 };
+    chain_result r[N];
+    uint64_t seen_id[2] = {0, 0};
+    for (int k = 0; k < N; k++) {
+        memset(&r[k], 0, sizeof(r[k]));
+        r[k].max = 64;
+        chain_pick(g_u, &r[k], k & 1);
+        for (int j = 0; j < k; j++)
+            if (r[k].walk && r[j].walk == r[k].walk) {
+                assert_int_equal(r[j].n, r[k].n);
+                assert_memory_equal(r[j].ips, r[k].ips, (size_t)r[k].n * sizeof(uint64_t));
+            }
+        if (k >= 4) { /* past the first walks (rule-cache misses are not memoized) */
+            assert_true(r[k].walk != 0);
+            if (!seen_id[k & 1])
+                seen_id[k & 1] = r[k].walk;
+            assert_true(r[k].walk == seen_id[k & 1]); /* replayed whole: the same id */
+        }
+    }
+    assert_true(seen_id[0] != seen_id[1]);
+    assert_true(r[N - 1].ips[1] != r[N - 2].ips[1]); /* the callers do differ */
+    /* a stop range retires every memo: the walks are recorded again */
+    uint64_t lo = 1, hi = 2;
+    assert_int_equal(vt_unwinder_stop_at(g_u, 1, &lo, &hi), 0);
+    assert_int_equal(vt_unwinder_stop_at(g_u, 0, NULL, NULL), 0);
+    chain_result a[6]; /* one call site (the rules were dropped too: misses first) */
+    for (int k = 0; k < 6; k++) {
+        memset(&a[k], 0, sizeof(a[k]));
+        a[k].max = 64;
+        chain_pick(g_u, &a[k], 0);
+    }
+    assert_true(a[5].walk != 0 && a[5].walk != seen_id[0] && a[4].walk == a[5].walk);
+    assert_memory_equal(a[5].ips, r[N - 2].ips, 3 * sizeof(uint64_t)); /* up to the call sites here */
+}
+
 static void test_rules(void **state)
 {
     (void)state;
@@ -442,6 +484,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depth_cap_and_recursion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_walk_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memo_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rules, setup, teardown),

@@ -11,7 +11,7 @@ volatile int chain_sink;
 
 __attribute__((noinline)) int chain_c(vt_unwinder *u, chain_result *r, int x)
 {
-    r->n = vt_unwind_capture_keyed(u, r->ips, r->max, r->xkey);
+    r->n = vt_unwind_capture_keyed(u, r->ips, r->max, r->xkey, &r->walk);
     r->nbt = backtrace(r->bt, 64);
     chain_sink += x;
     return r->n + x;

@@ -7,6 +7,7 @@ typedef struct {
     uint64_t ips[256];
     int n, max;
     uint64_t xkey; /* vt_unwind_capture_keyed's key (0: none) */
+    uint64_t walk; /* the walk id it gave */
     void *bt[64];
     int nbt;
 } chain_result;

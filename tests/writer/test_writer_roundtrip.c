@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -776,6 +777,202 @@ static void test_redefinitions(void **state)
     unlink(path);
 }
 
+/* Allocation whose site carries a fingerprint: the frames go only when
+ * the writer has not seen it from this thread (as the library does).
+ * Returns 1 if it went as a reference. */
+static int emit_alloc_fp(vt_writer *w, uint64_t addr, const vt_frame *fr, uint32_t n, uint64_t fp0, uint64_t fp1)
+{
+    vt_event e;
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_ALLOC;
+    e.u.alloc.address = addr;
+    e.u.alloc.site.fp[0] = fp0;
+    e.u.alloc.site.fp[1] = fp1;
+    int sent = vt_writer_site_sent(w, e.u.alloc.site.fp);
+    if (!sent) {
+        e.u.alloc.site.frames = fr;
+        e.u.alloc.site.nframes = n;
+    }
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    return sent;
+}
+
+/* test_redefinitions with stack references: every allocation after the
+ * first of its stack goes as a 2-byte reference, and each still resolves
+ * with what was known when it was emitted (the encoder interns its copy
+ * of the frames again after a module load or a code definition). */
+static void test_redefinitions_refs(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "redef-refs.vt");
+    vt_writer *w = open_writer(path, NULL);
+    vt_frame fr[2] = {{0x7000, 10, VT_FRAME_PYTHON}, {0x500100, 0, VT_FRAME_NATIVE}};
+    vt_frame undef[1] = {{0x8000, 3, VT_FRAME_PYTHON}};
+    const uint64_t A0 = 0x1111, A1 = 0x2222000000000001ull, B0 = 0x3333, B1 = 0x4444000000000001ull;
+    int refs = 0;
+    assert_int_equal(vt_writer_define_code(w, 0x7000, "a.py", "f"), 0);
+    refs += emit_alloc_fp(w, 1, fr, 2, A0, A1);
+    refs += emit_alloc_fp(w, 2, fr, 2, A0, A1);
+    emit_module(w, "/lib/one.so", 0x500000, 0x600000);
+    refs += emit_alloc_fp(w, 3, fr, 2, A0, A1);
+    assert_int_equal(vt_writer_define_code(w, 0x7000, "b.py", "g"), 0);
+    refs += emit_alloc_fp(w, 4, fr, 2, A0, A1);
+    emit_module(w, "/lib/two.so", 0x500000, 0x580000);
+    refs += emit_alloc_fp(w, 5, fr, 2, A0, A1);
+    refs += emit_alloc_fp(w, 6, undef, 1, B0, B1);
+    assert_int_equal(vt_writer_define_code(w, 0x8000, "c.py", "h"), 0);
+    refs += emit_alloc_fp(w, 7, undef, 1, B0, B1);
+    /* frames NULL under a fingerprint never sent: no stack, no harm */
+    vt_event e;
+    memset(&e, 0, sizeof(e));
+    e.type = VT_EV_ALLOC;
+    e.u.alloc.address = 8;
+    e.u.alloc.site.fp[0] = 0x5555;
+    e.u.alloc.site.fp[1] = 0x6666000000000001ull;
+    assert_int_equal(vt_writer_site_sent(w, e.u.alloc.site.fp), 0);
+    assert_int_equal(vt_writer_emit(w, &e), 0);
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+    assert_int_equal(refs, 5); /* 2, 3, 4, 5 and 7 */
+
+    static const struct {
+        const char *file, *func, *module;
+    } want[8] = {{0},
+                 {"a.py", "f", NULL},
+                 {"a.py", "f", NULL},
+                 {"a.py", "f", "/lib/one.so"},
+                 {"b.py", "g", "/lib/one.so"},
+                 {"b.py", "g", "/lib/two.so"},
+                 {NULL, NULL, NULL},
+                 {"c.py", "h", NULL}};
+    wt_trace t;
+    assert_int_equal(wt_decode_file(path, &t, 0), 0);
+    assert_int_equal(t.errors, 0);
+    int n = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        const wt_ev *x = &t.ev[i];
+        if (x->type != VRAMTRACE__RECORD__BODY_ALLOC)
+            continue;
+        int a = (int)x->a;
+        n++;
+        if (a == 8) {
+            assert_int_equal(x->stack, 0);
+            continue;
+        }
+        uint32_t f[4];
+        size_t depth = wt_stack_frames(&t, x->stack, f, 4);
+        assert_int_equal(depth, a >= 6 ? 1 : 2);
+        const Vramtrace__Frame *py = t.frame[f[0]];
+        assert_int_equal(py->kind, VRAMTRACE__FRAME_KIND__FRAME_PYTHON);
+        assert_int_equal(py->line, a >= 6 ? 3 : 10);
+        if (want[a].file) {
+            assert_string_equal(S(&t, py->file), want[a].file);
+            assert_string_equal(S(&t, py->function), want[a].func);
+        } else {
+            assert_int_equal(py->file, 0);
+            assert_int_equal(py->function, 0);
+        }
+        if (a < 6) {
+            const Vramtrace__Frame *nat = t.frame[f[1]];
+            assert_int_equal(nat->ip, 0x500100);
+            if (want[a].module)
+                assert_string_equal(t.module[nat->module]->path, want[a].module);
+            else
+                assert_int_equal(nat->module, 0);
+        }
+    }
+    assert_int_equal(n, 8);
+    wt_trace_free(&t);
+    unlink(path);
+}
+
+/* Stack references across threads and slots: fingerprints that share a
+ * slot replace each other there (the frames go again), each thread has its
+ * own slots, and a thread that takes over the ring of one that ended
+ * refers to stacks that thread sent.  Every allocation's stack has its own
+ * frames (ip = 0x1000 * stack number + depth). */
+#define REF_STACKS 6
+typedef struct {
+    vt_writer *w;
+    int base, rounds, refs;
+} ref_job;
+
+static void ref_frames(int k, vt_frame *fr, uint32_t *n)
+{
+    *n = (uint32_t)(3 + k % 3);
+    for (uint32_t d = 0; d < *n; d++)
+        fr[d] = (vt_frame){(uint64_t)0x1000 * (uint64_t)(k + 1) + d, 0, VT_FRAME_NATIVE};
+}
+
+static void *ref_thread(void *arg)
+{
+    ref_job *j = arg;
+    for (int r = 0; r < j->rounds; r++)
+        for (int k = 0; k < REF_STACKS; k++) {
+            vt_frame fr[8];
+            uint32_t n;
+            ref_frames(k, fr, &n);
+            /* stacks 0/1 and 2/3 share a slot (same top bits of fp[1]) */
+            uint64_t fp1 = ((uint64_t)(k / 2 + 1) << 52) | (uint64_t)k << 1 | 1;
+            j->refs += emit_alloc_fp(j->w, (uint64_t)(j->base + r * REF_STACKS + k), fr, n, 0x77 + (uint64_t)k,
+                                     k < 4 ? fp1 : (uint64_t)(k + 9) << 52 | 1);
+        }
+    return NULL;
+}
+
+static void test_stack_refs_threads(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "refs-threads.vt");
+    vt_writer *w = open_writer(path, NULL);
+    enum { ROUNDS = 50, PAR = 3 };
+    ref_job jobs[PAR + 1];
+    pthread_t th[PAR];
+    for (int i = 0; i < PAR; i++) {
+        jobs[i] = (ref_job){w, 1 + i * 100000, ROUNDS, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, ref_thread, &jobs[i]), 0);
+    }
+    for (int i = 0; i < PAR; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    /* after the others ended: this thread may take over one of their rings */
+    jobs[PAR] = (ref_job){w, 1 + PAR * 100000, ROUNDS, 0};
+    pthread_create(&th[0], NULL, ref_thread, &jobs[PAR]);
+    pthread_join(th[0], NULL);
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+    for (int i = 0; i <= PAR; i++) {
+        /* stacks 4 and 5 go in full once per ring; 0-3 every time (shared slots) */
+        assert_true(jobs[i].refs >= 2 * (ROUNDS - 1));
+        assert_true(jobs[i].refs <= 2 * ROUNDS);
+    }
+    assert_int_equal(jobs[PAR].refs, 2 * ROUNDS); /* the ring it took had them */
+
+    wt_trace t;
+    assert_int_equal(wt_decode_file(path, &t, 0), 0);
+    assert_int_equal(t.errors, 0);
+    size_t n = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        const wt_ev *x = &t.ev[i];
+        if (x->type != VRAMTRACE__RECORD__BODY_ALLOC)
+            continue;
+        int k = (int)((x->a - 1) % 100000 % REF_STACKS);
+        vt_frame want[8];
+        uint32_t wn;
+        ref_frames(k, want, &wn);
+        uint32_t f[8];
+        size_t depth = wt_stack_frames(&t, x->stack, f, 8);
+        assert_int_equal(depth, wn);
+        for (uint32_t d = 0; d < wn; d++)
+            assert_int_equal(t.frame[f[d]]->ip, want[d].pc);
+        n++;
+    }
+    assert_int_equal(n, (PAR + 1) * ROUNDS * REF_STACKS);
+    wt_trace_free(&t);
+    unlink(path);
+}
+
 static uint64_t prng(uint64_t *x)
 {
     *x ^= *x << 13;
@@ -915,6 +1112,8 @@ int main(void)
         cmocka_unit_test(test_lifecycle),
         cmocka_unit_test(test_random_events),
         cmocka_unit_test(test_redefinitions),
+        cmocka_unit_test(test_redefinitions_refs),
+        cmocka_unit_test(test_stack_refs_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
