@@ -58,31 +58,39 @@ typedef struct {
     size_t dead;    /* slots of freed blocks (young table, see vt_replay.c) */
 } vt_blockmap;
 
-/* --- an accounting unit: one call stack on one device in one memory kind --- */
+/* --- an accounting unit: one call stack on one device in one memory kind.
+ * What every allocation and free of the replay's fast paths reads and
+ * writes comes first: the first 64 bytes are all an allocation touches,
+ * the first 128 all a free does (with the view's tail and a new peak);
+ * units are 64-byte aligned (vt_replay.c allocates them so), so that is
+ * two cache lines per unit, which stay in L1 beside the young blocks. --- */
 typedef struct {
-    uint32_t stack;
-    uint32_t device;
+    _Alignas(64) uint32_t device;
     uint8_t kind;
-    uint8_t api;       /* API of the first allocation */
-    uint8_t c10;       /* stack passes through PyTorch's caching allocator (libc10_cuda) */
-    uint8_t segment;   /* c10 && (malloc || vmm): a caching-allocator segment */
     uint8_t resident;  /* kind counts in the device's live total (device, device_static, array) */
+    uint8_t segment;   /* c10 && (malloc || vmm): a caching-allocator segment */
+    uint8_t api;       /* API of the first allocation */
     int64_t live_bytes, live_count;
-    uint64_t allocs, alloc_bytes, frees, max_live;
+    uint64_t allocs, alloc_bytes, max_live;
+    uint64_t g_next;       /* end of the current growth bucket (0: no floor yet) */
+    uint64_t pk_epoch;
+    /* second line: frees */
+    uint64_t frees;
     uint64_t lifetime_sum; /* sum of lifetimes of freed blocks (ns) */
+    uint64_t floor_cur;    /* floor[gcur], kept in step while events come */
     /* view at T (see vt_replay.c: base + folded tail) */
     int64_t at_bytes, at_count;
-    int64_t never_bytes, never_count; /* of those, still live at the end of the trace */
     /* live at the device's peak (lazy snapshot, see vt_replay.c) */
     int64_t pk_bytes, pk_count;
-    uint64_t pk_epoch;
+    uint32_t gcur;
+    uint32_t stack;
+    /* colder */
+    uint8_t c10;       /* stack passes through PyTorch's caching allocator (libc10_cuda) */
+    int64_t never_bytes, never_count; /* of those, still live at the end of the trace */
     /* growth floors */
     uint64_t *floor;
-    uint32_t gcur;
     uint32_t g_shift;      /* bucket width = 2^g_shift ns */
     uint64_t g_t0;         /* start of the site's window: its first allocation */
-    uint64_t g_next;       /* end of the current bucket (0: no floor yet) */
-    uint64_t floor_cur;    /* floor[gcur], kept in step while events come */
     /* results of finish */
     int growth_flag;
     double growth_rate;    /* bytes / s over the late window */

@@ -575,9 +575,12 @@ static vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsig
     }
     if (p->nunits == p->capunits) {
         size_t nc = p->capunits ? p->capunits * 2 : 256;
-        vt_unit *u = realloc(p->units, nc * sizeof(*u));
+        vt_unit *u = aligned_alloc(_Alignof(vt_unit), nc * sizeof(*u)); /* see vt_unit */
         if (!u)
             return NULL;
+        if (p->nunits)
+            memcpy(u, p->units, p->nunits * sizeof(*u));
+        free(p->units);
         p->units = u;
         p->capunits = nc;
     }
