@@ -58,7 +58,7 @@
 #define VT_SREF_BITS 12    /* stack references: slots per ring (direct-mapped by fingerprint) */
 #define VT_SREF_SLOTS (1u << VT_SREF_BITS)
 #define VT_SREF_DEFINE 0x8000u /* vt_ent.sref: these frames define the slot (else: a reference) */
-#define VT_RING_HDR (VT_RING_CTL + VT_SREF_SLOTS * 16)
+#define VT_RING_HDR (VT_RING_CTL + VT_SREF_SLOTS * (16 + 8)) /* + fingerprints, + the encoder's slots */
 #define VT_STAGE_BYTES (256u << 10)
 #define VT_EMERGENCY_WAIT_MS 1000 /* a signal handler waits at most this for the writer thread */
 #define VT_EMERGENCY_DRAIN_NS (100ull * 1000000) /* the writer thread's drain budget then */
@@ -89,27 +89,37 @@ typedef struct vt_ring {
     uint64_t cap;
     unsigned char *data; /* NULL once the writer freed it */
     struct vt_ring *next; /* immutable once published */
-    struct vt_csref *csref; /* the encoder's side of the stack references (its own) */
+    struct vt_cwords *cwords; /* the encoder's copies of the frames per slot (its own; may be NULL) */
 } vt_ring;
 
 /* Stack references.  A producer that gives a site fingerprint (vt_site.fp)
  * sends the frames once, marked as defining the slot the fingerprint maps
- * to in its ring, and after that only the slot number (vt_ent.sref).  The
- * producer's table (fingerprints per slot) follows the ring's control page,
- * written by the producer alone; the encoder keeps per slot the stack id
- * and a copy of the frames, to intern them again when its raw-stack cache
- * was cleared (a module loaded, a code key defined again). */
-typedef struct vt_csref {
-    uint32_t stack;   /* 0: unknown */
-    uint32_t gen;     /* w->raw_gen when `stack` was found */
-    uint32_t nwords;  /* packed frame words in `words` (0: no copy) */
-    uint64_t *words;
-    uint32_t cap;
+ * to in its ring, and after that only the slot number (vt_ent.sref).  Both
+ * tables follow the ring's control page (mapped with it, zero-filled, so
+ * that the emergency flush finds them too): the fingerprints per slot,
+ * written by the producer alone, then the encoder's stack id per slot.
+ * When it may allocate, the encoder also keeps a copy of each slot's
+ * frames, to intern them again after its raw-stack cache was cleared (a
+ * module loaded, a code key defined again). */
+typedef struct {
+    uint32_t stack; /* 0: unknown */
+    uint32_t gen;   /* w->raw_gen when `stack` was found */
 } vt_csref;
+
+typedef struct vt_cwords {
+    uint64_t *words;
+    uint32_t nwords; /* packed frame words in `words` (0: no copy) */
+    uint32_t cap;
+} vt_cwords;
 
 static inline uint64_t *vt_ring_fps(vt_ring *r) /* two words per slot */
 {
     return (uint64_t *)((unsigned char *)r + VT_RING_CTL);
+}
+
+static inline vt_csref *vt_ring_csref(vt_ring *r)
+{
+    return (vt_csref *)((unsigned char *)r + VT_RING_CTL + VT_SREF_SLOTS * 16);
 }
 
 static inline unsigned vt_sref_slot(const uint64_t fp[2])
@@ -1429,38 +1439,41 @@ static int vt_in_site_ref(vt_writer *w, vt_ring *r, const vt_site *s, const vt_e
                           uint32_t *stack)
 {
     unsigned k = (e->sref & ~VT_SREF_DEFINE) - 1u;
-    if (!r->csref && !w->no_alloc)
-        r->csref = calloc(VT_SREF_SLOTS, sizeof(vt_csref));
-    vt_csref *c = r->csref && k < VT_SREF_SLOTS ? &r->csref[k] : NULL;
+    if (k >= VT_SREF_SLOTS)
+        return vt_in_site(w, s, e->nwords, 1, thread, stack);
+    vt_csref *c = &vt_ring_csref(r)[k];
+    if (!r->cwords && !w->no_alloc)
+        r->cwords = calloc(VT_SREF_SLOTS, sizeof(vt_cwords));
+    vt_cwords *cw = r->cwords ? &r->cwords[k] : NULL;
     if (e->sref & VT_SREF_DEFINE) {
         int rc = vt_in_site(w, s, e->nwords, 1, thread, stack);
-        if (!c)
-            return rc;
         c->stack = rc ? 0 : *stack;
         c->gen = w->raw_gen;
-        c->nwords = 0;
-        if (e->nwords > c->cap && !w->no_alloc) {
-            uint64_t *nw = realloc(c->words, (size_t)e->nwords * 8);
+        if (!cw)
+            return rc;
+        cw->nwords = 0;
+        if (e->nwords > cw->cap && !w->no_alloc) {
+            uint64_t *nw = realloc(cw->words, (size_t)e->nwords * 8);
             if (nw) {
-                c->words = nw;
-                c->cap = e->nwords;
+                cw->words = nw;
+                cw->cap = e->nwords;
             }
         }
-        if (e->nwords <= c->cap && s->frames) {
-            memcpy(c->words, s->frames, (size_t)e->nwords * 8);
-            c->nwords = e->nwords;
+        if (e->nwords <= cw->cap && s->frames) {
+            memcpy(cw->words, s->frames, (size_t)e->nwords * 8);
+            cw->nwords = e->nwords;
         }
         return rc;
     }
     int rc = vt_in_thread(w, s->tid, NULL, thread);
     *stack = 0;
-    if (rc || !c)
+    if (rc)
         return rc;
-    if ((c->stack && c->gen == w->raw_gen) || !c->nwords) {
+    if ((c->stack && c->gen == w->raw_gen) || !cw || !cw->nwords) {
         *stack = c->stack; /* without a copy: the stack found before */
         return 0;
     }
-    rc = vt_in_words(w, c->words, c->nwords, stack);
+    rc = vt_in_words(w, cw->words, cw->nwords, stack);
     if (!rc) {
         c->stack = *stack;
         c->gen = w->raw_gen;
@@ -2209,11 +2222,11 @@ static void vt_writer_destroy(vt_writer *w)
          * the last reference (ours or the thread's, see vt_ring_release). */
         munmap(r->data, r->cap);
         r->data = NULL;
-        if (r->csref) {
+        if (r->cwords) {
             for (unsigned k = 0; k < VT_SREF_SLOTS; k++)
-                free(r->csref[k].words);
-            free(r->csref);
-            r->csref = NULL;
+                free(r->cwords[k].words);
+            free(r->cwords);
+            r->cwords = NULL;
         }
         if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1)
             vt_ring_unmap(r);

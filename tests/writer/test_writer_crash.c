@@ -302,8 +302,16 @@ static void emergency_child(const char *path, int busy)
         memset(&e, 0, sizeof(e));
         e.type = VT_EV_ALLOC;
         e.u.alloc.address = i;
-        e.u.alloc.site.frames = fr;
-        e.u.alloc.site.nframes = 2;
+        if (i & 1) { /* odd: with a fingerprint, the frames only the first time */
+            e.u.alloc.site.fp[0] = 0x99;
+            e.u.alloc.site.fp[1] = 0x5000000000000001ull;
+        }
+        if (!vt_writer_site_sent(g_w, e.u.alloc.site.fp)) {
+            e.u.alloc.site.frames = fr;
+            e.u.alloc.site.nframes = 2;
+        } else if (i < 3) {
+            _exit(6);
+        }
         if (vt_writer_emit(g_w, &e))
             _exit(4);
     }
@@ -338,8 +346,15 @@ static void check_emergency(int busy)
     assert_int_equal(t.end->signal, SIGABRT);
     uint64_t k = 0;
     for (size_t i = 0; i < t.nev; i++)
-        if (t.ev[i].type == VRAMTRACE__RECORD__BODY_ALLOC)
+        if (t.ev[i].type == VRAMTRACE__RECORD__BODY_ALLOC) {
             assert_int_equal(t.ev[i].a, k++);
+            /* every stack resolved, references included (the emergency
+             * flush interns in signal mode) */
+            uint32_t f[4];
+            assert_int_equal(wt_stack_frames(&t, t.ev[i].stack, f, 4), 2);
+            assert_int_equal(t.frame[f[0]]->ip, 0x1000);
+            assert_int_equal(t.frame[f[1]]->ip, 0x2000);
+        }
     if (busy) {
         assert_int_equal(k, 1000);
     } else {
