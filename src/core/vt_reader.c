@@ -1967,6 +1967,37 @@ static int next_slow_(vt_reader *r, vt_event *ev);
         return next_slow(r, ev);                                              \
     } while (0)
 
+/* Up to max pending kernels of a KernelBlock or KernelBatch (r->kb.left >
+ * 0) into ev: vt_kbatch_next() and kernel_resolve() for each, with the
+ * columns, the count and the launch table in locals (the stores into the
+ * events could alias the fields of r, which the compiler reloaded for
+ * every kernel). */
+static inline __attribute__((always_inline)) int kb_drain(vt_reader *r, vt_event *ev, int max)
+{
+    const uint32_t left = r->kb.left, take = left < (uint32_t)max ? left : (uint32_t)max;
+    const size_t i0 = r->kb.n - left;
+    const uint64_t *const start = r->kb.start + i0, *const launch = r->kb.launch + i0;
+    const uint64_t *const dur = r->kb.dur + i0, *const corr = r->kb.corr + i0, *const graph = r->kb.graph + i0;
+    const vt_table lt = r->launches;
+    for (uint32_t j = 0; j < take; j++) {
+        vt_event *e = &ev[j];
+        vt_ev_kernel *k = &e->u.kernel;
+        e->type = VT_EV_KERNEL;
+        e->time_ns = start[j];
+        const uint32_t id = (uint32_t)launch[j];
+        const launch_slot *ls = tab_get(&lt, id, sizeof(launch_slot));
+        memcpy(k, ls ? &ls->k : &kernel_none, KERNEL_HEAD); /* kernel_resolve */
+        if (__builtin_expect(ls && !k->name && k->name_id, 0)) /* its String came late */
+            k->name = str_get(r, k->name_id);
+        k->launch_id = id;
+        k->duration_ns = dur[j];
+        k->corr = corr[j];
+        k->graph_id = graph[j];
+    }
+    r->kb.left = left - take;
+    return (int)take;
+}
+
 /* Up to max events: the rest of a KernelBatch, then the hot path in a
  * loop over a local cursor (r's position, record count and running values
  * written back once it stops); a record of the slow path (definitions,
@@ -1975,12 +2006,7 @@ static int next_slow_(vt_reader *r, vt_event *ev);
  * valid and its errors come as from vt_reader_next(). */
 #define BATCH_BODY(FAST_RECORD)                                               \
     do {                                                                      \
-        int n = 0;                                                            \
-        while (r->kb.left && n < max) {                                       \
-            vt_kbatch_next(&r->kb, &ev[n]);                                   \
-            kernel_resolve(r, &ev[n].u.kernel);                               \
-            n++;                                                              \
-        }                                                                     \
+        int n = r->kb.left ? kb_drain(r, ev, max) : 0;                        \
         if (n == max)                                                         \
             return n;                                                         \
         if (__builtin_expect(r->fast && r->rpos + 2 + FAST_SLACK <= r->rend, 1)) { \
