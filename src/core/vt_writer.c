@@ -546,22 +546,22 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
         return VT_ERR_DROPPED;
     }
     unsigned sref = 0;
-    uint64_t *fpslot = NULL;
+    uint64_t *fpslot = NULL; /* the slot these frames define */
     if (L->site >= 0) {
         const vt_site *s = (const vt_site *)(base + L->site);
+        int ref = 0;
         if (s->fp[0] | s->fp[1]) {
             unsigned k = vt_sref_slot(s->fp);
-            fpslot = vt_ring_fps(r) + 2 * k;
-            if (fpslot[0] == s->fp[0] && fpslot[1] == s->fp[1]) {
+            uint64_t *f = vt_ring_fps(r) + 2 * k;
+            if (f[0] == s->fp[0] && f[1] == s->fp[1]) {
                 sref = k + 1; /* sent before: the reference alone */
-                fpslot = NULL;
+                ref = 1;
             } else if (s->frames && s->nframes) {
                 sref = (k + 1) | VT_SREF_DEFINE;
-            } else {
-                fpslot = NULL; /* not sent and no frames: no stack */
-            }
+                fpslot = f;
+            } /* else not sent and no frames: no stack */
         }
-        if (!(sref && !(sref & VT_SREF_DEFINE)) && s->frames && s->nframes) {
+        if (!ref && s->frames && s->nframes) {
             nframes = s->nframes < VT_MAX_STACK ? s->nframes : VT_MAX_STACK;
             frames = s->frames;
             /* packed: one word per plain native frame, two otherwise;

@@ -10,7 +10,6 @@
 #define VT_FP_H
 
 #include <stdint.h>
-#include <string.h>
 
 static inline uint64_t vt_fp_mum(uint64_t x, uint64_t y)
 {
@@ -33,15 +32,20 @@ static inline vt_fp vt_fp_init(uint64_t seed)
     return f;
 }
 
+/* Mix two words into both lanes. */
+static inline void vt_fp_pair(uint64_t *a, uint64_t *b, uint64_t x0, uint64_t x1)
+{
+    *a = vt_fp_mum(x0 ^ VT_FP_K1, x1 ^ *a);
+    *b = vt_fp_mum(x1 ^ VT_FP_K3, x0 ^ *b ^ VT_FP_K2);
+}
+
 /* Mix n words (n even is fastest; a last odd word is taken alone). */
 static inline void vt_fp_words(vt_fp *f, const uint64_t *w, int n)
 {
     uint64_t a = f->a, b = f->b;
     int i = 0;
-    for (; i + 1 < n; i += 2) {
-        a = vt_fp_mum(w[i] ^ VT_FP_K1, w[i + 1] ^ a);
-        b = vt_fp_mum(w[i + 1] ^ VT_FP_K3, w[i] ^ b ^ VT_FP_K2);
-    }
+    for (; i + 1 < n; i += 2)
+        vt_fp_pair(&a, &b, w[i], w[i + 1]);
     if (i < n) {
         a = vt_fp_mum(w[i] ^ VT_FP_K1, a ^ VT_FP_K0);
         b = vt_fp_mum(w[i] ^ VT_FP_K3, b ^ VT_FP_K2);
@@ -74,14 +78,8 @@ static inline void vt_fp_capture(uint64_t walk, const uint64_t *ips, int n, cons
     } else {
         vt_fp_words(&f, ips, n);
     }
-    uint64_t a = f.a, b = f.b;
-    for (int i = 0; i < npy; i++) {
-        uint64_t k = py3[3 * i], w = py3[3 * i + 2];
-        a = vt_fp_mum(k ^ VT_FP_K1, w ^ a);
-        b = vt_fp_mum(w ^ VT_FP_K3, k ^ b ^ VT_FP_K2);
-    }
-    f.a = a;
-    f.b = b;
+    for (int i = 0; i < npy; i++)
+        vt_fp_pair(&f.a, &f.b, py3[3 * i], py3[3 * i + 2]);
     vt_fp_final(&f, (uint64_t)n * 1000003u + (uint64_t)npy, out);
 }
 

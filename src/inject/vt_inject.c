@@ -194,17 +194,9 @@ static int define_code(void *ctx, uint64_t key, const char *file, const char *fu
 }
 #endif
 
-/* Capture the stack of the current allocation into `site` (frames in fr,
- * innermost first), or only its fingerprint when this thread has sent
- * the same stack before (the writer then sends a reference). */
-static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2]);
-
-static void capture_site(vt_site *site, vt_frame *fr, int max)
-{
-    site->nframes = capture_stack(fr, max, site->fp);
-    site->frames = site->nframes ? fr : NULL;
-}
-
+/* Capture the stack of the current allocation into fr (innermost first)
+ * and its fingerprint into fp; 0 frames when this thread has sent the same
+ * stack before (the writer then sends a reference). */
 static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
 {
     uint64_t ips[260];
@@ -260,6 +252,12 @@ static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
         fr[i].kind = VT_FRAME_NATIVE;
     }
     return (uint32_t)n;
+}
+
+static void capture_site(vt_site *site, vt_frame *fr, int max)
+{
+    site->nframes = capture_stack(fr, max, site->fp);
+    site->frames = site->nframes ? fr : NULL;
 }
 
 #ifdef VT_HAVE_PYSTACK

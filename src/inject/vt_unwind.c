@@ -933,9 +933,9 @@ typedef struct {
  * (e.g. the innermost Python frame) tells most of them apart before any
  * word is read. */
 static __thread memo tls_memo[MEMO_WAYS];
-static _Atomic uint64_t g_walk_ids; /* the last id given to a recorded walk */
 static __thread memo_key tls_memo_key[MEMO_WAYS];
 static __thread uint32_t tls_memo_age;
+static _Atomic uint64_t g_walk_ids; /* the last id given to a recorded walk */
 
 /* The walk uses rbp: the load it came from becomes part of the proof. */
 #define USE_BP()                                                                                              \
