@@ -676,17 +676,6 @@ static void test_lifecycle(void **state)
     unlink(path);
 }
 
-static void emit_alloc(vt_writer *w, uint64_t addr, const vt_frame *fr, uint32_t n)
-{
-    vt_event e;
-    memset(&e, 0, sizeof(e));
-    e.type = VT_EV_ALLOC;
-    e.u.alloc.address = addr;
-    e.u.alloc.site.frames = fr;
-    e.u.alloc.site.nframes = n;
-    assert_int_equal(vt_writer_emit(w, &e), 0);
-}
-
 static void emit_module(vt_writer *w, const char *path, uint64_t start, uint64_t end)
 {
     vt_event e;
@@ -696,85 +685,6 @@ static void emit_module(vt_writer *w, const char *path, uint64_t start, uint64_t
     e.u.module.start = start;
     e.u.module.end = end;
     assert_int_equal(vt_writer_emit(w, &e), 0);
-}
-
-/* The same captured frames mean something else after a code key is
- * redefined, a module is loaded over their addresses, or a key used before
- * its definition gets one: each allocation resolves with what was known
- * when it was emitted (the writer's stack cache must not serve stale
- * answers). */
-static void test_redefinitions(void **state)
-{
-    (void)state;
-    char path[512];
-    wt_tmp_path(path, sizeof(path), "redef.vt");
-    vt_writer *w = open_writer(path, NULL);
-    vt_frame fr[2] = {{0x7000, 10, VT_FRAME_PYTHON}, {0x500100, 0, VT_FRAME_NATIVE}};
-    vt_frame undef[1] = {{0x8000, 3, VT_FRAME_PYTHON}};
-    assert_int_equal(vt_writer_define_code(w, 0x7000, "a.py", "f"), 0);
-    emit_alloc(w, 1, fr, 2);                  /* a.py:f, no module */
-    emit_alloc(w, 2, fr, 2);                  /* same */
-    emit_module(w, "/lib/one.so", 0x500000, 0x600000);
-    emit_alloc(w, 3, fr, 2);                  /* a.py:f, one.so */
-    assert_int_equal(vt_writer_define_code(w, 0x7000, "b.py", "g"), 0);
-    emit_alloc(w, 4, fr, 2);                  /* b.py:g, one.so */
-    emit_module(w, "/lib/two.so", 0x500000, 0x580000); /* replaces one.so there */
-    emit_alloc(w, 5, fr, 2);                  /* b.py:g, two.so */
-    emit_alloc(w, 6, undef, 1);               /* undefined key: no names */
-    assert_int_equal(vt_writer_define_code(w, 0x8000, "c.py", "h"), 0);
-    emit_alloc(w, 7, undef, 1);               /* c.py:h */
-    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
-    vt_writer_free(w);
-
-    static const struct {
-        const char *file, *func, *module;
-    } want[8] = {{0},
-                 {"a.py", "f", NULL},
-                 {"a.py", "f", NULL},
-                 {"a.py", "f", "/lib/one.so"},
-                 {"b.py", "g", "/lib/one.so"},
-                 {"b.py", "g", "/lib/two.so"},
-                 {NULL, NULL, NULL},
-                 {"c.py", "h", NULL}};
-    wt_trace t;
-    assert_int_equal(wt_decode_file(path, &t, 0), 0);
-    assert_int_equal(t.errors, 0);
-    int n = 0;
-    uint32_t stack12 = 0;
-    for (size_t i = 0; i < t.nev; i++) {
-        const wt_ev *x = &t.ev[i];
-        if (x->type != VRAMTRACE__RECORD__BODY_ALLOC)
-            continue;
-        int a = (int)x->a;
-        uint32_t f[4];
-        size_t depth = wt_stack_frames(&t, x->stack, f, 4);
-        assert_int_equal(depth, a >= 6 ? 1 : 2);
-        const Vramtrace__Frame *py = t.frame[f[0]];
-        assert_int_equal(py->kind, VRAMTRACE__FRAME_KIND__FRAME_PYTHON);
-        if (want[a].file) {
-            assert_string_equal(S(&t, py->file), want[a].file);
-            assert_string_equal(S(&t, py->function), want[a].func);
-        } else {
-            assert_int_equal(py->file, 0);
-            assert_int_equal(py->function, 0);
-        }
-        if (a < 6) {
-            const Vramtrace__Frame *nat = t.frame[f[1]];
-            assert_int_equal(nat->ip, 0x500100);
-            if (want[a].module)
-                assert_string_equal(t.module[nat->module]->path, want[a].module);
-            else
-                assert_int_equal(nat->module, 0);
-        }
-        if (a == 1)
-            stack12 = x->stack;
-        if (a == 2)
-            assert_int_equal(x->stack, stack12); /* unchanged meaning: same stack */
-        n++;
-    }
-    assert_int_equal(n, 7);
-    wt_trace_free(&t);
-    unlink(path);
 }
 
 /* Allocation whose site carries a fingerprint: the frames go only when
@@ -797,44 +707,46 @@ static int emit_alloc_fp(vt_writer *w, uint64_t addr, const vt_frame *fr, uint32
     return sent;
 }
 
-/* test_redefinitions with stack references: every allocation after the
- * first of its stack goes as a 2-byte reference, and each still resolves
- * with what was known when it was emitted (the encoder interns its copy
- * of the frames again after a module load or a code definition). */
-static void test_redefinitions_refs(void **state)
+/* The same captured frames mean something else after a code key is
+ * redefined, a module is loaded over their addresses, or a key used before
+ * its definition gets one: each allocation resolves with what was known
+ * when it was emitted (the writer's stack cache must not serve stale
+ * answers).  refs: every site with a fingerprint, so that each allocation
+ * after the first of its stack goes as a 2-byte reference (the encoder
+ * interns its copy of the frames again after a module load or a code
+ * definition); and then one allocation with a fingerprint never sent and
+ * no frames (no stack, no harm). */
+static void check_redefinitions(int refs)
 {
-    (void)state;
     char path[512];
-    wt_tmp_path(path, sizeof(path), "redef-refs.vt");
+    wt_tmp_path(path, sizeof(path), refs ? "redef-refs.vt" : "redef.vt");
     vt_writer *w = open_writer(path, NULL);
     vt_frame fr[2] = {{0x7000, 10, VT_FRAME_PYTHON}, {0x500100, 0, VT_FRAME_NATIVE}};
     vt_frame undef[1] = {{0x8000, 3, VT_FRAME_PYTHON}};
-    const uint64_t A0 = 0x1111, A1 = 0x2222000000000001ull, B0 = 0x3333, B1 = 0x4444000000000001ull;
-    int refs = 0;
+    /* fingerprints of fr and undef; 0 = none (frames every time) */
+    const uint64_t A0 = refs ? 0x1111 : 0, A1 = refs ? 0x2222000000000001ull : 0;
+    const uint64_t B0 = refs ? 0x3333 : 0, B1 = refs ? 0x4444000000000001ull : 0;
+    int nref = 0;
     assert_int_equal(vt_writer_define_code(w, 0x7000, "a.py", "f"), 0);
-    refs += emit_alloc_fp(w, 1, fr, 2, A0, A1);
-    refs += emit_alloc_fp(w, 2, fr, 2, A0, A1);
+    nref += emit_alloc_fp(w, 1, fr, 2, A0, A1);      /* a.py:f, no module */
+    nref += emit_alloc_fp(w, 2, fr, 2, A0, A1);      /* same */
     emit_module(w, "/lib/one.so", 0x500000, 0x600000);
-    refs += emit_alloc_fp(w, 3, fr, 2, A0, A1);
+    nref += emit_alloc_fp(w, 3, fr, 2, A0, A1);      /* a.py:f, one.so */
     assert_int_equal(vt_writer_define_code(w, 0x7000, "b.py", "g"), 0);
-    refs += emit_alloc_fp(w, 4, fr, 2, A0, A1);
-    emit_module(w, "/lib/two.so", 0x500000, 0x580000);
-    refs += emit_alloc_fp(w, 5, fr, 2, A0, A1);
-    refs += emit_alloc_fp(w, 6, undef, 1, B0, B1);
+    nref += emit_alloc_fp(w, 4, fr, 2, A0, A1);      /* b.py:g, one.so */
+    emit_module(w, "/lib/two.so", 0x500000, 0x580000); /* replaces one.so there */
+    nref += emit_alloc_fp(w, 5, fr, 2, A0, A1);      /* b.py:g, two.so */
+    nref += emit_alloc_fp(w, 6, undef, 1, B0, B1);   /* undefined key: no names */
     assert_int_equal(vt_writer_define_code(w, 0x8000, "c.py", "h"), 0);
-    refs += emit_alloc_fp(w, 7, undef, 1, B0, B1);
-    /* frames NULL under a fingerprint never sent: no stack, no harm */
-    vt_event e;
-    memset(&e, 0, sizeof(e));
-    e.type = VT_EV_ALLOC;
-    e.u.alloc.address = 8;
-    e.u.alloc.site.fp[0] = 0x5555;
-    e.u.alloc.site.fp[1] = 0x6666000000000001ull;
-    assert_int_equal(vt_writer_site_sent(w, e.u.alloc.site.fp), 0);
-    assert_int_equal(vt_writer_emit(w, &e), 0);
+    nref += emit_alloc_fp(w, 7, undef, 1, B0, B1);   /* c.py:h */
+    if (refs) {
+        uint64_t never[2] = {0x5555, 0x6666000000000001ull};
+        assert_int_equal(vt_writer_site_sent(w, never), 0);
+        emit_alloc_fp(w, 8, NULL, 0, never[0], never[1]);
+    }
     assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
     vt_writer_free(w);
-    assert_int_equal(refs, 5); /* 2, 3, 4, 5 and 7 */
+    assert_int_equal(nref, refs ? 5 : 0); /* 2, 3, 4, 5 and 7 */
 
     static const struct {
         const char *file, *func, *module;
@@ -850,6 +762,7 @@ static void test_redefinitions_refs(void **state)
     assert_int_equal(wt_decode_file(path, &t, 0), 0);
     assert_int_equal(t.errors, 0);
     int n = 0;
+    uint32_t stack12 = 0;
     for (size_t i = 0; i < t.nev; i++) {
         const wt_ev *x = &t.ev[i];
         if (x->type != VRAMTRACE__RECORD__BODY_ALLOC)
@@ -881,10 +794,26 @@ static void test_redefinitions_refs(void **state)
             else
                 assert_int_equal(nat->module, 0);
         }
+        if (a == 1)
+            stack12 = x->stack;
+        if (a == 2)
+            assert_int_equal(x->stack, stack12); /* unchanged meaning: same stack */
     }
-    assert_int_equal(n, 8);
+    assert_int_equal(n, refs ? 8 : 7);
     wt_trace_free(&t);
     unlink(path);
+}
+
+static void test_redefinitions(void **state)
+{
+    (void)state;
+    check_redefinitions(0);
+}
+
+static void test_redefinitions_refs(void **state)
+{
+    (void)state;
+    check_redefinitions(1);
 }
 
 /* Stack references across threads and slots: fingerprints that share a
