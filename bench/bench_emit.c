@@ -81,10 +81,11 @@ static __attribute__((noinline)) void chain(int d, uint64_t i, int stacks)
         one_event(i, stacks);
 }
 
-static void run(const char *what, int clock_cupti, int stacks, int nev, int depth)
+/* W on a fresh file /tmp/bench_emit.PID.zst (4 MiB rings, as the
+ * library); clock_cupti: CUPTI's clock.  0, or -1 (no CUPTI build). */
+static int open_writer(char *path, size_t n, int clock_cupti)
 {
-    char path[256];
-    snprintf(path, sizeof(path), "/tmp/bench_emit.%d.zst", (int)getpid());
+    snprintf(path, n, "/tmp/bench_emit.%d.zst", (int)getpid());
     unlink(path);
     vt_writer_config c;
     vt_writer_config_default(&c);
@@ -97,13 +98,19 @@ static void run(const char *what, int clock_cupti, int stacks, int nev, int dept
     }
 #else
     if (clock_cupti)
-        return;
+        return -1;
 #endif
     vt_ev_header h;
     memset(&h, 0, sizeof(h));
     h.pid = (uint32_t)getpid();
     h.program = "bench_emit";
-    if (vt_writer_create(&W, &c, &h) != 0)
+    return vt_writer_create(&W, &c, &h) != 0 ? -1 : 0;
+}
+
+static void run(const char *what, int clock_cupti, int stacks, int nev, int depth)
+{
+    char path[256];
+    if (open_writer(path, sizeof(path), clock_cupti) != 0)
         return;
     /* paced like a training step: bursts of 500 events, then a short pause */
     double t = 0;
@@ -135,17 +142,7 @@ static double push_round(int nev, int sites, int cold_kib, unsigned char *cold, 
 {
     enum { NAT = 29, PY = 16, NF = NAT + PY };
     char path[256];
-    snprintf(path, sizeof(path), "/tmp/bench_emit_push.%d.zst", (int)getpid());
-    unlink(path);
-    vt_writer_config c;
-    vt_writer_config_default(&c);
-    c.path = path;
-    c.ring_bytes = 4u << 20;
-    vt_ev_header h;
-    memset(&h, 0, sizeof(h));
-    h.pid = (uint32_t)getpid();
-    h.program = "bench_emit";
-    if (vt_writer_create(&W, &c, &h) != 0)
+    if (open_writer(path, sizeof(path), 0) != 0)
         return -1;
     vt_frame *fr = calloc((size_t)sites * NF, sizeof(vt_frame));
     for (int s = 0; s < sites; s++)
