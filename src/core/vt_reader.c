@@ -1120,13 +1120,12 @@ static inline __attribute__((always_inline)) uint32_t fast_tid(const vt_reader *
     return fs->tid;
 }
 
-/* The end of an Alloc or Free on the hot path: no frames (the stack is by
- * id), the thread and its tid, the running correlation id into *corr. */
+/* The end of an Alloc or Free on the hot path (the event zeroed before:
+ * no frames, the stack is by id): the thread and its tid, the running
+ * correlation id into *corr. */
 static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, fast_state *fs, vt_site *s,
                                                             uint64_t *corr, uint64_t thr, uint64_t cd)
 {
-    s->frames = NULL;
-    s->nframes = 0;
     s->thread = (uint32_t)thr;
     s->tid = fast_tid(r, fs, (uint32_t)thr);
     fs->corr += (uint64_t)unzigzag(cd);
@@ -1134,15 +1133,14 @@ static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, 
 }
 
 /* The same into the event's field `dst`, converted by the cast `CAST`
- * (enums through int32_t, as the slow path does), 0 when absent. */
+ * (enums through int32_t, as the slow path does); left as it is (zeroed
+ * before) when absent. */
 #define FAST_SET(n, dst, CAST)                                                \
     if (*p == TAG(n, WT_VARINT)) {                                            \
         uint64_t v_;                                                          \
         p++;                                                                  \
         FAST_VARINT(v_);                                                      \
         dst = CAST v_;                                                        \
-    } else {                                                                  \
-        dst = 0;                                                              \
     }
 #define FAST_SET1(n, dst, CAST)                                               \
     if (*p == TAG(n, WT_VARINT)) {                                            \
@@ -1153,8 +1151,6 @@ static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, 
         else                                                                  \
             FAST_VARINT(v_);                                                  \
         dst = CAST v_;                                                        \
-    } else {                                                                  \
-        dst = 0;                                                              \
     }
 
 #define FAST_ATTR static inline __attribute__((always_inline))

@@ -39,12 +39,15 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
         ev->time_ns = fs->device_time;
         return 1;
     }
-    /* Allocations and frees: each field straight into the event (0 when
-     * absent); if the record then proves not to fit, the slow path
-     * decodes it again into a zeroed event. */
+    /* Allocations and frees: the event zeroed up to the site's fingerprint
+     * (writer input, never read back) in a few wide stores, then each
+     * field present straight into it (an absent one stays 0, without a
+     * store of its own); if the record then proves not to fit, the slow
+     * path decodes it again into a zeroed event. */
     if (body == TAG(VT_EV_ALLOC, WT_LEN)) {
         vt_ev_alloc *a = &ev->u.alloc;
         uint64_t thr = 0, cd = 0;
+        memset(a, 0, offsetof(vt_ev_alloc, site.fp));
         FAST_SET(1, a->address, (uint64_t))
         FAST_SET(2, a->size, (uint64_t))
         FAST_SET1(3, a->device, (uint32_t))
@@ -62,6 +65,7 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
     } else if (body == TAG(VT_EV_FREE, WT_LEN)) {
         vt_ev_free *a = &ev->u.free;
         uint64_t thr = 0, cd = 0;
+        memset(a, 0, offsetof(vt_ev_free, site.fp));
         FAST_SET(1, a->address, (uint64_t))
         FAST_SET1(2, a->device, (uint32_t))
         FAST_SET1(3, a->kind, (vt_memkind)(int32_t))
