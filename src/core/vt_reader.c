@@ -1994,6 +1994,13 @@ static inline __attribute__((always_inline)) int kb_drain(vt_reader *r, vt_event
     return (int)take;
 }
 
+/* Bytes from a record's start that the batch loop needs readable: its two
+ * bytes of entry, at most 127 of Record (a one-byte length) and
+ * FAST_SLACK; so that a start at most BATCH_ROOM before the end is the
+ * only bound checked per record (the records in the last BATCH_ROOM bytes
+ * of raw, a few per refill, take the slow path). */
+#define BATCH_ROOM (2 + 127 + FAST_SLACK)
+
 /* Up to max events: the rest of a KernelBatch, then the hot path in a
  * loop over a local cursor (r's position, record count and running values
  * written back once it stops); a record of the slow path (definitions,
@@ -2005,15 +2012,15 @@ static inline __attribute__((always_inline)) int kb_drain(vt_reader *r, vt_event
         int n = r->kb.left ? kb_drain(r, ev, max) : 0;                        \
         if (n == max)                                                         \
             return n;                                                         \
-        if (__builtin_expect(r->fast && r->rpos + 2 + FAST_SLACK <= r->rend, 1)) { \
+        if (__builtin_expect(r->fast && r->rpos + BATCH_ROOM <= r->rend, 1)) { \
             const uint8_t *const raw = r->raw;                                \
             const uint8_t *p = raw + r->rpos;                                 \
-            const uint8_t *const lim = raw + r->rend - (2 + FAST_SLACK);      \
+            const uint8_t *const lim = raw + r->rend - BATCH_ROOM;            \
             /* the next event and the end: two registers (not ev, n, max) */ \
             vt_event *e = ev + n, *const e_end = ev + max;                    \
             fast_state fs_;                                                   \
             fast_load(r, &fs_);                                               \
-            while (e < e_end && p <= lim && p[0] == 0x0A && p[1] < 0x80 && p + p[1] <= lim && \
+            while (e < e_end && p <= lim && p[0] == 0x0A && p[1] < 0x80 &&    \
                    FAST_RECORD(r, &fs_, p + 2, p + 2 + p[1], e)) {            \
                 p += 2 + (size_t)p[1];                                        \
                 e++;                                                          \
@@ -2060,6 +2067,7 @@ int vt_reader_next_batch(vt_reader *r, vt_event *ev, int max)
     BATCH_BODY(fast_record);
 }
 #undef BATCH_BODY
+#undef BATCH_ROOM
 #undef NEXT_BODY
 
 static int next_slow(vt_reader *r, vt_event *ev)
