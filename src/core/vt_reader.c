@@ -1085,6 +1085,11 @@ static inline __attribute__((always_inline)) uint64_t varint_squeeze(uint64_t x)
             FAST_VARINT(var);                                                 \
     }
 
+/* A value the fast path stored into the event, read back from there: a
+ * load where the compiler would otherwise keep its own copy of the value
+ * through the record's fields, on the stack (no register is free). */
+#define FAST_REREAD(lv) (*(const volatile __typeof__(lv) *)&(lv))
+
 /* The reader's running values that the fast path changes, held in locals
  * by its callers (stores into the events could alias them in r, which
  * would make the compiler reload them after every field), and the last
