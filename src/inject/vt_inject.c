@@ -200,6 +200,7 @@ static int define_code(void *ctx, uint64_t key, const char *file, const char *fu
 static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
 {
     uint64_t ips[260];
+    const uint64_t *nat = ips; /* where the native frames are: ips, or the unwinder's memo */
     ips[0] = 0;
     int depth = g.cfg.stack_depth < 256 ? g.cfg.stack_depth : 256;
     int n = 0;
@@ -217,16 +218,16 @@ static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
 #endif
     if (g.uw) {
         uint64_t c1 = ph ? __rdtsc() : 0;
-        n = vt_unwind_capture_keyed(g.uw, ips, depth, xkey, &walk);
+        n = vt_unwind_capture_keyed(g.uw, ips, depth, xkey, &walk, &nat);
         if (ph)
             t_uw_cyc += __rdtsc() - c1;
     }
     if (g.cfg.stack_refs && (n > 0 || npy > 0)) {
 #ifdef VT_HAVE_PYSTACK
         _Static_assert(sizeof(vt_pyframe) == 24 && offsetof(vt_pyframe, line) == 16, "vt_fp_capture's layout");
-        vt_fp_capture(walk, ips, n, (const uint64_t *)py, npy > 0 ? npy : 0, fp);
+        vt_fp_capture(walk, nat, n, (const uint64_t *)py, npy > 0 ? npy : 0, fp);
 #else
-        vt_fp_capture(walk, ips, n, NULL, 0, fp);
+        vt_fp_capture(walk, nat, n, NULL, 0, fp);
 #endif
         if (vt_writer_site_sent(g.w, fp)) {
             if (ph)
@@ -236,7 +237,7 @@ static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
     }
 #ifdef VT_HAVE_PYSTACK
     if (npy >= 0) {
-        int m = vt_pystack_finish(ips, n, py, npy, fr, max, define_code, g.w);
+        int m = vt_pystack_finish(nat, n, py, npy, fr, max, define_code, g.w);
         if (ph)
             t_stk_cyc += __rdtsc() - c0;
         return (uint32_t)m;
@@ -247,7 +248,7 @@ static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
     if (n > max)
         n = max;
     for (int i = 0; i < n; i++) {
-        fr[i].pc = ips[i];
+        fr[i].pc = nat[i];
         fr[i].line = 0;
         fr[i].kind = VT_FRAME_NATIVE;
     }

@@ -615,7 +615,7 @@ static uint64_t loader_subs(void)
     return s;
 }
 
-static __thread uint64_t tls_captures, tls_frames; /* not yet added to the totals */
+static __thread uint64_t tls_captures, tls_frames, tls_memo_full; /* not yet added to the totals */
 
 static uint64_t now_ns(void)
 {
@@ -812,7 +812,7 @@ void vt_unwinder_get_stats(const vt_unwinder *u, vt_unwind_stats *st)
     st->fp_steps = atomic_load(&w->st_fp);
     st->rescans = atomic_load(&w->st_rescans);
     st->stops_unknown = atomic_load(&w->st_unknown);
-    st->memo_full = atomic_load(&w->st_memo_full);
+    st->memo_full = atomic_load(&w->st_memo_full) + (tls_memo_full & 63);
     st->memo_steps = atomic_load(&w->st_memo_steps);
 }
 
@@ -902,40 +902,46 @@ static uint64_t lookup_rule(vt_unwinder *u, vt_modmap **mapp, uint64_t ip, const
 #endif
 #define MEMO_WAYS VT_MEMO_WAYS
 #define MEMO_STEPS 48
-/* A step, in three arrays: what a replay reads (the return address words,
- * then the ips) lies in a row, 24 bytes a step; the rest only where used. */
+#define MEMO_NONE 0xffffffffu /* memo.off: the step read no word (it ended the walk) */
 typedef struct {
-    uint64_t at, val; /* the return address word read; at 0: the step read nothing (it ended the walk) */
-} memo_ra;
-typedef struct {
-    uint64_t sp;          /* the step's stack pointer (rbp is read again on resuming) */
+    uint64_t sp;            /* the step's stack pointer (rbp is read again on resuming) */
     uint64_t bp_at, bp_val; /* bp_at 0: rbp kept */
 } memo_cold;
+/* An entry, laid out for the replay, which reads the first line, then the
+ * word offsets and the ips in a row: 12 bytes a step.  The word a step
+ * reads is the return address, i.e. the next step's ip, so the ips double
+ * as the values to verify, and a replay hands them out in place. */
 typedef struct {
-    uint64_t bp0, epoch, uid;
-    uint64_t walk; /* this recording's id (g_walk_ids) */
-    int max, nsteps, first_rec, bp0_used, n;
+    uint64_t sp0, ip0, xkey; /* the start state and the caller's key */
+    uint64_t epoch, uid;
+    int max, nsteps, first_rec, n;
+    int bp0_used;
+    uint64_t bp0;
     uint64_t bp_used; /* bit i: the rbp loaded at step i was used (by a CFA or a frame-pointer step) */
-    memo_ra ra[MEMO_STEPS];
-    uint64_t ip[MEMO_STEPS];
+    uint64_t walk;    /* this recording's id (g_walk_ids) */
+    uint32_t off[MEMO_STEPS];     /* the return address word step i read, as an offset from sp0 */
+    uint64_t ip[MEMO_STEPS + 1];  /* ip[i]: step i's ip; ip[i + 1]: the word step i read */
     memo_cold c[MEMO_STEPS];
-} memo;
+} __attribute__((aligned(64))) memo;
 _Static_assert(MEMO_STEPS <= 64, "bp_used is a 64-bit mask");
-/* An entry's start state and the caller's key, apart from the entries, so
- * that finding the candidates reads 1 KiB in a row and not one line per
- * entry. */
-typedef struct {
-    uint64_t sp0, ip0, xkey;
-    uint32_t age, valid;
-} memo_key;
 /* Fully associative: the sites of one program often reach the allocator at
  * the same stack depth, and must not evict each other; the caller's key
  * (e.g. the innermost Python frame) tells most of them apart before any
- * word is read. */
+ * word is read.  Candidates are found through a tag per entry (a hash of
+ * its start state and key; 0: empty): 256 bytes in a row, not a line per
+ * entry. */
 static __thread memo tls_memo[MEMO_WAYS];
-static __thread memo_key tls_memo_key[MEMO_WAYS];
+static __thread uint64_t tls_memo_tag[MEMO_WAYS];
+static __thread uint32_t tls_memo_ages[MEMO_WAYS];
 static __thread uint32_t tls_memo_age;
 static _Atomic uint64_t g_walk_ids; /* the last id given to a recorded walk */
+
+static inline uint64_t memo_tag(uint64_t sp0, uint64_t ip0, uint64_t xkey)
+{
+    uint64_t h = (sp0 ^ (ip0 * 0x9E3779B97F4A7C15ull) ^ (xkey * 0xC2B2AE3D27D4EB4Full));
+    h ^= h >> 29;
+    return h | 1;
+}
 
 /* The walk uses rbp: the load it came from becomes part of the proof. */
 #define USE_BP()                                                                                              \
@@ -949,67 +955,52 @@ static _Atomic uint64_t g_walk_ids; /* the last id given to a recorded walk */
 /* Steps of m whose words still hold, from the start. */
 static inline int memo_verify(const memo *m)
 {
+    const unsigned char *sp0 = (const unsigned char *)(uintptr_t)m->sp0;
     int i = 0;
     for (; i < m->nsteps; i++) {
-        const memo_ra *r = &m->ra[i];
-        if (r->at && *(const uint64_t *)(uintptr_t)r->at != r->val)
+        uint32_t o = m->off[i];
+        if (o != MEMO_NONE && *(const uint64_t *)(const void *)(sp0 + o) != m->ip[i + 1])
             break;
-        if (((m->bp_used >> i) & 1) && *(const uint64_t *)(uintptr_t)m->c[i].bp_at != m->c[i].bp_val)
+        if (__builtin_expect((m->bp_used >> i) & 1, 0) &&
+            *(const uint64_t *)(uintptr_t)m->c[i].bp_at != m->c[i].bp_val)
             break;
     }
     return i;
 }
 
-static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max,
-                       uint64_t xkey, uint64_t *walk)
+#if defined(__x86_64__)
+/* Counted per thread, added to the totals in batches: a shared counter
+ * per capture would bounce a cache line between every allocating thread. */
+static inline void count_capture(vt_unwinder *u, int n)
+{
+    tls_captures++;
+    tls_frames += (uint64_t)n;
+    if ((tls_captures & 63) == 0) {
+        atomic_fetch_add_explicit(&u->st_captures, 64, memory_order_relaxed);
+        atomic_fetch_add_explicit(&u->st_frames, tls_frames, memory_order_relaxed);
+        tls_frames = 0;
+    }
+}
+
+/* The walk itself, recorded into the memo: from the start, or resumed
+ * after the verified prefix of `best` (best_i steps). */
+static __attribute__((noinline)) int unwind_walk(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips,
+                                                 int max, uint64_t xkey, uint64_t *walk, uint64_t hi, uint64_t epoch,
+                                                 uint64_t tag, const memo *best, int best_i)
 {
     uint64_t walk_id = 0;
-    if (walk)
-        *walk = 0;
-#if defined(__x86_64__)
-    if (!u || max <= 0)
-        return 0;
-    uint64_t lo, hi;
-    if (stack_bounds(sp, &lo, &hi) != 0)
-        return 0;
+    uint64_t *tags = tls_memo_tag;
+    uint32_t *ages = tls_memo_ages;
     vt_modmap *map = atomic_load_explicit(&u->map, memory_order_acquire);
-    uint64_t epoch = atomic_load_explicit(&u->epoch, memory_order_acquire);
     int n = 0, skipping = u->nskip_prefix || u->nskip_addr, step = 0, first_rec = -1;
     int bp_src = -1, bp0_used = 0, clean = 1; /* bp_src: step whose load gave rbp, -1: bp0 */
     const uint64_t ip0 = ip, sp0 = sp, bp0 = bp;
+    memo *mm;
 
-    /* Replay a remembered walk from this start while the words it read
-     * still hold; else go on from the longest verified prefix, recording
-     * into a free or the least recently used entry. */
-    memo_key *keys = tls_memo_key;
-    memo *mm, *best = NULL;
-    int best_i = 0;
-    for (int w = 0; w < MEMO_WAYS; w++) {
-        memo_key *k = &keys[w];
-        if (k->sp0 != sp || k->ip0 != ip || k->xkey != xkey || !k->valid)
-            continue;
-        memo *m = &tls_memo[w];
-        if (m->max != max || m->epoch != epoch || m->uid != u->uid || (m->bp0_used && m->bp0 != bp))
-            continue;
-        int i = memo_verify(m);
-        if (i == m->nsteps) { /* the whole walk */
-            n = m->n;
-            for (int j = 0; j < n; j++)
-                ips[j] = m->ip[m->first_rec + j];
-            walk_id = m->walk;
-            k->age = ++tls_memo_age;
-            atomic_fetch_add_explicit(&u->st_memo_full, 1, memory_order_relaxed);
-            goto done;
-        }
-        if (i > best_i) {
-            best = m;
-            best_i = i;
-        }
-    }
     /* no whole walk: record into a free entry, else the least recently used */
     int mw = 0;
-    for (int w = 0; w < MEMO_WAYS && keys[mw].valid; w++)
-        if (!keys[w].valid || (int32_t)(keys[w].age - keys[mw].age) < 0)
+    for (int w = 0; w < MEMO_WAYS && tags[mw]; w++)
+        if (!tags[w] || (int32_t)(ages[w] - ages[mw]) < 0)
             mw = w;
     mm = &tls_memo[mw];
     if (best) {
@@ -1017,8 +1008,8 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
          * prefix copied into the entry this walk will fill */
         int i = best_i, fr = best->first_rec;
         if (best != mm) {
-            memcpy(mm->ra, best->ra, (size_t)i * sizeof(memo_ra));
-            memcpy(mm->ip, best->ip, (size_t)i * sizeof(uint64_t));
+            memcpy(mm->off, best->off, (size_t)i * sizeof(uint32_t));
+            memcpy(mm->ip, best->ip, (size_t)(i + 1) * sizeof(uint64_t));
             memcpy(mm->c, best->c, (size_t)i * sizeof(memo_cold));
             mm->bp_used = best->bp_used;
             mm->bp0_used = best->bp0_used;
@@ -1045,14 +1036,15 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
         }
         atomic_fetch_add_explicit(&u->st_memo_steps, (uint64_t)i, memory_order_relaxed);
     }
-    keys[mw].valid = 0; /* rewritten below */
+    tags[mw] = 0; /* rewritten below */
     for (int guard = step; guard < 512 && n < max && ip; guard++, step++) {
-        memo_ra *ms = step < MEMO_STEPS ? &mm->ra[step] : NULL;
-        memo_cold *mc = step < MEMO_STEPS ? &mm->c[step] : NULL;
-        if (ms) {
+        const int rec = step < MEMO_STEPS;
+        memo_cold *mc = rec ? &mm->c[step] : NULL;
+        if (rec) {
             mm->ip[step] = ip;
+            mm->off[step] = MEMO_NONE;
             mc->sp = sp;
-            ms->at = mc->bp_at = 0;
+            mc->bp_at = 0;
             mm->bp_used &= ~(1ull << step);
         } else {
             clean = 0;
@@ -1090,9 +1082,12 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
             }
             nip = *(const uint64_t *)(uintptr_t)ra_at;
             unsigned bn = RULE_BP_N(rule);
-            if (ms) {
-                ms->at = ra_at;
-                ms->val = nip;
+            if (rec) {
+                if (ra_at - sp0 < MEMO_NONE)
+                    mm->off[step] = (uint32_t)(ra_at - sp0);
+                else
+                    clean = 0; /* too far for the memo */
+                mm->ip[step + 1] = nip;
             }
             if (bn) {
                 uint64_t bp_at = cfa - 8ull * bn;
@@ -1119,9 +1114,12 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
             nip = *(const uint64_t *)(uintptr_t)(bp + 8);
             nbp = *(const uint64_t *)(uintptr_t)bp;
             bp_src = step;
-            if (ms) {
-                ms->at = bp + 8;
-                ms->val = nip;
+            if (rec) {
+                if (bp + 8 - sp0 < MEMO_NONE)
+                    mm->off[step] = (uint32_t)(bp + 8 - sp0);
+                else
+                    clean = 0;
+                mm->ip[step + 1] = nip;
                 mc->bp_at = bp;
                 mc->bp_val = nbp;
             }
@@ -1137,9 +1135,9 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
         }
     }
     if (clean && step <= MEMO_STEPS && first_rec >= 0) {
-        keys[mw].sp0 = sp0;
-        keys[mw].ip0 = ip0;
-        keys[mw].xkey = xkey;
+        mm->sp0 = sp0;
+        mm->ip0 = ip0;
+        mm->xkey = xkey;
         mm->bp0 = bp0;
         mm->epoch = epoch;
         mm->uid = u->uid;
@@ -1149,49 +1147,98 @@ static int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, ui
         mm->bp0_used = bp0_used;
         mm->n = n;
         mm->walk = walk_id = atomic_fetch_add_explicit(&g_walk_ids, 1, memory_order_relaxed) + 1;
-        keys[mw].age = ++tls_memo_age;
-        keys[mw].valid = 1;
+        ages[mw] = ++tls_memo_age;
+        tags[mw] = tag;
     }
-done:
     if (walk)
         *walk = walk_id;
-    /* batched per thread: a shared counter per capture would bounce a
-     * cache line between every allocating thread */
-    tls_captures++;
-    tls_frames += (uint64_t)n;
-    if ((tls_captures & 63) == 0) {
-        atomic_fetch_add_explicit(&u->st_captures, 64, memory_order_relaxed);
-        atomic_fetch_add_explicit(&u->st_frames, tls_frames, memory_order_relaxed);
-        tls_frames = 0;
-    }
+    count_capture(u, n);
     return n;
+}
+#endif
+
+/* Replay a remembered walk from this start while the words it read still
+ * hold; else walk, from the longest verified prefix.  This part runs at
+ * nearly every allocation of a big program, after microseconds of other
+ * work: it reads the tags, one entry's first line, then its offsets and
+ * ips in a row, and is kept small and apart from the walk (hot). */
+static inline __attribute__((always_inline)) int unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp,
+                                                             uint64_t *ips, int max, uint64_t xkey, uint64_t *walk,
+                                                             const uint64_t **frames)
+{
+    if (walk)
+        *walk = 0;
+    if (frames)
+        *frames = ips;
+#if defined(__x86_64__)
+    if (!u || max <= 0)
+        return 0;
+    uint64_t lo, hi;
+    if (stack_bounds(sp, &lo, &hi) != 0)
+        return 0;
+    uint64_t epoch = atomic_load_explicit(&u->epoch, memory_order_acquire);
+    const uint64_t tag = memo_tag(sp, ip, xkey);
+    const uint64_t *tags = tls_memo_tag;
+    const memo *best = NULL;
+    int best_i = 0;
+    for (int w = 0; w < MEMO_WAYS; w++) {
+        if (tags[w] != tag)
+            continue;
+        memo *m = &tls_memo[w];
+        if (m->sp0 != sp || m->ip0 != ip || m->xkey != xkey || m->max != max || m->epoch != epoch ||
+            m->uid != u->uid || (m->bp0_used && m->bp0 != bp))
+            continue;
+        int i = memo_verify(m);
+        if (i == m->nsteps) { /* the whole walk */
+            int n = m->n;
+            if (frames)
+                *frames = m->ip + m->first_rec; /* in place, until this thread's next walk */
+            else
+                memcpy(ips, m->ip + m->first_rec, (size_t)n * sizeof(uint64_t));
+            if (walk)
+                *walk = m->walk;
+            tls_memo_ages[w] = ++tls_memo_age;
+            if ((++tls_memo_full & 63) == 0) /* batched, as in count_capture */
+                atomic_fetch_add_explicit(&u->st_memo_full, 64, memory_order_relaxed);
+            count_capture(u, n);
+            return n;
+        }
+        if (i > best_i) {
+            best = m;
+            best_i = i;
+        }
+    }
+    return unwind_walk(u, ip, sp, bp, ips, max, xkey, walk, hi, epoch, tag, best, best_i);
 #else
-    (void)u; (void)ip; (void)sp; (void)bp; (void)ips; (void)max; (void)xkey; (void)walk_id;
+    (void)u; (void)ip; (void)sp; (void)bp; (void)ips; (void)max; (void)xkey;
     return 0;
 #endif
 }
 
 int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips, int max)
 {
-    return unwind_from(u, ip, sp, bp, ips, max, 0, NULL);
+    return unwind_from(u, ip, sp, bp, ips, max, 0, NULL, NULL);
 }
 
 __attribute__((noinline, optimize("no-omit-frame-pointer"))) int vt_unwind_capture_keyed(vt_unwinder *u,
                                                                                          uint64_t *ips, int max,
-                                                                                         uint64_t xkey, uint64_t *walk)
+                                                                                         uint64_t xkey, uint64_t *walk,
+                                                                                         const uint64_t **frames)
 {
 #if defined(__x86_64__)
     /* With a frame pointer, our frame gives the caller's state exactly:
      * return address at [rbp+8], caller's rsp = rbp+16, caller's rbp = [rbp]. */
     const uint64_t *fp = (const uint64_t *)__builtin_frame_address(0);
     uint64_t ip = fp[1], sp = (uint64_t)(uintptr_t)(fp + 2), bp = fp[0];
-    int n = unwind_from(u, ip, sp, bp, ips, max, xkey, walk);
+    int n = unwind_from(u, ip, sp, bp, ips, max, xkey, walk, frames);
     __asm__ volatile("" ::: "memory"); /* keep this a real call frame (no tail call) */
     return n;
 #else
     (void)u; (void)ips; (void)max; (void)xkey;
     if (walk)
         *walk = 0;
+    if (frames)
+        *frames = ips;
     return 0;
 #endif
 }

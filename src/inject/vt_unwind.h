@@ -85,14 +85,17 @@ int vt_unwinder_stop_at(vt_unwinder *u, int n, const uint64_t *start, const uint
  * repeated walks cheaper.  walk (may be NULL): set to the id of the memo
  * entry that holds this walk, nonzero and unique in the process: two
  * captures with one id stored the same ips (the same count); 0 when the
- * walk was not memoized. */
-int vt_unwind_capture_keyed(vt_unwinder *u, uint64_t *ips, int max, uint64_t xkey, uint64_t *walk);
+ * walk was not memoized.  frames (may be NULL): set to where the ips are:
+ * ips, or, for a walk replayed from the memo, the memo entry itself (not
+ * copied; valid until this thread's next capture with u). */
+int vt_unwind_capture_keyed(vt_unwinder *u, uint64_t *ips, int max, uint64_t xkey, uint64_t *walk,
+                            const uint64_t **frames);
 
 /* The same without a key.  Always inlined, so that ips[0] is still the
  * return address into the caller of vt_unwind_capture. */
 static inline __attribute__((always_inline)) int vt_unwind_capture(vt_unwinder *u, uint64_t *ips, int max)
 {
-    return vt_unwind_capture_keyed(u, ips, max, 0, NULL);
+    return vt_unwind_capture_keyed(u, ips, max, 0, NULL, NULL);
 }
 
 /* Unwind from an explicit register state (ip is treated as a return

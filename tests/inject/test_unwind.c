@@ -278,7 +278,10 @@ static void test_walk_ids(void **state)
     for (int k = 0; k < N; k++) {
         memset(&r[k], 0, sizeof(r[k]));
         r[k].max = 64;
+        r[k].inplace = (k >> 1) & 1; /* both callers both ways: frames copied, frames in place */
         chain_pick(g_u, &r[k], k & 1);
+        if (k >= 8) /* replayed whole: in place when asked */
+            assert_int_equal(r[k].was_inplace, r[k].inplace);
         for (int j = 0; j < k; j++)
             if (r[k].walk && r[j].walk == r[k].walk) {
                 assert_int_equal(r[j].n, r[k].n);

@@ -11,7 +11,11 @@ volatile int chain_sink;
 
 __attribute__((noinline)) int chain_c(vt_unwinder *u, chain_result *r, int x)
 {
-    r->n = vt_unwind_capture_keyed(u, r->ips, r->max, r->xkey, &r->walk);
+    const uint64_t *fr = NULL;
+    r->n = vt_unwind_capture_keyed(u, r->ips, r->max, r->xkey, &r->walk, r->inplace ? &fr : NULL);
+    r->was_inplace = r->inplace && fr != r->ips;
+    if (r->was_inplace)
+        memcpy(r->ips, fr, (size_t)r->n * sizeof(uint64_t));
     r->nbt = backtrace(r->bt, 64);
     chain_sink += x;
     return r->n + x;

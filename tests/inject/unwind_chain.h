@@ -8,6 +8,8 @@ typedef struct {
     int n, max;
     uint64_t xkey; /* vt_unwind_capture_keyed's key (0: none) */
     uint64_t walk; /* the walk id it gave */
+    int inplace;   /* ask for the frames in place (copied into ips afterwards) */
+    int was_inplace; /* they came from the memo, not ips */
     void *bt[64];
     int nbt;
 } chain_result;

@@ -68,7 +68,7 @@ VTPT_EXPORT int vtpt_trace_alloc(unsigned long long addr, unsigned long long siz
         int npy = vt_pystack_capture(py, VT_PYSTACK_MAX_DEPTH);
         if (npy <= 0)
             return npy < 0 ? npy : VT_ERR_CORRUPT;
-        nips = vt_unwind_capture_keyed(g_uw, ips, 128, vt_pystack_walk_key(py, npy), NULL);
+        nips = vt_unwind_capture_keyed(g_uw, ips, 128, vt_pystack_walk_key(py, npy), NULL, NULL);
         if (nips <= 0 || !vt_pystack_is_eval(ips[nips - 1])) /* the walk must end at the eval loop */
             return VT_ERR_CORRUPT;
         n = vt_pystack_finish(ips, nips, py, npy, fr, VT_PYSTACK_MAX_MERGED, define_code, g_w);
