@@ -16,6 +16,13 @@ def configs(build):
         "untraced": {},
         # CUPTI's own cost: the same callbacks with empty bodies + kernel activity
         "floor": {"CUDA_INJECTION64_PATH": floor},
+        # which part of the floor is which (bench/cupti_floor.c): kernel
+        # activity alone; only the two tensor-mode callbacks; one callback
+        # a PyTorch step never calls; the two in the runtime domain
+        "floor-nocallbacks": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_NO_CALLBACKS": "1"},
+        "floor-async": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_CALLBACKS": "async"},
+        "floor-unused": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_CALLBACKS": "unused"},
+        "floor-runtime": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_CALLBACKS": "runtime-async"},
         "traced": dict(traced),
         # VRAMTRACE_SELFTIME=1 times every phase of every callback (4 more
         # TSC reads per allocation): only this config pays that

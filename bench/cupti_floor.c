@@ -3,9 +3,17 @@
  * as libvramtrace.so (allocation families) with an empty body, and enables
  * CONCURRENT_KERNEL activity whose buffers it discards.  Nothing else.
  * VRAMTRACE_BENCH_GATE=FILE: the same in-process on/off switch as the
- * library's (src/inject/vt_gate.h), for bench/gpu_gate.py. */
+ * library's (src/inject/vt_gate.h), for bench/gpu_gate.py.
+ * VT_FLOOR_CALLBACKS picks the callbacks, to tell apart what they cost:
+ *   all (default)  the library's driver callbacks;
+ *   async          cuMemAllocAsync and cuMemFreeAsync only (what a
+ *                  `backend:cudaMallocAsync` step calls);
+ *   unused         cuArrayCreate_v2 only (a PyTorch step never calls it:
+ *                  the cost of the driver domain being on at all);
+ *   runtime-async  cudaMallocAsync and cudaFreeAsync in the runtime domain. */
 #include <cupti.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vt_gate.h"
 
@@ -16,13 +24,38 @@ static const CUpti_CallbackId ids[] = {
     CB(cuMemAllocAsync), CB(cuMemAllocAsync_ptsz), CB(cuMemFreeAsync), CB(cuMemFreeAsync_ptsz),
     CB(cuMemAllocFromPoolAsync), CB(cuMemAllocFromPoolAsync_ptsz), CB(cuMemAddressReserve), CB(cuMemAddressFree),
     CB(cuMemCreate), CB(cuMemRelease), CB(cuMemMap), CB(cuMemUnmap)};
+static const CUpti_CallbackId async_ids[] = {CB(cuMemAllocAsync), CB(cuMemAllocAsync_ptsz), CB(cuMemFreeAsync),
+                                              CB(cuMemFreeAsync_ptsz)};
+static const CUpti_CallbackId unused_ids[] = {CB(cuArrayCreate_v2)};
+static const CUpti_CallbackId runtime_ids[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020};
 static CUpti_SubscriberHandle sub;
 static int callbacks_on, kernels_on;
+static const CUpti_CallbackId *cb_ids = ids;
+static size_t cb_n = sizeof(ids) / sizeof(ids[0]);
+static CUpti_CallbackDomain cb_domain = CUPTI_CB_DOMAIN_DRIVER_API;
 
 static void set_callbacks(int on)
 {
-    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
-        cuptiEnableCallback((uint32_t)on, sub, CUPTI_CB_DOMAIN_DRIVER_API, ids[i]);
+    for (size_t i = 0; i < cb_n; i++)
+        cuptiEnableCallback((uint32_t)on, sub, cb_domain, cb_ids[i]);
+}
+
+static void pick_callbacks(const char *which)
+{
+    if (!which || !strcmp(which, "all"))
+        return;
+#define PICK(a) (cb_ids = (a), cb_n = sizeof(a) / sizeof((a)[0]))
+    if (!strcmp(which, "async"))
+        PICK(async_ids);
+    else if (!strcmp(which, "unused"))
+        PICK(unused_ids);
+    else if (!strcmp(which, "runtime-async")) {
+        PICK(runtime_ids);
+        cb_domain = CUPTI_CB_DOMAIN_RUNTIME_API;
+    }
+#undef PICK
 }
 
 static void gate_apply(int on, void *arg)
@@ -58,6 +91,7 @@ int InitializeInjection(void)
     if (cuptiSubscribe(&sub, empty_cb, NULL) != CUPTI_SUCCESS)
         return 1;
     callbacks_on = !getenv("VT_FLOOR_NO_CALLBACKS"); /* with both set: the cost of a subscriber alone */
+    pick_callbacks(getenv("VT_FLOOR_CALLBACKS"));
     if (callbacks_on)
         set_callbacks(1);
     kernels_on = !getenv("VT_FLOOR_NO_KERNELS");
