@@ -104,9 +104,10 @@ typedef struct {
 /* pending view-at-T contribution (see vt_replay.c) */
 typedef struct {
     uint64_t t;
-    int64_t bytes;   /* +size for an allocation, -size for a free */
+    int64_t bytes;   /* +size for an allocation, -size for a free; a pair: +size */
     uint32_t unit;
-    int32_t count;   /* +1 / -1 */
+    int32_t count;   /* +1 / -1; 0: a block's pair (allocated before T, freed
+                        at t), which counts (+size, +1) only if never folded */
 } vt_tail;
 
 typedef struct {

@@ -14,10 +14,12 @@
  * -size if freed at or before T; a part at or before the current lower
  * bound `cand` is added to per-site counters at once, a later one waits in
  * `tail`, which is pruned whenever the bound moves (kernel records arrive
- * with a delay of one activity buffer).  Blocks still live at the end are
- * added by vt_proc_finish() from the block tables.  So an allocation costs
- * the view nothing, and a block allocated and freed before the bound one
- * comparison.
+ * with a delay of one activity buffer); a block allocated before the bound
+ * and freed after it waits there as one pair entry, which adds its +size
+ * only if it is never folded (its free came after T).  Blocks still live
+ * at the end are added by vt_proc_finish() from the block tables.  So an
+ * allocation costs the view nothing, and a block allocated and freed before
+ * the bound one comparison.
  *
  * Growth floors: the run is cut into VT_GROWTH_BUCKETS time buckets (width
  * doubles, merging neighbours, when the run outgrows them); per site and
@@ -695,19 +697,41 @@ static inline void growth_after(vt_unit *u)
 
 /* --- view at T --- */
 
+/* Apply the tail's entries at or before `upto` (all of them if `all`),
+ * keep the others.  A block's pair (count 0, see free_fast) is settled by
+ * that with nothing to add: its free comes at or before the view, like its
+ * allocation, so its +size and -size cancel. */
 static void tail_fold(vt_proc *p, uint64_t upto, int all)
 {
     size_t w = 0;
+    if (all)
+        upto = UINT64_MAX;
     for (size_t i = 0; i < p->ntail; i++) {
         vt_tail *e = &p->tail[i];
-        if (all || e->t <= upto) {
-            p->units[e->unit].at_bytes += e->bytes;
-            p->units[e->unit].at_count += e->count;
+        if (e->t <= upto) {
+            if (e->count) {
+                p->units[e->unit].at_bytes += e->bytes;
+                p->units[e->unit].at_count += e->count;
+            }
         } else {
             p->tail[w++] = *e;
         }
     }
     p->ntail = w;
+}
+
+/* The view's end: the tail folded at T; the pairs left, whose free came
+ * after T, count their block as live at T. */
+static void tail_end(vt_proc *p, uint64_t upto, int all)
+{
+    tail_fold(p, upto, all);
+    for (size_t i = 0; i < p->ntail; i++) {
+        const vt_tail *e = &p->tail[i];
+        if (!e->count) {
+            p->units[e->unit].at_bytes += e->bytes;
+            p->units[e->unit].at_count++;
+        }
+    }
 }
 
 static void view_bound_update(vt_proc *p);
@@ -1889,19 +1913,20 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
     p->freed_cache[vt_hash64(addr) & (VT_FREED_CACHE - 1)] = addr; /* freed_mark */
     account_free_rest(p, u, &p->dev[u->device], size, ta, t);
     /* view_pair: allocated before the bound; freed before it too (nothing
-     * to do), or after it (the allocation counts, the free waits) */
+     * to do), or after it: the block's pair waits in the tail, which adds
+     * its +size only if the free turns out to come after the view (the
+     * allocation counting at once and the free waiting, as view_pair does,
+     * cost two more updates of the unit now and two when folded) */
     const uint64_t below = p->view_below;
     if (__builtin_expect(ta < below, 1)) {
         if (t < below)
             return 1;
         if (__builtin_expect(p->ntail < p->captail, 1)) {
-            u->at_bytes += (int64_t)size;
-            u->at_count++;
             vt_tail *w = &p->tail[p->ntail++];
             w->t = t;
-            w->bytes = -(int64_t)size;
+            w->bytes = (int64_t)size;
             w->unit = ui;
-            w->count = -1;
+            w->count = 0;
             return 1;
         }
     }
@@ -2268,7 +2293,7 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         }
         break;
     }
-    tail_fold(p, p->view_t, p->view_mode == VT_AT_END);
+    tail_end(p, p->view_t, p->view_mode == VT_AT_END);
     /* at = live at the end: the view is the end, or the tail overflowed
      * (every event was counted from then on, see view_apply_slow) */
     const int at_live = p->view_mode == VT_AT_END || p->tail_overflow;
