@@ -1993,19 +1993,22 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
     return vt_proc_feed_batch(a, p, ev, 1); /* the same ways as the report's */
 }
 
-/* The same as proc_feed() for each event, with the hot paths inline. */
+/* The same as proc_feed() for each event, with the hot paths inline.  The
+ * hot paths' event counts are kept in locals and added to p's when the
+ * batch returns (the stores into p's tables could alias them: two updates
+ * in memory per event); proc_feed() counts into p itself. */
 int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
 {
+    uint64_t nalloc = 0, nfree = 0, nkernel = 0;
+    int rc = 0;
     for (int i = 0; i < n; i++) {
         const vt_event *e = &ev[i];
         const uint64_t t = e->time_ns;
-        int rc;
         switch (e->type) {
         case VT_EV_ALLOC:
             if (__builtin_expect(!p->have_t0, 0))
                 break;
-            p->records++;
-            p->nev[VT_EV_ALLOC]++;
+            nalloc++;
             if (t > p->t_last)
                 p->t_last = t;
             rc = alloc_fast(p, &e->u.alloc, t);
@@ -2014,13 +2017,12 @@ int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
             else if (rc > 0)
                 rc = 0;
             if (__builtin_expect(rc != 0, 0))
-                return rc;
+                goto out;
             continue;
         case VT_EV_FREE:
             if (__builtin_expect(!p->have_t0, 0))
                 break;
-            p->records++;
-            p->nev[VT_EV_FREE]++;
+            nfree++;
             if (t > p->t_last)
                 p->t_last = t;
             rc = free_fast(a, p, &e->u.free, t);
@@ -2029,24 +2031,28 @@ int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
             else if (rc > 0)
                 rc = 0;
             if (__builtin_expect(rc != 0, 0))
-                return rc;
+                goto out;
             continue;
         case VT_EV_KERNEL:
             if (__builtin_expect(!p->have_t0, 0))
                 break;
             if (!kernel_fast(p, &e->u.kernel, t))
                 break;
-            p->records++;
-            p->nev[VT_EV_KERNEL]++;
+            nkernel++;
             continue;
         default:
             break;
         }
         rc = feed_slow(a, p, e);
         if (rc)
-            return rc;
+            goto out;
     }
-    return 0;
+out:
+    p->records += nalloc + nfree + nkernel;
+    p->nev[VT_EV_ALLOC] += nalloc;
+    p->nev[VT_EV_FREE] += nfree;
+    p->nev[VT_EV_KERNEL] += nkernel;
+    return rc;
 }
 
 /* ------------------------------------------------------------ finishing */
