@@ -48,7 +48,7 @@ typedef struct {
     uint64_t size;
     uint64_t t;      /* allocation time */
     uint32_t unit;
-    uint32_t pad;
+    uint32_t fslot;  /* its address's slot in the freed-address cache (vt_replay.c) */
 } vt_block;
 
 typedef struct {

@@ -1003,6 +1003,16 @@ static int check_device(vt_proc *p, uint32_t *device)
     return 1;
 }
 
+/* The freed-address cache's slot of addr, also kept in the address's block
+ * (vt_block.fslot, set where a slot takes an address: on_alloc,
+ * alloc_fast), so that free_fast need not hash it again: the address
+ * stays in its young slot once freed, and an allocation that reuses that
+ * slot (most of them) keeps it. */
+static inline uint32_t freed_slot(uint64_t addr)
+{
+    return (uint32_t)(vt_hash64(addr) & (VT_FREED_CACHE - 1));
+}
+
 static void freed_mark(vt_proc *p, uint64_t addr)
 {
     if (!p->freed_cache) {
@@ -1010,12 +1020,12 @@ static void freed_mark(vt_proc *p, uint64_t addr)
         if (!p->freed_cache)
             return;
     }
-    p->freed_cache[vt_hash64(addr) & (VT_FREED_CACHE - 1)] = addr;
+    p->freed_cache[freed_slot(addr)] = addr;
 }
 
 static int freed_check(const vt_proc *p, uint64_t addr)
 {
-    return p->freed_cache && p->freed_cache[vt_hash64(addr) & (VT_FREED_CACHE - 1)] == addr;
+    return p->freed_cache && p->freed_cache[freed_slot(addr)] == addr;
 }
 
 static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t)
@@ -1066,6 +1076,7 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
                   e->api < VT_API__COUNT ? e->api : 0, &ui))
         return VT_ERR_NOMEM;
     b->addr = e->address;
+    b->fslot = freed_slot(e->address);
     p->blocks.len++;
     if (dead)
         p->blocks.dead--;
@@ -1863,9 +1874,12 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
         }
         j = (j + 1) & mask;
     }
-    if (!dead && ((p->blocks.len + p->blocks.dead + 1) * 2 > p->blocks.cap /* full: rebuild or migrate */
-                  || filt_maybe(p, addr)))                                /* maybe an old block there */
-        return 0;
+    if (!dead) {
+        if ((p->blocks.len + p->blocks.dead + 1) * 2 > p->blocks.cap /* full: rebuild or migrate */
+            || filt_maybe(p, addr))                                   /* maybe an old block there */
+            return 0;
+        slots[j].fslot = freed_slot(addr); /* (an empty slot until its address is set below) */
+    }
     if (__builtin_expect(t >= u->g_next, 0)) {
         int rc = growth_touch_slow(u, t);
         if (rc)
@@ -1910,7 +1924,7 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
     slots[j].unit = VT_DEAD;
     p->blocks.len--;
     p->blocks.dead++;
-    p->freed_cache[vt_hash64(addr) & (VT_FREED_CACHE - 1)] = addr; /* freed_mark */
+    p->freed_cache[slots[j].fslot] = addr; /* freed_mark */
     account_free_rest(p, u, &p->dev[u->device], size, ta, t);
     /* view_pair: allocated before the bound; freed before it too (nothing
      * to do), or after it: the block's pair waits in the tail, which adds
