@@ -6,6 +6,7 @@
  * the current error over a one-second horizon, clamped to 0.1 %. */
 #define _GNU_SOURCE
 #include "vt_clock.h"
+#include "vt_hot.h"
 
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -138,7 +139,7 @@ vt_clocksrc vt_clock_init(int want_tsc)
     return VT_CLOCKSRC_MONOTONIC;
 }
 
-uint64_t vt_clock_now(void)
+VT_HOT uint64_t vt_clock_now(void)
 {
 #if VT_HAVE_TSC
     if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC) {

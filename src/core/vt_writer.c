@@ -46,6 +46,7 @@
 
 #include "proto/vramtrace.pb-c.h"
 #include "vt_error.h"
+#include "vt_hot.h"
 #include "vt_intern.h"
 
 #define VT_ENT_PAD 0       /* ring filler up to the end of the buffer */
@@ -524,7 +525,7 @@ static uint32_t vt_frames_unpack(const uint64_t *wd, uint32_t nwords, vt_frame *
     return n;
 }
 
-static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t time_ns)
+VT_HOT static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t time_ns)
 {
     const vt_layout *L = vt_layout_of(type);
     if (!L)
@@ -669,7 +670,7 @@ static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t ti
     return 0;
 }
 
-int vt_writer_emit(vt_writer *w, const vt_event *ev)
+VT_HOT int vt_writer_emit(vt_writer *w, const vt_event *ev)
 {
     if (!w)
         return VT_ERR_DISABLED;
@@ -682,7 +683,7 @@ int vt_writer_emit(vt_writer *w, const vt_event *ev)
     return vt_push(w, (unsigned)ev->type, &ev->u, ev->time_ns);
 }
 
-int vt_writer_define_code(vt_writer *w, uint64_t key, const char *file, const char *function)
+VT_HOT int vt_writer_define_code(vt_writer *w, uint64_t key, const char *file, const char *function)
 {
     if (!w)
         return VT_ERR_DISABLED;
@@ -692,7 +693,7 @@ int vt_writer_define_code(vt_writer *w, uint64_t key, const char *file, const ch
     return vt_push(w, VT_ENT_CODE, &c, 0);
 }
 
-int vt_writer_site_sent(vt_writer *w, const uint64_t fp[2])
+VT_HOT int vt_writer_site_sent(vt_writer *w, const uint64_t fp[2])
 {
     if (!w || !(fp[0] | fp[1]) || vt_is_off(w))
         return 0;

@@ -48,6 +48,7 @@
 #include "vt_clock.h"
 #include "vt_config.h"
 #include "vt_error.h"
+#include "vt_hot.h"
 #include "vt_event.h"
 #include "vt_fp.h"
 #include "vt_gate.h"
@@ -173,7 +174,7 @@ static void note(vt_severity sev, const char *text)
     vt_writer_emit(g.w, &ev);
 }
 
-static uint32_t ctx_device(CUcontext ctx)
+VT_HOT static uint32_t ctx_device(CUcontext ctx)
 {
     if (ctx && ctx == tls_ctx)
         return tls_dev;
@@ -197,7 +198,7 @@ static int define_code(void *ctx, uint64_t key, const char *file, const char *fu
 /* Capture the stack of the current allocation into fr (innermost first)
  * and its fingerprint into fp; 0 frames when this thread has sent the same
  * stack before (the writer then sends a reference). */
-static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
+VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
 {
     uint64_t ips[260];
     const uint64_t *nat = ips; /* where the native frames are: ips, or the unwinder's memo */
@@ -255,7 +256,7 @@ static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
     return (uint32_t)n;
 }
 
-static void capture_site(vt_site *site, vt_frame *fr, int max)
+VT_HOT static void capture_site(vt_site *site, vt_frame *fr, int max)
 {
     site->nframes = capture_stack(fr, max, site->fp);
     site->frames = site->nframes ? fr : NULL;
@@ -269,7 +270,7 @@ static void capture_site(vt_site *site, vt_frame *fr, int max)
 
 /* ----------------------------------------------------------------- emit helpers */
 
-static void emit(vt_event *ev)
+VT_HOT static void emit(vt_event *ev)
 {
     if (!g.cfg.selftime) {
         vt_writer_emit(g.w, ev);
@@ -280,7 +281,7 @@ static void emit(vt_event *ev)
     t_push_cyc += __rdtsc() - c0;
 }
 
-static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api, uint64_t stream,
+VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api, uint64_t stream,
                        uint64_t pool, uint64_t corr)
 {
     vt_frame fr[VT_FRAMES_MAX];
@@ -303,7 +304,7 @@ static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind ki
         atomic_fetch_add_explicit(&g.alloc_count, 1, memory_order_relaxed);
 }
 
-static void emit_free(uint64_t addr, uint32_t dev, vt_memkind kind, vt_allocapi api, uint64_t stream, uint64_t corr)
+VT_HOT static void emit_free(uint64_t addr, uint32_t dev, vt_memkind kind, vt_allocapi api, uint64_t stream, uint64_t corr)
 {
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
@@ -406,7 +407,7 @@ static const CUpti_CallbackId k_driver_ids[] = {
     CB(cuMemMap), CB(cuMemUnmap),
 };
 
-static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
+VT_HOT static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
 {
     CUresult rc = cd->functionReturnValue ? *(const CUresult *)cd->functionReturnValue : CUDA_SUCCESS;
     int ok = rc == CUDA_SUCCESS;
@@ -855,7 +856,7 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
     }
 }
 
-static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
+VT_HOT static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
     (void)ud;
     if (tls_internal || !atomic_load_explicit(&g.active, memory_order_relaxed))

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "vt_error.h"
+#include "vt_hot.h"
 
 #define VT_AI __attribute__((always_inline)) static inline
 
@@ -462,8 +463,8 @@ stop:
 }
 
 #define VT_WALK_FOR(m)                                                                        \
-    static __attribute__((noinline)) int walk##m(uintptr_t f, vt_pyframe *out, int max,        \
-                                                 vt_frame_ent *cache)                          \
+    VT_HOT static __attribute__((noinline)) int walk##m(uintptr_t f, vt_pyframe *out, int max, \
+                                                        vt_frame_ent *cache)                   \
     {                                                                                          \
         return walk(0, m, f, out, max, cache);                                                 \
     }
@@ -486,7 +487,7 @@ VT_AI uintptr_t top_frame(int safe, uintptr_t ts, int *bad)
 
 static int validate_late(void);
 
-int vt_pystack_capture(vt_pyframe *out, int max)
+VT_HOT int vt_pystack_capture(vt_pyframe *out, int max)
 {
     if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE))
         return VT_ERR_DISABLED;
@@ -772,7 +773,7 @@ int vt_pystack_stack(const uint64_t *ips, int nips, vt_frame *out, int max, int 
     return vt_pystack_finish(ips, nips, py, npy, out, max, define, ctx);
 }
 
-int vt_pystack_finish(const uint64_t *ips, int nips, const vt_pyframe *py, int npy, vt_frame *out, int max,
+VT_HOT int vt_pystack_finish(const uint64_t *ips, int nips, const vt_pyframe *py, int npy, vt_frame *out, int max,
                       vt_pystack_define_fn define, void *ctx)
 {
     uint64_t *seen = t_seen; /* one TLS lookup, not one per frame */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "vt_error.h"
+#include "vt_hot.h"
 
 /* ---------------------------------------------------------------- modmap */
 
@@ -1220,7 +1221,7 @@ int vt_unwind_from(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64
     return unwind_from(u, ip, sp, bp, ips, max, 0, NULL, NULL);
 }
 
-__attribute__((noinline, optimize("no-omit-frame-pointer"))) int vt_unwind_capture_keyed(vt_unwinder *u,
+VT_HOT __attribute__((noinline, optimize("no-omit-frame-pointer"))) int vt_unwind_capture_keyed(vt_unwinder *u,
                                                                                          uint64_t *ips, int max,
                                                                                          uint64_t xkey, uint64_t *walk,
                                                                                          const uint64_t **frames)
