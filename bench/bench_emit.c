@@ -186,7 +186,7 @@ static double push_round(int nev, int sites, int cold_kib, unsigned char *cold, 
         const vt_frame *f = &fr[(i % sites) * NF];
         double t0 = now();
         if (refs) /* the library's fingerprint: native words, then Python frames */
-            vt_fp_capture((uint64_t)(i % sites) + 1, &cap[(i % sites) * CAPW], NAT, &cap[(i % sites) * CAPW + NAT], PY, ev.u.alloc.site.fp);
+            vt_fp_capture((uint64_t)(i % sites) + 1, &cap[(i % sites) * CAPW], NAT, 0, &cap[(i % sites) * CAPW + NAT], PY, ev.u.alloc.site.fp);
         if (!refs || !vt_writer_site_sent(W, ev.u.alloc.site.fp)) {
             ev.u.alloc.site.frames = f;
             ev.u.alloc.site.nframes = NF;

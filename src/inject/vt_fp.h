@@ -66,20 +66,27 @@ static inline void vt_fp_final(const vt_fp *f, uint64_t n, uint64_t out[2])
  * C-call count and flags in one word; the code address is left out: the
  * key covers it).  The native part is the unwinder's walk id when it has
  * one (vt_unwind_capture_keyed: one id, the same ips), else the return
- * addresses ips[0..n) themselves; the two kinds are told apart.  Equal
- * captures give equal merged stacks. */
-static inline void vt_fp_capture(uint64_t walk, const uint64_t *ips, int n, const uint64_t *py3, int npy,
-                                 uint64_t out[2])
+ * addresses ips[0..n) themselves; the Python part likewise is the Python
+ * walk's id when it has one (vt_pystack_capture_walk: one id, the same
+ * frames), else the frames; the kinds are told apart.  Equal captures
+ * give equal merged stacks. */
+static inline void vt_fp_capture(uint64_t walk, const uint64_t *ips, int n, uint64_t pywalk, const uint64_t *py3,
+                                 int npy, uint64_t out[2])
 {
-    vt_fp f = vt_fp_init(((uint64_t)(uint32_t)n << 32) | ((uint64_t)(walk != 0) << 31) | (uint32_t)npy);
+    vt_fp f = vt_fp_init(((uint64_t)(uint32_t)n << 32) | ((uint64_t)(walk != 0) << 31) |
+                         ((uint64_t)(pywalk != 0) << 30) | (uint32_t)npy);
     if (walk) {
         uint64_t w[2] = {walk, (uint64_t)n};
         vt_fp_words(&f, w, 2);
     } else {
         vt_fp_words(&f, ips, n);
     }
-    for (int i = 0; i < npy; i++)
-        vt_fp_pair(&f.a, &f.b, py3[3 * i], py3[3 * i + 2]);
+    if (pywalk) {
+        vt_fp_pair(&f.a, &f.b, pywalk, (uint64_t)npy);
+    } else {
+        for (int i = 0; i < npy; i++)
+            vt_fp_pair(&f.a, &f.b, py3[3 * i], py3[3 * i + 2]);
+    }
     vt_fp_final(&f, (uint64_t)n * 1000003u + (uint64_t)npy, out);
 }
 

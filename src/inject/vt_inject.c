@@ -207,14 +207,17 @@ VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
     int n = 0;
     const int ph = g.cfg.selftime;
     uint64_t c0 = ph ? __rdtsc() : 0;
-    uint64_t xkey = 0, walk = 0;
+    uint64_t xkey = 0, walk = 0, pywalk = 0;
     int npy = -1;
 #ifdef VT_HAVE_PYSTACK
     /* Python frames first: the innermost one keys the native walk's memo,
      * which then finds the walk of this Python line among the many sites
      * that reach the allocator at the same stack depth. */
-    vt_pyframe py[VT_PYSTACK_MAX_DEPTH];
-    npy = g.pystack ? vt_pystack_capture(py, depth < VT_PYSTACK_MAX_DEPTH ? depth : VT_PYSTACK_MAX_DEPTH) : -1;
+    vt_pyframe pybuf[VT_PYSTACK_MAX_DEPTH];
+    const vt_pyframe *py = pybuf; /* or the Python walk's memo */
+    npy = g.pystack ? vt_pystack_capture_walk(pybuf, depth < VT_PYSTACK_MAX_DEPTH ? depth : VT_PYSTACK_MAX_DEPTH, &py,
+                                              &pywalk)
+                    : -1;
     xkey = vt_pystack_walk_key(py, npy);
 #endif
     if (g.uw) {
@@ -226,9 +229,9 @@ VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
     if (g.cfg.stack_refs && (n > 0 || npy > 0)) {
 #ifdef VT_HAVE_PYSTACK
         _Static_assert(sizeof(vt_pyframe) == 24 && offsetof(vt_pyframe, line) == 16, "vt_fp_capture's layout");
-        vt_fp_capture(walk, nat, n, (const uint64_t *)py, npy > 0 ? npy : 0, fp);
+        vt_fp_capture(walk, nat, n, pywalk, (const uint64_t *)py, npy > 0 ? npy : 0, fp);
 #else
-        vt_fp_capture(walk, nat, n, NULL, 0, fp);
+        vt_fp_capture(walk, nat, n, 0, NULL, 0, fp);
 #endif
         if (vt_writer_site_sent(g.w, fp)) {
             if (ph)

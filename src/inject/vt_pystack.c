@@ -391,17 +391,77 @@ VT_AI void boundary(vt_pyframe *out, int n)
         out[n - 1].nentry++;
 }
 
+/* ---- per-thread memo of whole walks ---- */
+
+/* What a walk decides at a frame depends only on the frame's code object,
+ * instruction position, owner and entry mark (and on the code object, which
+ * cannot change while a frame runs it: the frame holds a reference).  The
+ * memo keeps those four per step of a recent walk with its result, and a
+ * new walk that reads the same values at every step, and ends the same
+ * way, is that walk: its frames are handed out as recorded, with the
+ * recording's id (vt_pystack_capture_walk).  This reads the frames alone
+ * (hot: the interpreter runs them) and the memo's arrays in a row, not
+ * the code objects and the per-frame cache, nor does it decode lines.
+ * A code object freed, and another one allocated at the same address and
+ * reached through the same instruction positions, would replay the old
+ * one's frames: the per-frame cache's pointer tags share that exposure. */
+#define PM_WAYS 8
+#define PM_STEPS 64 /* longer walks are not kept */
+typedef struct {
+    int max;    /* the capture's cap */
+    int nsteps; /* frames read, shims and hidden ones included; -1: not a walk to keep */
+    int ended;  /* 1: the chain ended after nsteps; 0: truncated at the last step */
+    int n;      /* frames in out */
+    uint64_t walk;
+    uintptr_t code[PM_STEPS], instr[PM_STEPS];
+    uint16_t bits[PM_STEPS]; /* owner, entry mark << 8 */
+    vt_pyframe out[PM_STEPS];
+} pm_entry;
+static __thread struct {
+    uint64_t tag[PM_WAYS]; /* 0: empty */
+    uint32_t age[PM_WAYS];
+    uint32_t clock;
+    pm_entry e[PM_WAYS];
+} t_pm;
+static uint64_t g_pm_walks; /* the last id given to a recorded walk (atomic) */
+
+/* The values a walk's decision at `frame` depends on (plain loads: the
+ * fast path only). */
+VT_AI void pm_read(int minor, uintptr_t frame, uintptr_t *code, uintptr_t *instr, uint16_t *bits)
+{
+    const vt_pylayout *L = &g.L;
+    *code = *(const uintptr_t *)(frame + L->f_code);
+    *instr = minor == 10 ? *(const uint32_t *)(frame + L->f_instr) : *(const uintptr_t *)(frame + L->f_instr);
+    unsigned owner = minor >= 11 ? *(const uint8_t *)(frame + L->f_owner) : 0;
+    unsigned entry = minor == 11 ? *(const uint8_t *)(frame + L->f_is_entry) : 0;
+    *bits = (uint16_t)(owner | entry << 8);
+}
+
+VT_AI uint64_t pm_tag(uintptr_t code, uintptr_t instr, uint16_t bits)
+{
+    return ((code ^ (instr * 0x9E3779B97F4A7C15ull) ^ bits) * 0xC2B2AE3D27D4EB4Full) | 1;
+}
+
 /* Walk from `frame` (the innermost frame pointer read from the tstate).
  * safe: init-time validation, fault-tolerant reads, no cache, returns
  * VT_ERR_CORRUPT on anything unexpected; else the capture fast path, which
  * stops early instead.  Returns the count. */
-VT_AI int walk(int safe, int minor, uintptr_t frame, vt_pyframe *out, int max, vt_frame_ent *cache)
+VT_AI int walk(int safe, int minor, uintptr_t frame, vt_pyframe *out, int max, vt_frame_ent *cache,
+               pm_entry *rec)
 {
     const vt_pylayout *L = &g.L;
-    int n = 0, bad = 0;
-    for (int steps = 0; frame; steps++) {
+    int n = 0, bad = 0, steps = 0;
+    for (; frame; steps++) {
         if (steps >= MAX_WALK_STEPS || !ptr_ok(frame))
             goto stop;
+        if (rec) { /* recording for the memo (fast path only) */
+            if (steps < PM_STEPS) {
+                pm_read(minor, frame, &rec->code[steps], &rec->instr[steps], &rec->bits[steps]);
+            } else {
+                rec->nsteps = -1;
+                rec = NULL;
+            }
+        }
         uintptr_t next = rdp(safe, frame + L->f_previous, &bad);
         int owner = minor >= 11 ? rdc(safe, frame + L->f_owner, &bad) : 0;
         if (bad)
@@ -444,7 +504,11 @@ VT_AI int walk(int safe, int minor, uintptr_t frame, vt_pyframe *out, int max, v
         if (kind == FR_EMIT) {
             if (n == max) {
                 out[n - 1].flags |= VT_PYFRAME_TRUNCATED;
-                break;
+                if (rec) {
+                    rec->nsteps = steps + 1;
+                    rec->ended = 0;
+                }
+                return n;
             }
             out[n].key = key;
             out[n].code = code;
@@ -457,16 +521,22 @@ VT_AI int walk(int safe, int minor, uintptr_t frame, vt_pyframe *out, int max, v
             boundary(out, n);
         frame = next;
     }
+    if (rec) {
+        rec->nsteps = steps;
+        rec->ended = 1;
+    }
     return n;
 stop:
+    if (rec)
+        rec->nsteps = -1;
     return safe ? VT_ERR_CORRUPT : n;
 }
 
 #define VT_WALK_FOR(m)                                                                        \
     VT_HOT static __attribute__((noinline)) int walk##m(uintptr_t f, vt_pyframe *out, int max, \
-                                                        vt_frame_ent *cache)                   \
+                                                        vt_frame_ent *cache, pm_entry *rec)    \
     {                                                                                          \
-        return walk(0, m, f, out, max, cache);                                                 \
+        return walk(0, m, f, out, max, cache, rec);                                            \
     }
 VT_WALK_FOR(10)
 VT_WALK_FOR(11)
@@ -487,8 +557,49 @@ VT_AI uintptr_t top_frame(int safe, uintptr_t ts, int *bad)
 
 static int validate_late(void);
 
-VT_HOT int vt_pystack_capture(vt_pyframe *out, int max)
+/* The memo's walk from `f` when every step reads as recorded (out: copied
+ * to out, or handed out in place), else -1. */
+VT_AI int pm_replay(int minor, uintptr_t f, int max, uint64_t tag, vt_pyframe *out, const vt_pyframe **frames,
+                    uint64_t *walk)
 {
+    for (int w = 0; w < PM_WAYS; w++) {
+        if (t_pm.tag[w] != tag)
+            continue;
+        const pm_entry *m = &t_pm.e[w];
+        if (m->max != max)
+            continue;
+        uintptr_t fr = f;
+        int i = 0;
+        for (; i < m->nsteps && ptr_ok(fr); i++) {
+            uintptr_t code, instr;
+            uint16_t bits;
+            pm_read(minor, fr, &code, &instr, &bits);
+            if (code != m->code[i] || instr != m->instr[i] || bits != m->bits[i])
+                break;
+            fr = *(const uintptr_t *)(fr + g.L.f_previous);
+        }
+        if (i < m->nsteps || (m->ended && fr))
+            continue;
+        if (frames)
+            *frames = m->out; /* valid until this thread's next capture */
+        else
+            memcpy(out, m->out, (size_t)m->n * sizeof(vt_pyframe));
+        if (walk)
+            *walk = m->walk;
+        t_pm.age[w] = ++t_pm.clock;
+        return m->n;
+    }
+    return -1;
+}
+
+VT_HOT int vt_pystack_capture(vt_pyframe *out, int max) { return vt_pystack_capture_walk(out, max, NULL, NULL); }
+
+VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **frames, uint64_t *walk)
+{
+    if (frames)
+        *frames = out;
+    if (walk)
+        *walk = 0;
     if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE))
         return VT_ERR_DISABLED;
     if (max > VT_PYSTACK_MAX_DEPTH)
@@ -515,16 +626,45 @@ VT_HOT int vt_pystack_capture(vt_pyframe *out, int max)
     }
     int bad = 0;
     uintptr_t f = top_frame(0, ts, &bad);
+    if (!ptr_ok(f))
+        return 0;
+    const int minor = g.L.minor;
+    uintptr_t code0, instr0;
+    uint16_t bits0;
+    pm_read(minor, f, &code0, &instr0, &bits0);
+    const uint64_t tag = pm_tag(code0, instr0, bits0);
+    int n = pm_replay(minor, f, max, tag, out, frames, walk);
+    if (n >= 0)
+        return n;
+    /* a new walk, recorded into a free or the least recently used entry */
+    int mw = 0;
+    for (int w = 0; w < PM_WAYS && t_pm.tag[mw]; w++)
+        if (!t_pm.tag[w] || (int32_t)(t_pm.age[w] - t_pm.age[mw]) < 0)
+            mw = w;
+    pm_entry *rec = &t_pm.e[mw];
+    t_pm.tag[mw] = 0;
+    rec->nsteps = -1;
     /* One TLS lookup per capture: the barrier stops the compiler from
      * re-deriving the address (a __tls_get_addr call) at every frame. */
     vt_frame_ent *cache = t_frames;
     __asm__("" : "+r"(cache));
-    switch (g.L.minor) { /* one specialised copy of the loop per version */
-    case 10: return walk10(f, out, max, cache);
-    case 11: return walk11(f, out, max, cache);
-    case 12: return walk12(f, out, max, cache);
-    default: return walk13(f, out, max, cache);
+    switch (minor) { /* one specialised copy of the loop per version */
+    case 10: n = walk10(f, out, max, cache, rec); break;
+    case 11: n = walk11(f, out, max, cache, rec); break;
+    case 12: n = walk12(f, out, max, cache, rec); break;
+    default: n = walk13(f, out, max, cache, rec); break;
     }
+    if (rec->nsteps >= 0 && n <= PM_STEPS) {
+        memcpy(rec->out, out, (size_t)n * sizeof(vt_pyframe));
+        rec->n = n;
+        rec->max = max;
+        rec->walk = __atomic_add_fetch(&g_pm_walks, 1, __ATOMIC_RELAXED);
+        t_pm.tag[mw] = tag;
+        t_pm.age[mw] = ++t_pm.clock;
+        if (walk)
+            *walk = rec->walk;
+    }
+    return n;
 }
 
 /* ---- strings ---- */
@@ -911,7 +1051,7 @@ static int validate_here(void)
     uintptr_t f = top_frame(1, ts, &bad);
     if (bad)
         return fail(VT_ERR_CORRUPT, "Python %s: unreadable frame pointer", g.version);
-    int n = walk(1, g.L.minor, f, fr, VT_PYSTACK_MAX_DEPTH, NULL);
+    int n = walk(1, g.L.minor, f, fr, VT_PYSTACK_MAX_DEPTH, NULL, NULL);
     if (n < 0)
         return fail(VT_ERR_CORRUPT, "Python %s: frame layout mismatch", g.version);
     /* Our own native stack says how many C-level eval calls are running:

@@ -93,6 +93,15 @@ const char *vt_pystack_version(void);
  * stack shims) are left out. */
 int vt_pystack_capture(vt_pyframe *out, int max);
 
+/* The same, for a caller that may not need the frames themselves.
+ * frames (may be NULL): set to where the frames are: out, or, for a walk
+ * that read exactly as a recent one of this thread (its per-thread memo),
+ * that walk's frames in place (not copied; valid until this thread's next
+ * capture).  walk (may be NULL): set to the id of the memo entry holding
+ * this walk, nonzero and unique in the process: two captures with one id
+ * gave the same frames; 0 when the walk was not kept. */
+int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **frames, uint64_t *walk);
+
 /* UTF-8, NUL-terminated file name and function name (co_qualname on 3.11+,
  * co_name on 3.10) of a code object taken from a vt_pyframe of a capture
  * made by this thread in the same callback (the frame keeps it alive only

@@ -29,6 +29,8 @@ LIB.vtpt_merged.argtypes = [ctypes.c_int]
 LIB.vtpt_merged.restype = ctypes.c_char_p
 LIB.vtpt_merged_noeval.argtypes = [ctypes.c_int]
 LIB.vtpt_merged_noeval.restype = ctypes.c_char_p
+LIB.vtpt_walk.argtypes = [ctypes.c_int]
+LIB.vtpt_walk.restype = ctypes.c_char_p
 LIB.vtpt_stack_twice.argtypes = [ctypes.c_int]
 LIB.vtpt_stack_twice.restype = ctypes.c_char_p
 
@@ -483,6 +485,35 @@ def test_stack_twice():
         fail("vt_pystack_stack: defs %d then %d, frames %d/%d, undefined keys %d" % (d1, d2, n1, n2, badkeys))
 
 
+def walk_here():
+    raw = LIB.vtpt_walk(MAX).decode("utf-8")  # @walk_inner
+    head, _, rest = raw.partition("\n")
+    w, inplace, n = (int(x.split("=")[1]) for x in head.split())
+    return w, inplace, parse(("n=%d\n" % n + rest).encode("utf-8")), E()
+
+
+def test_walks():
+    # The per-thread memo of walks: a walk that reads as a recent one is
+    # that walk (its id, its frames in place); another outer line, or the
+    # same line at another depth, is a walk of its own, with its own frames.
+    got = []
+    for _ in range(3):
+        got.append(walk_here())  # @walk_loop
+    other = walk_here()  # @walk_other
+    deeper = (lambda: walk_here())()  # @walk_deeper
+    for case, (w, inplace, frames, exp) in zip(("loop0", "loop1", "loop2", "other", "deeper"), got + [other, deeper]):
+        triples = [f[:3] for f in frames]
+        if triples != [(THIS, "walk_here", LINES["walk_inner"])] + exp[1:]:  # exp[0]: walk_here at its return
+            fail("walk %s: frames %s, want %s" % (case, triples, exp))
+    ids = [g[0] for g in got] + [other[0], deeper[0]]
+    if not all(ids) or ids[1] != ids[0] or ids[2] != ids[0] or len(set(ids[2:])) != 3:
+        fail("walk ids %s: want one id for the loop, another for each other line" % ids)
+    if [g[1] for g in got] != [0, 1, 1]:
+        fail("walks in place %s, want [0, 1, 1]" % [g[1] for g in got])
+    if got[1][2] != got[0][2]:
+        fail("a replayed walk differs: %s / %s" % (got[1][2], got[0][2]))
+
+
 def test_late_validation():
     """init where there is no Python frame: the first capture checks."""
     LIB.vtpt_reset.argtypes = [ctypes.c_char_p, ctypes.c_long]
@@ -543,6 +574,7 @@ def main():
     kinds = merged_outer()
     merged_noeval_check()
     test_stack_twice()
+    test_walks()
     test_late_validation()
     test_traced()
     ns = LIB.vtpt_bench(200000, MAX)

@@ -46,6 +46,21 @@ VTPT_EXPORT const char *vtpt_capture(int max)
     return t_text;
 }
 
+/* One capture through vt_pystack_capture_walk: a line
+ * "walk=<id> inplace=<0|1> n=<count>", then the frames as vtpt_capture. */
+VTPT_EXPORT const char *vtpt_walk(int max)
+{
+    vt_pyframe buf[VT_PYSTACK_MAX_DEPTH];
+    const vt_pyframe *fr = NULL;
+    uint64_t walk = 0;
+    int n = vt_pystack_capture_walk(buf, max, &fr, &walk);
+    size_t o = (size_t)snprintf(t_text, TEXT_CAP, "walk=%llu inplace=%d n=%d\n", (unsigned long long)walk,
+                                fr != buf, n);
+    if (n > 0)
+        put_frames(t_text, o, fr, n);
+    return t_text;
+}
+
 /* Capture `iters` times; every capture must equal the first (keys, lines,
  * entries, flags).  Returns the number of mismatches, -1 if nothing was
  * captured. */
