@@ -74,7 +74,7 @@ while queue:
         for line in e.splitlines():
             for key in ("self time:", "native stacks:", "benchmark gate"):
                 if key in line:
-                    notes[f"{c} {key.rstrip(':')}"] = line.split("vramtrace: ", 1)[-1]
+                    notes.setdefault(f"{c} {key.rstrip(':')}", []).append(line.split("vramtrace: ", 1)[-1])
         print(f"{c} (gpu {slot[0]}): on {d['on_ms']:.3f} / off {d['off_ms']:.3f} ms = {d['ratio']:.3f};"
               f" main-thread CPU {d['on_cpu_ms']:.3f} / {d['off_cpu_ms']:.3f} ms = {d['cpu_ratio']:.3f};"
               f" blocks " + " ".join(f"{'+' if on else '-'}{ms:.2f}" for on, ms in d["blocks"]), flush=True)
@@ -87,8 +87,9 @@ for c in cfgs:
     if res[c]:
         print(f"{c:20s} {statistics.median(res[c]):8.3f} {statistics.median(cpu[c]):7.3f}  "
               + ", ".join("%.3f" % x for x in res[c]))
-for k, s in notes.items():
-    print(f"{k}: {s}")
+for k, lines in notes.items():  # one per process
+    for s in lines:
+        print(f"{k}: {s}")
 with open(os.path.join(out, "gate.json"), "w") as f:
     json.dump({"mode": mode, "procs": procs, "blocks": blocks, "steps": steps, "ratio": res,
                "cpu_ratio": cpu, "notes": notes}, f, indent=1)
