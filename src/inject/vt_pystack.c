@@ -395,73 +395,102 @@ VT_AI void boundary(vt_pyframe *out, int n)
 
 /* What a walk decides at a frame depends only on the frame's code object,
  * instruction position, owner and entry mark (and on the code object, which
- * cannot change while a frame runs it: the frame holds a reference).  The
- * memo keeps those four per step of a recent walk with its result, and a
- * new walk that reads the same values at every step, and ends the same
- * way, is that walk: its frames are handed out as recorded, with the
- * recording's id (vt_pystack_capture_walk).  This reads the frames alone
- * (hot: the interpreter runs them) and the memo's arrays in a row, not
- * the code objects and the per-frame cache, nor does it decode lines.
+ * cannot change while a frame runs it: the frame holds a reference).  A
+ * capture first reads those four for the first PM_STEPS frames (pm_scan:
+ * the frames alone, which the interpreter has just run) and hashes them;
+ * an entry of the memo holding the same chain, ending the same way, gives
+ * the walk's frames as recorded, with the recording's id
+ * (vt_pystack_capture_walk): no code object fields, no per-frame cache
+ * probe, no line decoding.  Entries are found by the hash of the whole
+ * chain in two-way sets: a training step cycles through dozens of
+ * allocating Python lines, many of which share their innermost frames (a
+ * module's forward called from many places), and a small fully
+ * associative LRU memo would miss every time.
  * A code object freed, and another one allocated at the same address and
  * reached through the same instruction positions, would replay the old
  * one's frames: the per-frame cache's pointer tags share that exposure. */
-#define PM_WAYS 8
-#define PM_STEPS 64 /* longer walks are not kept */
+#define PM_SETS 32
+#define PM_WAYS 2
+#define PM_STEPS 48 /* longer walks are not kept (VRAMTRACE_STACK_DEPTH 32 and a few shims fit) */
+/* A chain as the memo sees it: the first k frames from the innermost one
+ * (shims and hidden frames included), and whether the chain ends there. */
 typedef struct {
-    int max;    /* the capture's cap */
-    int nsteps; /* frames read, shims and hidden ones included; -1: not a walk to keep */
-    int ended;  /* 1: the chain ended after nsteps; 0: truncated at the last step */
-    int n;      /* frames in out */
+    uint64_t tag; /* a hash of the frames' values, k and ended; never 0 */
+    int k, ended;
+} pm_chain;
+typedef struct {
+    uintptr_t code;
+    uint64_t state; /* instruction position, owner << 48, entry mark << 56 */
+} pm_step;
+typedef struct {
+    pm_chain c;
+    pm_step step[PM_STEPS];
+    int max; /* the capture's cap */
+    int n;   /* frames in out */
     uint64_t walk;
-    uintptr_t code[PM_STEPS], instr[PM_STEPS];
-    uint16_t bits[PM_STEPS]; /* owner, entry mark << 8 */
     vt_pyframe out[PM_STEPS];
 } pm_entry;
+/* How a walk ended: after nsteps frames read (-1: stopped on something
+ * unexpected, not a walk to keep), at the chain's end or truncated. */
+typedef struct {
+    int nsteps, ended;
+} pm_end;
 static __thread struct {
-    uint64_t tag[PM_WAYS]; /* 0: empty */
-    uint32_t age[PM_WAYS];
-    uint32_t clock;
-    pm_entry e[PM_WAYS];
+    uint64_t tag[PM_SETS][PM_WAYS]; /* 0: empty */
+    uint8_t mru[PM_SETS];           /* the way used last */
+    pm_entry e[PM_SETS][PM_WAYS];
 } t_pm;
 static uint64_t g_pm_walks; /* the last id given to a recorded walk (atomic) */
 
 /* The values a walk's decision at `frame` depends on (plain loads: the
- * fast path only). */
-VT_AI void pm_read(int minor, uintptr_t frame, uintptr_t *code, uintptr_t *instr, uint16_t *bits)
+ * fast path only).  Instruction positions are user-space pointers (< 2^47)
+ * or, on 3.10, an int: owner and entry mark fit above them. */
+VT_AI void pm_read(int minor, uintptr_t frame, uintptr_t *code, uint64_t *state)
 {
     const vt_pylayout *L = &g.L;
     *code = *(const uintptr_t *)(frame + L->f_code);
-    *instr = minor == 10 ? *(const uint32_t *)(frame + L->f_instr) : *(const uintptr_t *)(frame + L->f_instr);
-    unsigned owner = minor >= 11 ? *(const uint8_t *)(frame + L->f_owner) : 0;
-    unsigned entry = minor == 11 ? *(const uint8_t *)(frame + L->f_is_entry) : 0;
-    *bits = (uint16_t)(owner | entry << 8);
+    uint64_t instr = minor == 10 ? *(const uint32_t *)(frame + L->f_instr) : *(const uintptr_t *)(frame + L->f_instr);
+    uint64_t owner = minor >= 11 ? *(const uint8_t *)(frame + L->f_owner) : 0;
+    uint64_t entry = minor == 11 ? *(const uint8_t *)(frame + L->f_is_entry) != 0 : 0;
+    *state = (instr & ((1ull << 48) - 1)) | owner << 48 | entry << 56;
 }
 
-VT_AI uint64_t pm_tag(uintptr_t code, uintptr_t instr, uint16_t bits)
+/* Read the chain from f into st[0..k) and hash it into c; 0, or -1 on a
+ * pointer a walk would stop at (then no memo).  The frames are a pointer
+ * chase: the hash must not add a multiplication to each link of it. */
+VT_AI int pm_scan(int minor, uintptr_t f, pm_chain *c, pm_step *st)
 {
-    return ((code ^ (instr * 0x9E3779B97F4A7C15ull) ^ bits) * 0xC2B2AE3D27D4EB4Full) | 1;
+    uint64_t h = 0;
+    int k = 0;
+    uintptr_t fr = f;
+    for (; k < PM_STEPS && fr; k++) {
+        if (!ptr_ok(fr))
+            return -1;
+        pm_read(minor, fr, &st[k].code, &st[k].state);
+        h = ((h << 7) | (h >> 57)) ^ st[k].code ^ (st[k].state * 0x9E3779B97F4A7C15ull);
+        fr = *(const uintptr_t *)(fr + g.L.f_previous);
+    }
+    c->k = k;
+    c->ended = !fr;
+    h = (h ^ ((uint64_t)k << 1) ^ ((uint64_t)c->ended << 9)) * 0xC2B2AE3D27D4EB4Full;
+    c->tag = (h ^ (h >> 29)) | 1;
+    return 0;
 }
+
+VT_AI unsigned pm_set(uint64_t tag) { return (unsigned)(tag >> 59) % PM_SETS; }
 
 /* Walk from `frame` (the innermost frame pointer read from the tstate).
  * safe: init-time validation, fault-tolerant reads, no cache, returns
  * VT_ERR_CORRUPT on anything unexpected; else the capture fast path, which
  * stops early instead.  Returns the count. */
 VT_AI int walk(int safe, int minor, uintptr_t frame, vt_pyframe *out, int max, vt_frame_ent *cache,
-               pm_entry *rec)
+               pm_end *rec)
 {
     const vt_pylayout *L = &g.L;
     int n = 0, bad = 0, steps = 0;
     for (; frame; steps++) {
         if (steps >= MAX_WALK_STEPS || !ptr_ok(frame))
             goto stop;
-        if (rec) { /* recording for the memo (fast path only) */
-            if (steps < PM_STEPS) {
-                pm_read(minor, frame, &rec->code[steps], &rec->instr[steps], &rec->bits[steps]);
-            } else {
-                rec->nsteps = -1;
-                rec = NULL;
-            }
-        }
         uintptr_t next = rdp(safe, frame + L->f_previous, &bad);
         int owner = minor >= 11 ? rdc(safe, frame + L->f_owner, &bad) : 0;
         if (bad)
@@ -534,7 +563,7 @@ stop:
 
 #define VT_WALK_FOR(m)                                                                        \
     VT_HOT static __attribute__((noinline)) int walk##m(uintptr_t f, vt_pyframe *out, int max, \
-                                                        vt_frame_ent *cache, pm_entry *rec)    \
+                                                        vt_frame_ent *cache, pm_end *rec)      \
     {                                                                                          \
         return walk(0, m, f, out, max, cache, rec);                                            \
     }
@@ -559,26 +588,22 @@ static int validate_late(void);
 
 /* The memo's walk from `f` when every step reads as recorded (out: copied
  * to out, or handed out in place), else -1. */
-VT_AI int pm_replay(int minor, uintptr_t f, int max, uint64_t tag, vt_pyframe *out, const vt_pyframe **frames,
+VT_AI int pm_same(const pm_step *a, const pm_step *b, int k)
+{
+    uint64_t d = 0;
+    for (int i = 0; i < k; i++)
+        d |= (a[i].code ^ b[i].code) | (a[i].state ^ b[i].state);
+    return d == 0;
+}
+
+VT_AI int pm_replay(const pm_chain *c, const pm_step *st, int max, vt_pyframe *out, const vt_pyframe **frames,
                     uint64_t *walk)
 {
+    const unsigned set = pm_set(c->tag);
     for (int w = 0; w < PM_WAYS; w++) {
-        if (t_pm.tag[w] != tag)
-            continue;
-        const pm_entry *m = &t_pm.e[w];
-        if (m->max != max)
-            continue;
-        uintptr_t fr = f;
-        int i = 0;
-        for (; i < m->nsteps && ptr_ok(fr); i++) {
-            uintptr_t code, instr;
-            uint16_t bits;
-            pm_read(minor, fr, &code, &instr, &bits);
-            if (code != m->code[i] || instr != m->instr[i] || bits != m->bits[i])
-                break;
-            fr = *(const uintptr_t *)(fr + g.L.f_previous);
-        }
-        if (i < m->nsteps || (m->ended && fr))
+        const pm_entry *m = &t_pm.e[set][w];
+        if (t_pm.tag[set][w] != c->tag || m->max != max || m->c.k != c->k || m->c.ended != c->ended ||
+            !pm_same(m->step, st, c->k))
             continue;
         if (frames)
             *frames = m->out; /* valid until this thread's next capture */
@@ -586,7 +611,7 @@ VT_AI int pm_replay(int minor, uintptr_t f, int max, uint64_t tag, vt_pyframe *o
             memcpy(out, m->out, (size_t)m->n * sizeof(vt_pyframe));
         if (walk)
             *walk = m->walk;
-        t_pm.age[w] = ++t_pm.clock;
+        t_pm.mru[set] = (uint8_t)w;
         return m->n;
     }
     return -1;
@@ -629,40 +654,38 @@ VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **
     if (!ptr_ok(f))
         return 0;
     const int minor = g.L.minor;
-    uintptr_t code0, instr0;
-    uint16_t bits0;
-    pm_read(minor, f, &code0, &instr0, &bits0);
-    const uint64_t tag = pm_tag(code0, instr0, bits0);
-    int n = pm_replay(minor, f, max, tag, out, frames, walk);
-    if (n >= 0)
+    pm_chain c;
+    pm_step st[PM_STEPS];
+    int n, keep = pm_scan(minor, f, &c, st) == 0;
+    if (keep && (n = pm_replay(&c, st, max, out, frames, walk)) >= 0)
         return n;
-    /* a new walk, recorded into a free or the least recently used entry */
-    int mw = 0;
-    for (int w = 0; w < PM_WAYS && t_pm.tag[mw]; w++)
-        if (!t_pm.tag[w] || (int32_t)(t_pm.age[w] - t_pm.age[mw]) < 0)
-            mw = w;
-    pm_entry *rec = &t_pm.e[mw];
-    t_pm.tag[mw] = 0;
-    rec->nsteps = -1;
+    pm_end end = {-1, 0};
     /* One TLS lookup per capture: the barrier stops the compiler from
      * re-deriving the address (a __tls_get_addr call) at every frame. */
     vt_frame_ent *cache = t_frames;
     __asm__("" : "+r"(cache));
     switch (minor) { /* one specialised copy of the loop per version */
-    case 10: n = walk10(f, out, max, cache, rec); break;
-    case 11: n = walk11(f, out, max, cache, rec); break;
-    case 12: n = walk12(f, out, max, cache, rec); break;
-    default: n = walk13(f, out, max, cache, rec); break;
+    case 10: n = walk10(f, out, max, cache, &end); break;
+    case 11: n = walk11(f, out, max, cache, &end); break;
+    case 12: n = walk12(f, out, max, cache, &end); break;
+    default: n = walk13(f, out, max, cache, &end); break;
     }
-    if (rec->nsteps >= 0 && n <= PM_STEPS) {
-        memcpy(rec->out, out, (size_t)n * sizeof(vt_pyframe));
-        rec->n = n;
-        rec->max = max;
-        rec->walk = __atomic_add_fetch(&g_pm_walks, 1, __ATOMIC_RELAXED);
-        t_pm.tag[mw] = tag;
-        t_pm.age[mw] = ++t_pm.clock;
+    /* kept when the scan covered every frame the walk read, and ended
+     * where the walk did: into the set's free or less recently used way */
+    if (keep && end.nsteps >= 0 && end.nsteps <= c.k && (!end.ended || (c.ended && end.nsteps == c.k))) {
+        const unsigned set = pm_set(c.tag);
+        int w = !t_pm.tag[set][0] ? 0 : !t_pm.tag[set][1] ? 1 : !t_pm.mru[set];
+        pm_entry *m = &t_pm.e[set][w];
+        m->c = c;
+        memcpy(m->step, st, (size_t)c.k * sizeof(st[0]));
+        memcpy(m->out, out, (size_t)n * sizeof(vt_pyframe));
+        m->n = n;
+        m->max = max;
+        m->walk = __atomic_add_fetch(&g_pm_walks, 1, __ATOMIC_RELAXED);
+        t_pm.tag[set][w] = c.tag;
+        t_pm.mru[set] = (uint8_t)w;
         if (walk)
-            *walk = rec->walk;
+            *walk = m->walk;
     }
     return n;
 }

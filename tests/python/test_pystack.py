@@ -512,6 +512,17 @@ def test_walks():
         fail("walks in place %s, want [0, 1, 1]" % [g[1] for g in got])
     if got[1][2] != got[0][2]:
         fail("a replayed walk differs: %s / %s" % (got[1][2], got[0][2]))
+    # 24 callers of one innermost frame, in turn, twice: each keeps its own
+    # walk (the memo is found by the whole chain, not the innermost frame)
+    ns = {"walk_here": walk_here}
+    exec(compile("".join("def s%d():\n    return walk_here()\n" % i for i in range(24)), "<walk-sites>", "exec"), ns)
+    rounds = [[ns["s%d" % i]() for i in range(24)] for _ in range(2)]
+    for i, (a, b) in enumerate(zip(*rounds)):
+        if a[2] != b[2] or a[2][1][:3] != ("<walk-sites>", "s%d" % i, 2 * i + 2):
+            fail("walk site %d: %s then %s" % (i, a[2][:2], b[2][:2]))
+    kept = sum(b[1] for b in rounds[1])
+    if kept < 16:
+        fail("walks kept for 24 sites in turn: %d, want most" % kept)
 
 
 def test_late_validation():
