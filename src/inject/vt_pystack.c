@@ -402,15 +402,15 @@ VT_AI void boundary(vt_pyframe *out, int n)
  * the walk's frames as recorded, with the recording's id
  * (vt_pystack_capture_walk): no code object fields, no per-frame cache
  * probe, no line decoding.  Entries are found by the hash of the whole
- * chain in two-way sets: a training step cycles through dozens of
+ * chain in four-way sets: a training step cycles through dozens of
  * allocating Python lines, many of which share their innermost frames (a
  * module's forward called from many places), and a small fully
  * associative LRU memo would miss every time.
  * A code object freed, and another one allocated at the same address and
  * reached through the same instruction positions, would replay the old
  * one's frames: the per-frame cache's pointer tags share that exposure. */
-#define PM_SETS 32
-#define PM_WAYS 2
+#define PM_SETS 16
+#define PM_WAYS 4
 #define PM_STEPS 48 /* longer walks are not kept (VRAMTRACE_STACK_DEPTH 32 and a few shims fit) */
 /* A chain as the memo sees it: the first k frames from the innermost one
  * (shims and hidden frames included), and whether the chain ends there. */
@@ -437,7 +437,8 @@ typedef struct {
 } pm_end;
 static __thread struct {
     uint64_t tag[PM_SETS][PM_WAYS]; /* 0: empty */
-    uint8_t mru[PM_SETS];           /* the way used last */
+    uint32_t age[PM_SETS][PM_WAYS]; /* clock at the last use */
+    uint32_t clock;
     pm_entry e[PM_SETS][PM_WAYS];
 } t_pm;
 static uint64_t g_pm_walks; /* the last id given to a recorded walk (atomic) */
@@ -477,7 +478,7 @@ VT_AI int pm_scan(int minor, uintptr_t f, pm_chain *c, pm_step *st)
     return 0;
 }
 
-VT_AI unsigned pm_set(uint64_t tag) { return (unsigned)(tag >> 59) % PM_SETS; }
+VT_AI unsigned pm_set(uint64_t tag) { return (unsigned)(tag >> 60) % PM_SETS; }
 
 /* Walk from `frame` (the innermost frame pointer read from the tstate).
  * safe: init-time validation, fault-tolerant reads, no cache, returns
@@ -611,7 +612,7 @@ VT_AI int pm_replay(const pm_chain *c, const pm_step *st, int max, vt_pyframe *o
             memcpy(out, m->out, (size_t)m->n * sizeof(vt_pyframe));
         if (walk)
             *walk = m->walk;
-        t_pm.mru[set] = (uint8_t)w;
+        t_pm.age[set][w] = ++t_pm.clock;
         return m->n;
     }
     return -1;
@@ -671,10 +672,13 @@ VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **
     default: n = walk13(f, out, max, cache, &end); break;
     }
     /* kept when the scan covered every frame the walk read, and ended
-     * where the walk did: into the set's free or less recently used way */
+     * where the walk did: into the set's free or least recently used way */
     if (keep && end.nsteps >= 0 && end.nsteps <= c.k && (!end.ended || (c.ended && end.nsteps == c.k))) {
         const unsigned set = pm_set(c.tag);
-        int w = !t_pm.tag[set][0] ? 0 : !t_pm.tag[set][1] ? 1 : !t_pm.mru[set];
+        int w = 0;
+        for (int i = 1; i < PM_WAYS && t_pm.tag[set][w]; i++)
+            if (!t_pm.tag[set][i] || (int32_t)(t_pm.age[set][i] - t_pm.age[set][w]) < 0)
+                w = i;
         pm_entry *m = &t_pm.e[set][w];
         m->c = c;
         memcpy(m->step, st, (size_t)c.k * sizeof(st[0]));
@@ -683,7 +687,7 @@ VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **
         m->max = max;
         m->walk = __atomic_add_fetch(&g_pm_walks, 1, __ATOMIC_RELAXED);
         t_pm.tag[set][w] = c.tag;
-        t_pm.mru[set] = (uint8_t)w;
+        t_pm.age[set][w] = ++t_pm.clock;
         if (walk)
             *walk = m->walk;
     }
