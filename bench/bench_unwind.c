@@ -1,12 +1,12 @@
 /* bench_unwind.c - cost of one native stack capture: vramtrace's cached
  * DWARF unwinder (vt_unwind_capture) against glibc backtrace(), from the
  * bottom of a call chain of D frames compiled without frame pointers.
- *   bench_unwind [DEPTH] [ITERATIONS]
+ *   bench_unwind [DEPTH] [ITERATIONS] [EVICT_KIB]
  * Prints ns per capture (best of 10 batches, call chain cost subtracted)
  * and frames captured, steady state (after warm-up),
  * single thread, then one thread per core at once; then K call sites at
- * one depth round robin, warm and cold: "cold" evicts the caches (16 MiB
- * touched) before every capture and times the capture alone, as in a big
+ * one depth round robin, warm and cold: "cold" evicts the caches (EVICT_KIB
+ * written, default 16 MiB) before every capture and times the capture alone, as in a big
  * process where the allocator is reached after microseconds of other work;
  * "stack warm" reads the call chain's stack again after the eviction (as
  * the calls down to an allocator have just written it), so that only the
@@ -77,7 +77,7 @@ static double now(void)
 }
 
 /* cold: the leaf evicts the caches, then times the capture itself */
-#define EVICT_BYTES (16u << 20)
+static size_t g_evict_bytes = 16u << 20;
 static volatile unsigned char *g_evict;
 static double g_cold_ns;
 static long g_cold_n;
@@ -85,7 +85,7 @@ static const volatile char *g_stack_top; /* main's frame: the chain lies below *
 static int g_stack_warm;
 static __attribute__((noinline)) int capture_cold(void)
 {
-    for (size_t i = 0; i < EVICT_BYTES; i += 64)
+    for (size_t i = 0; i < g_evict_bytes; i += 64)
         g_evict[i]++;
     if (g_stack_warm)
         for (const volatile char *p = __builtin_frame_address(0); p < g_stack_top; p += 64)
@@ -183,7 +183,9 @@ int main(int argc, char **argv)
         printf("%-22s %10.1f %8d  (%d call sites at one depth, round robin)\n", "vt_unwind_capture", j.ns - base,
                j.frames, k);
     }
-    g_evict = calloc(1, EVICT_BYTES);
+    if (argc > 3 && atoi(argv[3]) > 0)
+        g_evict_bytes = (size_t)atoi(argv[3]) << 10;
+    g_evict = calloc(1, g_evict_bytes);
     g_stack_top = __builtin_frame_address(0);
     for (int c = 0; c < 8 && g_evict; c++) {
         int k = 1 << (c & 3);
