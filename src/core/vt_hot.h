@@ -14,6 +14,30 @@
 #define VT_HOT __attribute__((section(".text.hot.vramtrace")))
 #else
 #define VT_HOT
+/* The address of a thread-local object, computed once.  In a shared
+ * object loaded at run time every access to a __thread variable is a
+ * __tls_get_addr call, and GCC calls it again rather than keep the address
+ * in a register (even in every iteration of a loop).  Take the address with
+ * this once per function, into a local; the asm hides where it came from. */
+#define VT_TLS_ADDR(p)                                                                                                 \
+    __extension__({                                                                                                    \
+        __typeof__(p) vt_tls_addr_ = (p);                                                                              \
+        __asm__("" : "+r"(vt_tls_addr_));                                                                              \
+        vt_tls_addr_;                                                                                                  \
+    })
+
 #endif
+
+/* The address of a thread-local object, computed once.  In a shared
+ * object loaded at run time every access to a __thread variable is a
+ * __tls_get_addr call, and GCC calls it again rather than keep the address
+ * in a register (even in every iteration of a loop).  Take the address with
+ * this once per function, into a local; the asm hides where it came from. */
+#define VT_TLS_ADDR(p)                                                                                                 \
+    __extension__({                                                                                                    \
+        __typeof__(p) vt_tls_addr_ = (p);                                                                              \
+        __asm__("" : "+r"(vt_tls_addr_));                                                                              \
+        vt_tls_addr_;                                                                                                  \
+    })
 
 #endif

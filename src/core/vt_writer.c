@@ -540,7 +540,7 @@ VT_HOT static int vt_push(vt_writer *w, unsigned type, const void *payload, uint
     uint32_t nframes = 0, nwords = 0;
     const vt_frame *frames = NULL;
     uint64_t total = sizeof(vt_ent) + A8(L->size);
-    vt_tls *t = &t_tls; /* one TLS lookup (global-dynamic in the .so) */
+    vt_tls *t = VT_TLS_ADDR(&t_tls); /* one TLS lookup (a __tls_get_addr call in the .so) */
     vt_ring *r = vt_tls_ring(t, w);
     if (!r) {
         atomic_fetch_add_explicit(&w->noring_dropped, 1, memory_order_relaxed);

@@ -111,21 +111,26 @@ static struct {
 
 #define VT_STATIC_MAX_RATE 500 /* allocations per second above which MEMORY2 goes off (auto) */
 
-static __thread int tls_internal; /* nonzero: our own driver calls, or the sampler thread */
+/* Per-thread state, in one object so that a callback looks it up once
+ * (VT_TLS_ADDR): `internal` nonzero: our own driver calls, or the sampler
+ * thread; the last context seen and its device; self time, i.e. TSC cycles
+ * spent in our driver callbacks, added to the totals every 64 callbacks
+ * and reported in a Note at the end.  With VRAMTRACE_SELFTIME=1
+ * (cfg.selftime) also per phase (stack walk, Python, writer push: each
+ * rdtsc costs ~20 ns on a VM, 4 more per allocation, so not by default)
+ * and on stderr. */
+typedef struct {
+    int internal;
+    uint32_t dev;
+    CUcontext ctx;
+    uint64_t cb_n, cb_cyc, stk_cyc, uw_cyc, push_cyc;
+} inject_tls;
+static __thread inject_tls t_in;
 
 /* Held by the sampler while it queries pools, and by a context teardown
  * while it forgets that device's pools (cudaDeviceReset destroys them: the
  * sampler must never query a dead handle). */
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static __thread CUcontext tls_ctx;
-static __thread uint32_t tls_dev;
-
-/* Self time: TSC cycles spent in our driver callbacks, per thread, added to
- * the totals every 64 callbacks; reported in a Note at the end.  With
- * VRAMTRACE_SELFTIME=1 (cfg.selftime) also per phase (stack walk, Python,
- * writer push: each rdtsc costs ~20 ns on a VM, 4 more per allocation, so
- * not by default) and on stderr. */
-static __thread uint64_t t_cb_n, t_cb_cyc, t_stk_cyc, t_uw_cyc, t_push_cyc;
 static _Atomic uint64_t g_cb_n, g_cb_cyc, g_stk_cyc, g_uw_cyc, g_push_cyc;
 static uint64_t g_tsc0, g_ns0;
 
@@ -174,14 +179,14 @@ static void note(vt_severity sev, const char *text)
     vt_writer_emit(g.w, &ev);
 }
 
-VT_HOT static uint32_t ctx_device(CUcontext ctx)
+VT_HOT static uint32_t ctx_device(inject_tls *T, CUcontext ctx)
 {
-    if (ctx && ctx == tls_ctx)
-        return tls_dev;
+    if (ctx && ctx == T->ctx)
+        return T->dev;
     uint32_t d = 0;
     if (ctx && cuptiGetDeviceId(ctx, &d) == CUPTI_SUCCESS) {
-        tls_ctx = ctx;
-        tls_dev = d;
+        T->ctx = ctx;
+        T->dev = d;
     }
     return d;
 }
@@ -206,6 +211,7 @@ VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
     int depth = g.cfg.stack_depth < 256 ? g.cfg.stack_depth : 256;
     int n = 0;
     const int ph = g.cfg.selftime;
+    inject_tls *T = ph ? VT_TLS_ADDR(&t_in) : NULL; /* phases timed: VRAMTRACE_SELFTIME=1 */
     uint64_t c0 = ph ? __rdtsc() : 0;
     uint64_t xkey = 0, walk = 0, pywalk = 0;
     int npy = -1;
@@ -224,7 +230,7 @@ VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
         uint64_t c1 = ph ? __rdtsc() : 0;
         n = vt_unwind_capture_keyed(g.uw, ips, depth, xkey, &walk, &nat);
         if (ph)
-            t_uw_cyc += __rdtsc() - c1;
+            T->uw_cyc += __rdtsc() - c1;
     }
     if (g.cfg.stack_refs && (n > 0 || npy > 0)) {
 #ifdef VT_HAVE_PYSTACK
@@ -235,7 +241,7 @@ VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
 #endif
         if (vt_writer_site_sent(g.w, fp)) {
             if (ph)
-                t_stk_cyc += __rdtsc() - c0;
+                T->stk_cyc += __rdtsc() - c0;
             return 0; /* frames not needed: the writer sends the reference */
         }
     }
@@ -243,12 +249,12 @@ VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
     if (npy >= 0) {
         int m = vt_pystack_finish(nat, n, py, npy, fr, max, define_code, g.w);
         if (ph)
-            t_stk_cyc += __rdtsc() - c0;
+            T->stk_cyc += __rdtsc() - c0;
         return (uint32_t)m;
     }
 #endif
     if (ph)
-        t_stk_cyc += __rdtsc() - c0;
+        T->stk_cyc += __rdtsc() - c0;
     if (n > max)
         n = max;
     for (int i = 0; i < n; i++) {
@@ -281,7 +287,7 @@ VT_HOT static void emit(vt_event *ev)
     }
     uint64_t c0 = __rdtsc();
     vt_writer_emit(g.w, ev);
-    t_push_cyc += __rdtsc() - c0;
+    t_in.push_cyc += __rdtsc() - c0;
 }
 
 VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api, uint64_t stream,
@@ -326,11 +332,11 @@ static void emit_failed(uint64_t size, uint32_t dev, vt_memkind kind, vt_allocap
 {
     vt_frame fr[VT_FRAMES_MAX];
     const char *name = NULL;
-    int saved = tls_internal;
-    tls_internal = 1;
+    int saved = t_in.internal;
+    t_in.internal = 1;
     if (cuGetErrorName(err, &name) != CUDA_SUCCESS)
         name = NULL;
-    tls_internal = saved;
+    t_in.internal = saved;
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = VT_EV_ALLOC_FAILED;
@@ -410,12 +416,12 @@ static const CUpti_CallbackId k_driver_ids[] = {
     CB(cuMemMap), CB(cuMemUnmap),
 };
 
-VT_HOT static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
+VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
 {
     CUresult rc = cd->functionReturnValue ? *(const CUresult *)cd->functionReturnValue : CUDA_SUCCESS;
     int ok = rc == CUDA_SUCCESS;
     uint64_t corr = cd->correlationId;
-    uint32_t dev = ctx_device(cd->context);
+    uint32_t dev = ctx_device(T, cd->context);
 
     switch (cbid) {
     case CB(cuMemAlloc_v2): {
@@ -708,8 +714,8 @@ static void describe_device(uint32_t ordinal)
     int expected = 0;
     if (!atomic_compare_exchange_strong(&g.described[ordinal], &expected, 1))
         return;
-    int saved = tls_internal;
-    tls_internal = 1;
+    int saved = t_in.internal;
+    t_in.internal = 1;
     CUdevice dev;
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
@@ -733,7 +739,7 @@ static void describe_device(uint32_t ordinal)
         if (cuDeviceGetUuid(&uuid, dev) == CUDA_SUCCESS)
             memcpy(ev.u.device.uuid, uuid.bytes, 16);
     }
-    tls_internal = saved;
+    t_in.internal = saved;
     memcpy(g.pci[ordinal], bus, sizeof(bus));
     ev.u.device.name = name;
     ev.u.device.pci_bus_id = bus;
@@ -761,8 +767,8 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
                 atomic_store(&g.async_seen[d], 0);
             pthread_mutex_unlock(&pool_mu);
         }
-        if (tls_ctx == rd->context)
-            tls_ctx = NULL;
+        if (t_in.ctx == rd->context)
+            t_in.ctx = NULL;
     }
 }
 
@@ -862,22 +868,23 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
 VT_HOT static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
     (void)ud;
-    if (tls_internal || !atomic_load_explicit(&g.active, memory_order_relaxed))
+    inject_tls *T = VT_TLS_ADDR(&t_in);
+    if (T->internal || !atomic_load_explicit(&g.active, memory_order_relaxed))
         return;
     switch (dom) {
     case CUPTI_CB_DOMAIN_DRIVER_API: {
         const CUpti_CallbackData *cd = data;
         if (cd->callbackSite == CUPTI_API_EXIT) {
             uint64_t c0 = __rdtsc();
-            on_driver(cbid, cd);
-            t_cb_cyc += __rdtsc() - c0;
-            if ((++t_cb_n & 63) == 0) {
+            on_driver(T, cbid, cd);
+            T->cb_cyc += __rdtsc() - c0;
+            if ((++T->cb_n & 63) == 0) {
                 atomic_fetch_add_explicit(&g_cb_n, 64, memory_order_relaxed);
-                atomic_fetch_add_explicit(&g_cb_cyc, t_cb_cyc, memory_order_relaxed);
-                atomic_fetch_add_explicit(&g_stk_cyc, t_stk_cyc, memory_order_relaxed);
-                atomic_fetch_add_explicit(&g_uw_cyc, t_uw_cyc, memory_order_relaxed);
-                atomic_fetch_add_explicit(&g_push_cyc, t_push_cyc, memory_order_relaxed);
-                t_cb_cyc = t_stk_cyc = t_uw_cyc = t_push_cyc = 0;
+                atomic_fetch_add_explicit(&g_cb_cyc, T->cb_cyc, memory_order_relaxed);
+                atomic_fetch_add_explicit(&g_stk_cyc, T->stk_cyc, memory_order_relaxed);
+                atomic_fetch_add_explicit(&g_uw_cyc, T->uw_cyc, memory_order_relaxed);
+                atomic_fetch_add_explicit(&g_push_cyc, T->push_cyc, memory_order_relaxed);
+                T->cb_cyc = T->stk_cyc = T->uw_cyc = T->push_cyc = 0;
             }
         }
         break;
@@ -994,7 +1001,7 @@ static void process_buffer(uint8_t *buf, size_t valid, int may_wait)
 static void *drain_main(void *arg)
 {
     (void)arg;
-    tls_internal = 1;
+    t_in.internal = 1;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -1036,8 +1043,8 @@ static void drain_wait_idle(void)
 
 static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
 {
-    int saved = tls_internal;
-    tls_internal = 1;
+    int saved = t_in.internal;
+    t_in.internal = 1;
     if (buf && valid && g.w) {
         act_buf *b = act.started ? malloc(sizeof(*b)) : NULL;
         if (b) {
@@ -1069,7 +1076,7 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
     }
     free(buf);
     (void)size;
-    tls_internal = saved;
+    t_in.internal = saved;
 }
 
 /* ----------------------------------------------------------------- sampler */
@@ -1120,7 +1127,7 @@ static void sample_pools(void)
 static void *sampler_main(void *arg)
 {
     (void)arg;
-    tls_internal = 1;
+    t_in.internal = 1;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -1211,9 +1218,9 @@ static void report_self_time(void)
     uint64_t tsc1 = __rdtsc(), ns1 = mono_ns();
     double ns_per_cyc = tsc1 > g_tsc0 ? (double)(ns1 - g_ns0) / (double)(tsc1 - g_tsc0) : 0;
     /* include this thread's pending counts */
-    uint64_t n = atomic_load(&g_cb_n) + (t_cb_n & 63);
-    uint64_t cb = atomic_load(&g_cb_cyc) + t_cb_cyc, stk = atomic_load(&g_stk_cyc) + t_stk_cyc;
-    uint64_t uw = atomic_load(&g_uw_cyc) + t_uw_cyc, push = atomic_load(&g_push_cyc) + t_push_cyc;
+    uint64_t n = atomic_load(&g_cb_n) + (t_in.cb_n & 63);
+    uint64_t cb = atomic_load(&g_cb_cyc) + t_in.cb_cyc, stk = atomic_load(&g_stk_cyc) + t_in.stk_cyc;
+    uint64_t uw = atomic_load(&g_uw_cyc) + t_in.uw_cyc, push = atomic_load(&g_push_cyc) + t_in.push_cyc;
     double per = n ? ns_per_cyc / (double)n : 0.0;
     char text[600];
     if (!g.cfg.selftime) {
@@ -1254,10 +1261,10 @@ static void finish(void)
         g.sampler_started = 0;
     }
     if (g.cfg.kernels || g.static_on) {
-        int saved = tls_internal;
-        tls_internal = 1;
+        int saved = t_in.internal;
+        t_in.internal = 1;
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-        tls_internal = saved;
+        t_in.internal = saved;
     }
     if (act.started) {
         drain_wait_idle();
@@ -1417,7 +1424,7 @@ static int enable_driver_callbacks(int on)
 static void gate_apply(int on, void *arg)
 {
     (void)arg;
-    tls_internal = 1;
+    t_in.internal = 1;
     enable_driver_callbacks(on);
     cuptiEnableDomain((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_NVTX);
     if (g.cfg.kernels)
@@ -1482,8 +1489,8 @@ static void setup_clock(void)
 
 static int init_once(void)
 {
-    int saved = tls_internal;
-    tls_internal = 1; /* no callbacks on this thread while we set up */
+    int saved = t_in.internal;
+    t_in.internal = 1; /* no callbacks on this thread while we set up */
     vt_config_parse(&g.cfg, NULL, NULL);
     if (g.cfg.warning[0])
         say("vramtrace: %s", g.cfg.warning);
@@ -1506,7 +1513,7 @@ static int init_once(void)
     if (vt_config_expand_output(g.cfg.output, &vars, g.out_path, sizeof(g.out_path)) != 0) {
         say("vramtrace: output path template too long; tracing disabled");
         free(cl.buf);
-        tls_internal = saved;
+        t_in.internal = saved;
         return -1;
     }
 
@@ -1560,7 +1567,7 @@ static int init_once(void)
     free(cl.buf);
     if (rc != 0) {
         /* the writer printed why */
-        tls_internal = saved;
+        t_in.internal = saved;
         return -1;
     }
 
@@ -1609,7 +1616,7 @@ static int init_once(void)
         say("vramtrace: %s", text);
         note(VT_SEV_ERROR, text);
         vt_writer_close(g.w, VT_END_ERROR, 0);
-        tls_internal = saved;
+        t_in.internal = saved;
         return -1;
     }
     int er = enable_driver_callbacks(1);
@@ -1623,7 +1630,7 @@ static int init_once(void)
         note(VT_SEV_ERROR, text);
         cuptiUnsubscribe(g.sub);
         vt_writer_close(g.w, VT_END_ERROR, 0);
-        tls_internal = saved;
+        t_in.internal = saved;
         return -1;
     }
     if (cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_NVTX) != CUPTI_SUCCESS)
@@ -1688,7 +1695,7 @@ static int init_once(void)
     install_signals();
     say("vramtrace: recording to %s (CUPTI %u%s%s%s)", g.out_path, cupti_version, g.cfg.kernels ? ", kernels" : "",
         g.uw ? ", native stacks" : "", g.pystack ? ", python stacks" : "");
-    tls_internal = saved;
+    t_in.internal = saved;
     return 0;
 }
 

@@ -435,12 +435,13 @@ typedef struct {
 typedef struct {
     int nsteps, ended;
 } pm_end;
-static __thread struct {
+typedef struct {
     uint64_t tag[PM_SETS][PM_WAYS]; /* 0: empty */
     uint32_t age[PM_SETS][PM_WAYS]; /* clock at the last use */
     uint32_t clock;
     pm_entry e[PM_SETS][PM_WAYS];
-} t_pm;
+} pm_memo;
+static __thread pm_memo t_pm;
 static uint64_t g_pm_walks; /* the last id given to a recorded walk (atomic) */
 
 /* The values a walk's decision at `frame` depends on (plain loads: the
@@ -597,13 +598,13 @@ VT_AI int pm_same(const pm_step *a, const pm_step *b, int k)
     return d == 0;
 }
 
-VT_AI int pm_replay(const pm_chain *c, const pm_step *st, int max, vt_pyframe *out, const vt_pyframe **frames,
-                    uint64_t *walk)
+VT_AI int pm_replay(pm_memo *pm, const pm_chain *c, const pm_step *st, int max, vt_pyframe *out,
+                    const vt_pyframe **frames, uint64_t *walk)
 {
     const unsigned set = pm_set(c->tag);
     for (int w = 0; w < PM_WAYS; w++) {
-        const pm_entry *m = &t_pm.e[set][w];
-        if (t_pm.tag[set][w] != c->tag || m->max != max || m->c.k != c->k || m->c.ended != c->ended ||
+        const pm_entry *m = &pm->e[set][w];
+        if (pm->tag[set][w] != c->tag || m->max != max || m->c.k != c->k || m->c.ended != c->ended ||
             !pm_same(m->step, st, c->k))
             continue;
         if (frames)
@@ -612,7 +613,7 @@ VT_AI int pm_replay(const pm_chain *c, const pm_step *st, int max, vt_pyframe *o
             memcpy(out, m->out, (size_t)m->n * sizeof(vt_pyframe));
         if (walk)
             *walk = m->walk;
-        t_pm.age[set][w] = ++t_pm.clock;
+        pm->age[set][w] = ++pm->clock;
         return m->n;
     }
     return -1;
@@ -658,13 +659,11 @@ VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **
     pm_chain c;
     pm_step st[PM_STEPS];
     int n, keep = pm_scan(minor, f, &c, st) == 0;
-    if (keep && (n = pm_replay(&c, st, max, out, frames, walk)) >= 0)
+    pm_memo *pm = VT_TLS_ADDR(&t_pm);
+    if (keep && (n = pm_replay(pm, &c, st, max, out, frames, walk)) >= 0)
         return n;
     pm_end end = {-1, 0};
-    /* One TLS lookup per capture: the barrier stops the compiler from
-     * re-deriving the address (a __tls_get_addr call) at every frame. */
-    vt_frame_ent *cache = t_frames;
-    __asm__("" : "+r"(cache));
+    vt_frame_ent *cache = VT_TLS_ADDR(&t_frames[0]); /* one TLS lookup, not one per frame */
     switch (minor) { /* one specialised copy of the loop per version */
     case 10: n = walk10(f, out, max, cache, &end); break;
     case 11: n = walk11(f, out, max, cache, &end); break;
@@ -676,18 +675,18 @@ VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **
     if (keep && end.nsteps >= 0 && end.nsteps <= c.k && (!end.ended || (c.ended && end.nsteps == c.k))) {
         const unsigned set = pm_set(c.tag);
         int w = 0;
-        for (int i = 1; i < PM_WAYS && t_pm.tag[set][w]; i++)
-            if (!t_pm.tag[set][i] || (int32_t)(t_pm.age[set][i] - t_pm.age[set][w]) < 0)
+        for (int i = 1; i < PM_WAYS && pm->tag[set][w]; i++)
+            if (!pm->tag[set][i] || (int32_t)(pm->age[set][i] - pm->age[set][w]) < 0)
                 w = i;
-        pm_entry *m = &t_pm.e[set][w];
+        pm_entry *m = &pm->e[set][w];
         m->c = c;
         memcpy(m->step, st, (size_t)c.k * sizeof(st[0]));
         memcpy(m->out, out, (size_t)n * sizeof(vt_pyframe));
         m->n = n;
         m->max = max;
         m->walk = __atomic_add_fetch(&g_pm_walks, 1, __ATOMIC_RELAXED);
-        t_pm.tag[set][w] = c.tag;
-        t_pm.age[set][w] = ++t_pm.clock;
+        pm->tag[set][w] = c.tag;
+        pm->age[set][w] = ++pm->clock;
         if (walk)
             *walk = m->walk;
     }

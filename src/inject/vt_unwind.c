@@ -616,7 +616,6 @@ static uint64_t loader_subs(void)
     return s;
 }
 
-static __thread uint64_t tls_captures, tls_frames, tls_memo_full; /* not yet added to the totals */
 
 static uint64_t now_ns(void)
 {
@@ -798,55 +797,7 @@ static inline int in_stop(const vt_unwinder *u, uint64_t ip)
 
 const vt_modmap *vt_unwinder_modmap(const vt_unwinder *u) { return u ? atomic_load(&((vt_unwinder *)u)->map) : NULL; }
 
-void vt_unwinder_get_stats(const vt_unwinder *u, vt_unwind_stats *st)
-{
-    vt_unwinder *w = (vt_unwinder *)u;
-    memset(st, 0, sizeof(*st));
-    if (!u)
-        return;
-    /* totals are added per thread in batches of 64 captures: include the
-     * calling thread's pending part */
-    st->captures = atomic_load(&w->st_captures) + (tls_captures & 63);
-    st->frames = atomic_load(&w->st_frames) + tls_frames;
-    st->cache_misses = atomic_load(&w->st_misses);
-    st->cache_hits = st->frames > st->cache_misses ? st->frames - st->cache_misses : 0;
-    st->fp_steps = atomic_load(&w->st_fp);
-    st->rescans = atomic_load(&w->st_rescans);
-    st->stops_unknown = atomic_load(&w->st_unknown);
-    st->memo_full = atomic_load(&w->st_memo_full) + (tls_memo_full & 63);
-    st->memo_steps = atomic_load(&w->st_memo_steps);
-}
 
-/* Stack bounds of the calling thread, cached per thread. */
-static __thread uint64_t tls_stack_lo, tls_stack_hi;
-static __thread int tls_stack_state; /* 0 unknown, 1 known, 2 failed */
-
-static int stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi)
-{
-    if (tls_stack_state == 0) {
-        /* once per thread: the pthread stack (reads /proc/self/maps for
-         * the main thread) */
-        pthread_attr_t attr;
-        void *addr = NULL;
-        size_t size = 0;
-        tls_stack_state = 2;
-        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-            int rc = pthread_attr_getstack(&attr, &addr, &size);
-            pthread_attr_destroy(&attr);
-            if (rc == 0 && addr && size) {
-                tls_stack_lo = (uint64_t)(uintptr_t)addr;
-                tls_stack_hi = tls_stack_lo + size;
-                tls_stack_state = 1;
-            }
-        }
-    }
-    /* on another stack (sigaltstack, a coroutine): no walk this time */
-    if (tls_stack_state != 1 || sp < tls_stack_lo || sp >= tls_stack_hi)
-        return -1;
-    *lo = tls_stack_lo;
-    *hi = tls_stack_hi;
-    return 0;
-}
 
 static inline uint64_t hash_ip(uint64_t ip) { return ip * 0x9E3779B97F4A7C15ull; }
 
@@ -925,16 +876,73 @@ typedef struct {
     memo_cold c[MEMO_STEPS];
 } __attribute__((aligned(64))) memo;
 _Static_assert(MEMO_STEPS <= 64, "bp_used is a 64-bit mask");
-/* Fully associative: the sites of one program often reach the allocator at
- * the same stack depth, and must not evict each other; the caller's key
- * (e.g. the innermost Python frame) tells most of them apart before any
- * word is read.  Candidates are found through a tag per entry (a hash of
- * its start state and key; 0: empty): 256 bytes in a row, not a line per
- * entry. */
-static __thread memo tls_memo[MEMO_WAYS];
-static __thread uint64_t tls_memo_tag[MEMO_WAYS];
-static __thread uint32_t tls_memo_ages[MEMO_WAYS];
-static __thread uint32_t tls_memo_age;
+
+/* The unwinder's per-thread state, in one object so that a capture looks
+ * it up once (VT_TLS_ADDR): the stack bounds, the counts not yet added to
+ * the unwinder's totals, and the memo.  The memo is fully associative: the
+ * sites of one program often reach the allocator at the same stack depth,
+ * and must not evict each other; the caller's key (e.g. the innermost
+ * Python frame) tells most of them apart before any word is read.
+ * Candidates are found through a tag per entry (a hash of its start state
+ * and key; 0: empty): 256 bytes in a row, not a line per entry. */
+typedef struct {
+    uint64_t stack_lo, stack_hi;
+    int stack_state; /* 0 unknown, 1 known, 2 failed */
+    uint32_t memo_age;
+    uint64_t captures, frames, memo_full;
+    uint64_t tag[MEMO_WAYS];
+    uint32_t ages[MEMO_WAYS];
+    memo memo[MEMO_WAYS];
+} uw_tls;
+static __thread uw_tls t_uw;
+
+/* Stack bounds of the calling thread, cached per thread. */
+static int stack_bounds(uw_tls *T, uint64_t sp, uint64_t *lo, uint64_t *hi)
+{
+    if (T->stack_state == 0) {
+        /* once per thread: the pthread stack (reads /proc/self/maps for
+         * the main thread) */
+        pthread_attr_t attr;
+        void *addr = NULL;
+        size_t size = 0;
+        T->stack_state = 2;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            int rc = pthread_attr_getstack(&attr, &addr, &size);
+            pthread_attr_destroy(&attr);
+            if (rc == 0 && addr && size) {
+                T->stack_lo = (uint64_t)(uintptr_t)addr;
+                T->stack_hi = T->stack_lo + size;
+                T->stack_state = 1;
+            }
+        }
+    }
+    /* on another stack (sigaltstack, a coroutine): no walk this time */
+    if (T->stack_state != 1 || sp < T->stack_lo || sp >= T->stack_hi)
+        return -1;
+    *lo = T->stack_lo;
+    *hi = T->stack_hi;
+    return 0;
+}
+
+void vt_unwinder_get_stats(const vt_unwinder *u, vt_unwind_stats *st)
+{
+    vt_unwinder *w = (vt_unwinder *)u;
+    memset(st, 0, sizeof(*st));
+    if (!u)
+        return;
+    /* totals are added per thread in batches of 64 captures: include the
+     * calling thread's pending part */
+    st->captures = atomic_load(&w->st_captures) + (t_uw.captures & 63);
+    st->frames = atomic_load(&w->st_frames) + t_uw.frames;
+    st->cache_misses = atomic_load(&w->st_misses);
+    st->cache_hits = st->frames > st->cache_misses ? st->frames - st->cache_misses : 0;
+    st->fp_steps = atomic_load(&w->st_fp);
+    st->rescans = atomic_load(&w->st_rescans);
+    st->stops_unknown = atomic_load(&w->st_unknown);
+    st->memo_full = atomic_load(&w->st_memo_full) + (t_uw.memo_full & 63);
+    st->memo_steps = atomic_load(&w->st_memo_steps);
+}
+
 static _Atomic uint64_t g_walk_ids; /* the last id given to a recorded walk */
 
 static inline uint64_t memo_tag(uint64_t sp0, uint64_t ip0, uint64_t xkey)
@@ -972,26 +980,26 @@ static inline int memo_verify(const memo *m)
 #if defined(__x86_64__)
 /* Counted per thread, added to the totals in batches: a shared counter
  * per capture would bounce a cache line between every allocating thread. */
-static inline void count_capture(vt_unwinder *u, int n)
+static inline void count_capture(uw_tls *T, vt_unwinder *u, int n)
 {
-    tls_captures++;
-    tls_frames += (uint64_t)n;
-    if ((tls_captures & 63) == 0) {
+    T->captures++;
+    T->frames += (uint64_t)n;
+    if ((T->captures & 63) == 0) {
         atomic_fetch_add_explicit(&u->st_captures, 64, memory_order_relaxed);
-        atomic_fetch_add_explicit(&u->st_frames, tls_frames, memory_order_relaxed);
-        tls_frames = 0;
+        atomic_fetch_add_explicit(&u->st_frames, T->frames, memory_order_relaxed);
+        T->frames = 0;
     }
 }
 
 /* The walk itself, recorded into the memo: from the start, or resumed
  * after the verified prefix of `best` (best_i steps). */
-static __attribute__((noinline)) int unwind_walk(vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp, uint64_t *ips,
-                                                 int max, uint64_t xkey, uint64_t *walk, uint64_t hi, uint64_t epoch,
-                                                 uint64_t tag, const memo *best, int best_i)
+static __attribute__((noinline)) int unwind_walk(uw_tls *T, vt_unwinder *u, uint64_t ip, uint64_t sp, uint64_t bp,
+                                                 uint64_t *ips, int max, uint64_t xkey, uint64_t *walk, uint64_t hi,
+                                                 uint64_t epoch, uint64_t tag, const memo *best, int best_i)
 {
     uint64_t walk_id = 0;
-    uint64_t *tags = tls_memo_tag;
-    uint32_t *ages = tls_memo_ages;
+    uint64_t *tags = T->tag;
+    uint32_t *ages = T->ages;
     vt_modmap *map = atomic_load_explicit(&u->map, memory_order_acquire);
     int n = 0, skipping = u->nskip_prefix || u->nskip_addr, step = 0, first_rec = -1;
     int bp_src = -1, bp0_used = 0, clean = 1; /* bp_src: step whose load gave rbp, -1: bp0 */
@@ -1003,7 +1011,7 @@ static __attribute__((noinline)) int unwind_walk(vt_unwinder *u, uint64_t ip, ui
     for (int w = 0; w < MEMO_WAYS && tags[mw]; w++)
         if (!tags[w] || (int32_t)(ages[w] - ages[mw]) < 0)
             mw = w;
-    mm = &tls_memo[mw];
+    mm = &T->memo[mw];
     if (best) {
         /* a verified prefix of i steps: resume in step i's state, the
          * prefix copied into the entry this walk will fill */
@@ -1148,12 +1156,12 @@ static __attribute__((noinline)) int unwind_walk(vt_unwinder *u, uint64_t ip, ui
         mm->bp0_used = bp0_used;
         mm->n = n;
         mm->walk = walk_id = atomic_fetch_add_explicit(&g_walk_ids, 1, memory_order_relaxed) + 1;
-        ages[mw] = ++tls_memo_age;
+        ages[mw] = ++T->memo_age;
         tags[mw] = tag;
     }
     if (walk)
         *walk = walk_id;
-    count_capture(u, n);
+    count_capture(T, u, n);
     return n;
 }
 #endif
@@ -1175,17 +1183,18 @@ static inline __attribute__((always_inline)) int unwind_from(vt_unwinder *u, uin
     if (!u || max <= 0)
         return 0;
     uint64_t lo, hi;
-    if (stack_bounds(sp, &lo, &hi) != 0)
+    uw_tls *T = VT_TLS_ADDR(&t_uw);
+    if (stack_bounds(T, sp, &lo, &hi) != 0)
         return 0;
     uint64_t epoch = atomic_load_explicit(&u->epoch, memory_order_acquire);
     const uint64_t tag = memo_tag(sp, ip, xkey);
-    const uint64_t *tags = tls_memo_tag;
+    const uint64_t *tags = T->tag;
     const memo *best = NULL;
     int best_i = 0;
     for (int w = 0; w < MEMO_WAYS; w++) {
         if (tags[w] != tag)
             continue;
-        memo *m = &tls_memo[w];
+        memo *m = &T->memo[w];
         if (m->sp0 != sp || m->ip0 != ip || m->xkey != xkey || m->max != max || m->epoch != epoch ||
             m->uid != u->uid || (m->bp0_used && m->bp0 != bp))
             continue;
@@ -1198,10 +1207,10 @@ static inline __attribute__((always_inline)) int unwind_from(vt_unwinder *u, uin
                 memcpy(ips, m->ip + m->first_rec, (size_t)n * sizeof(uint64_t));
             if (walk)
                 *walk = m->walk;
-            tls_memo_ages[w] = ++tls_memo_age;
-            if ((++tls_memo_full & 63) == 0) /* batched, as in count_capture */
+            T->ages[w] = ++T->memo_age;
+            if ((++T->memo_full & 63) == 0) /* batched, as in count_capture */
                 atomic_fetch_add_explicit(&u->st_memo_full, 64, memory_order_relaxed);
-            count_capture(u, n);
+            count_capture(T, u, n);
             return n;
         }
         if (i > best_i) {
@@ -1209,7 +1218,7 @@ static inline __attribute__((always_inline)) int unwind_from(vt_unwinder *u, uin
             best_i = i;
         }
     }
-    return unwind_walk(u, ip, sp, bp, ips, max, xkey, walk, hi, epoch, tag, best, best_i);
+    return unwind_walk(T, u, ip, sp, bp, ips, max, xkey, walk, hi, epoch, tag, best, best_i);
 #else
     (void)u; (void)ip; (void)sp; (void)bp; (void)ips; (void)max; (void)xkey;
     return 0;
