@@ -396,19 +396,16 @@ VT_AI void boundary(vt_pyframe *out, int n)
 /* What a walk decides at a frame depends only on the frame's code object,
  * instruction position, owner and entry mark (and on the code object, which
  * cannot change while a frame runs it: the frame holds a reference).  A
- * capture first reads those four for the first PM_STEPS frames (pm_scan:
- * the frames alone, which the interpreter has just run) and hashes them;
- * an entry of the memo holding the same chain, ending the same way, gives
- * the walk's frames as recorded, with the recording's id
- * (vt_pystack_capture_walk): no code object fields, no per-frame cache
- * probe, no line decoding.  Entries are found by the hash of the whole
+ * capture first reads those four for the first PM_STEPS frames (pm_scan,
+ * pm_read: the frames, which the interpreter has just run, and the fields
+ * of their code objects that name them) and hashes them; an entry of the
+ * memo holding the same chain, ending the same way, gives the walk's
+ * frames as recorded, with the recording's id (vt_pystack_capture_walk):
+ * no per-frame cache probe, no line decoding, no fingerprint per frame.  Entries are found by the hash of the whole
  * chain in four-way sets: a training step cycles through dozens of
  * allocating Python lines, many of which share their innermost frames (a
  * module's forward called from many places), and a small fully
- * associative LRU memo would miss every time.
- * A code object freed, and another one allocated at the same address and
- * reached through the same instruction positions, would replay the old
- * one's frames: the per-frame cache's pointer tags share that exposure. */
+ * associative LRU memo would miss every time. */
 #define PM_SETS 16
 #define PM_WAYS 4
 #define PM_STEPS 48 /* longer walks are not kept (VRAMTRACE_STACK_DEPTH 32 and a few shims fit) */
@@ -419,8 +416,8 @@ typedef struct {
     int k, ended;
 } pm_chain;
 typedef struct {
-    uintptr_t code;
-    uint64_t state; /* instruction position, owner << 48, entry mark << 56 */
+    uintptr_t code;  /* the code object's key, or the executable's address */
+    uint64_t state; /* instruction position, owner << 48, entry mark << 56, a code object << 57 */
 } pm_step;
 typedef struct {
     pm_chain c;
@@ -445,16 +442,32 @@ static __thread pm_memo t_pm;
 static uint64_t g_pm_walks; /* the last id given to a recorded walk (atomic) */
 
 /* The values a walk's decision at `frame` depends on (plain loads: the
- * fast path only).  Instruction positions are user-space pointers (< 2^47)
- * or, on 3.10, an int: owner and entry mark fit above them. */
+ * fast path only).  A code object is named by its key (code_key: its
+ * address and a tag of its file name, name, line table and first line),
+ * as the per-frame cache names it: a code object freed and another one
+ * allocated at the same address is told apart as surely as there.  Any
+ * other executable (3.13) by its address.  Instruction positions are
+ * user-space pointers (< 2^47) or, on 3.10, an int: owner, entry mark and
+ * "a code object" fit above them. */
 VT_AI void pm_read(int minor, uintptr_t frame, uintptr_t *code, uint64_t *state)
 {
     const vt_pylayout *L = &g.L;
-    *code = *(const uintptr_t *)(frame + L->f_code);
+    uintptr_t c = *(const uintptr_t *)(frame + L->f_code);
+    uint64_t is_code = 0;
+    if (ptr_ok(c) && *(const uintptr_t *)(c + L->ob_type) == g.code_type) {
+        uintptr_t lt;
+        int first;
+        uint64_t key = code_key(0, c, &lt, &first);
+        if (key) {
+            c = key;
+            is_code = 1;
+        }
+    }
+    *code = c;
     uint64_t instr = minor == 10 ? *(const uint32_t *)(frame + L->f_instr) : *(const uintptr_t *)(frame + L->f_instr);
     uint64_t owner = minor >= 11 ? *(const uint8_t *)(frame + L->f_owner) : 0;
     uint64_t entry = minor == 11 ? *(const uint8_t *)(frame + L->f_is_entry) != 0 : 0;
-    *state = (instr & ((1ull << 48) - 1)) | owner << 48 | entry << 56;
+    *state = (instr & ((1ull << 48) - 1)) | owner << 48 | entry << 56 | is_code << 57;
 }
 
 /* Read the chain from f into st[0..k) and hash it into c; 0, or -1 on a
