@@ -2040,12 +2040,14 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
 }
 
 /* The same as proc_feed() for each event, with the hot paths inline.  The
- * hot paths' event counts are kept in locals and added to p's when the
- * batch returns (the stores into p's tables could alias them: two updates
- * in memory per event); proc_feed() counts into p itself. */
+ * hot paths' event counts and their latest time are kept in locals and
+ * added to p's when the batch returns (the stores into p's tables could
+ * alias them: three updates in memory per event); proc_feed() counts into
+ * p itself.  p->t_last is only a maximum until the finish reads it, so
+ * the merge at the end is the same as a merge per event. */
 int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
 {
-    uint64_t nalloc = 0, nfree = 0, nkernel = 0;
+    uint64_t nalloc = 0, nfree = 0, nkernel = 0, t_last = p->t_last;
     int rc = 0;
     for (int i = 0; i < n; i++) {
         const vt_event *e = &ev[i];
@@ -2055,8 +2057,7 @@ int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
             if (__builtin_expect(!p->have_t0, 0))
                 break;
             nalloc++;
-            if (t > p->t_last)
-                p->t_last = t;
+            t_last = t > t_last ? t : t_last;
             rc = alloc_fast(p, &e->u.alloc, t);
             if (__builtin_expect(rc == 0, 0))
                 rc = on_alloc(a, p, &e->u.alloc, t);
@@ -2069,8 +2070,7 @@ int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
             if (__builtin_expect(!p->have_t0, 0))
                 break;
             nfree++;
-            if (t > p->t_last)
-                p->t_last = t;
+            t_last = t > t_last ? t : t_last;
             rc = free_fast(a, p, &e->u.free, t);
             if (__builtin_expect(rc == 0, 0))
                 rc = on_free(a, p, &e->u.free, t);
@@ -2094,6 +2094,8 @@ int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
             goto out;
     }
 out:
+    if (t_last > p->t_last)
+        p->t_last = t_last;
     p->records += nalloc + nfree + nkernel;
     p->nev[VT_EV_ALLOC] += nalloc;
     p->nev[VT_EV_FREE] += nfree;
