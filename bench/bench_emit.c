@@ -123,6 +123,7 @@ static void run(const char *what, int clock_cupti, int stacks, int nev, int dept
         struct timespec ts = {0, 2000000};
         nanosleep(&ts, NULL);
     }
+    vt_writer_flush(W); /* everything encoded and written, so that the bytes are counted */
     vt_writer_stats st;
     vt_writer_get_stats(W, &st);
     vt_writer_free(W);
