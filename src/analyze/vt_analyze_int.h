@@ -53,9 +53,9 @@ typedef struct {
 
 typedef struct {
     vt_block *slots;
-    size_t cap, len;
-    unsigned shift; /* 64 - log2(cap) */
-    size_t dead;    /* slots of freed blocks (young table, see vt_replay.c) */
+    size_t cap, used; /* used: slots taken, by live blocks and dead ones */
+    unsigned shift;   /* 64 - log2(cap) */
+    size_t dead;      /* slots of freed blocks (young table, see vt_replay.c) */
 } vt_blockmap;
 
 /* --- an accounting unit: one call stack on one device in one memory kind.

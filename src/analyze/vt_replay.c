@@ -192,7 +192,7 @@ static int blocks_rehash(vt_blockmap *b, size_t ncap)
     if (!ns)
         return VT_ERR_NOMEM;
     memset(ns, 0, ncap * sizeof(*ns));
-    vt_blockmap nb = {ns, ncap, b->len, 64, 0};
+    vt_blockmap nb = {ns, ncap, b->used - b->dead, 64, 0};
     for (size_t c = ncap; c > 1; c >>= 1)
         nb.shift--;
     for (size_t i = 0; i < b->cap; i++) {
@@ -231,7 +231,7 @@ static inline vt_block *blocks_find(const vt_blockmap *b, uint64_t addr)
  * == 0 then) */
 static inline vt_block *blocks_probe(vt_blockmap *b, uint64_t addr)
 {
-    if ((b->len + b->dead + 1) * 2 > b->cap && blocks_grow(b))
+    if ((b->used + 1) * 2 > b->cap && blocks_grow(b))
         return NULL;
     size_t mask = b->cap - 1, j = blk_home(b, addr);
     while (b->slots[j].addr && b->slots[j].addr != addr)
@@ -253,7 +253,7 @@ static void blocks_remove(vt_blockmap *b, vt_block *s)
         }
     }
     b->slots[i].addr = 0;
-    b->len--;
+    b->used--;
 }
 
 /* Young and old blocks.  New blocks go to a small table that stays in
@@ -299,7 +299,7 @@ static int filt_rebuild(vt_proc *p)
 {
     size_t words = VT_FILTER_MIN_WORDS;
     unsigned shift = 64 - 16;
-    while (words * 64 < 16 * p->old.len) {
+    while (words * 64 < 16 * p->old.used) {
         words *= 2;
         shift--;
     }
@@ -317,7 +317,7 @@ static int filt_rebuild(vt_proc *p)
     for (size_t i = 0; i < p->old.cap; i++)
         if (p->old.slots[i].addr)
             filt_set(p, p->old.slots[i].addr);
-    p->filter_sets = p->old.len;
+    p->filter_sets = p->old.used;
     p->filter_fp = 0;
     return 0;
 }
@@ -345,19 +345,19 @@ static int blocks_migrate(vt_proc *p)
         if (!o)
             return VT_ERR_NOMEM;
         if (!o->addr)
-            p->old.len++;
+            p->old.used++;
         *o = *y;
         p->filter_sets++;
         if (p->old_filter)
             filt_set(p, y->addr);
     }
     memset(p->blocks.slots, 0, p->blocks.cap * sizeof(vt_block));
-    p->blocks.len = 0;
+    p->blocks.used = 0;
     p->blocks.dead = 0;
     /* rebuild when many filter bits belong to blocks freed since, or when
      * the old blocks outgrow it */
-    if (!p->old_filter || p->filter_sets > p->old.len + p->old.len / 2 + 4096 ||
-        p->filter_words * 64 < 16 * p->old.len)
+    if (!p->old_filter || p->filter_sets > p->old.used + p->old.used / 2 + 4096 ||
+        p->filter_words * 64 < 16 * p->old.used)
         return filt_rebuild(p);
     return 0;
 }
@@ -366,8 +366,8 @@ static int blocks_migrate(vt_proc *p)
  * empty slot) */
 static vt_block *young_probe(vt_proc *p, uint64_t addr)
 {
-    if ((p->blocks.len + p->blocks.dead + 1) * 2 > p->blocks.cap) {
-        if (p->blocks.dead && (p->blocks.len + 1) * 4 <= p->blocks.cap) {
+    if ((p->blocks.used + 1) * 2 > p->blocks.cap) {
+        if (p->blocks.dead && (p->blocks.used - p->blocks.dead + 1) * 4 <= p->blocks.cap) {
             if (blocks_rehash(&p->blocks, p->blocks.cap)) /* mostly dead: clean */
                 return NULL;
         } else if (p->blocks.cap < VT_YOUNG_CAP) {
@@ -1099,9 +1099,10 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
         return VT_ERR_NOMEM;
     b->addr = e->address;
     b->fslot = freed_slot(e->address);
-    p->blocks.len++;
     if (dead)
-        p->blocks.dead--;
+        p->blocks.dead--; /* its slot was taken already */
+    else
+        p->blocks.used++;
     b->size = size;
     b->t = t;
     b->unit = ui;
@@ -1904,7 +1905,7 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
         b = &slots[j];
     }
     if (!dead) {
-        if ((p->blocks.len + p->blocks.dead + 1) * 2 > p->blocks.cap /* full: rebuild or migrate */
+        if ((p->blocks.used + 1) * 2 > p->blocks.cap /* full: rebuild or migrate */
             || filt_maybe(p, addr))                                   /* maybe an old block there */
             return 0;
         b->fslot = freed_slot(addr); /* (an empty slot until its address is set below) */
@@ -1918,8 +1919,10 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
     b->size = size;
     b->t = t;
     b->unit = su - 1;
-    p->blocks.len++;
-    p->blocks.dead -= (size_t)dead;
+    if (dead)
+        p->blocks.dead--; /* its slot was taken already */
+    else
+        p->blocks.used++;
     account_alloc_rest(p, u, &p->dev[device], size, t);
     return 1;
 }
@@ -1954,8 +1957,7 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
             return rc;
     }
     b->unit = VT_DEAD;
-    p->blocks.len--;
-    p->blocks.dead++;
+    p->blocks.dead++; /* the slot stays taken */
     p->freed_cache[b->fslot] = addr; /* freed_mark */
     account_free_rest(p, u, &p->dev[u->device], size, ta, t);
     /* view_pair: allocated before the bound; freed before it too (nothing
