@@ -76,19 +76,20 @@
 /* ---------------------------------------------------------------- ring */
 
 typedef struct vt_ring {
-    /* producer's cache line */
+    /* producer's cache line: all a push reads and writes of the ring but
+     * the entry itself (cap and data are immutable while the ring is used) */
     _Atomic uint64_t head;
     uint64_t cached_tail;
     _Atomic uint64_t emitted;
     _Atomic uint64_t dropped;
-    char pad0[64 - 32];
+    uint64_t cap;
+    unsigned char *data; /* NULL once the writer freed it */
+    char pad0[64 - 48];
     /* consumer's */
     _Atomic uint64_t tail;
     char pad1[64 - 8];
     _Atomic int state; /* 1 owned by a thread, 0 free for reuse */
     _Atomic int refs;  /* writer + owning thread */
-    uint64_t cap;
-    unsigned char *data; /* NULL once the writer freed it */
     struct vt_ring *next; /* immutable once published */
     struct vt_cwords *cwords; /* the encoder's copies of the frames per slot (its own; may be NULL) */
 } vt_ring;
@@ -159,19 +160,24 @@ typedef struct {
 } vt_modrange;
 
 struct vt_writer {
-    /* immutable after create */
+    /* What every producer reads, in the first line (the struct is 64-byte
+     * aligned): a push runs after the host's own work, with little of this
+     * cached.  All immutable after create but `off`, written once. */
     uint64_t serial;
-    unsigned fork_gen;
-    vt_writer_config cfg;
+    uint64_t (*clock_fn)(void); /* cfg.clock_fn */
     clockid_t clockid;
+    unsigned fork_gen;
+    int reg_slot;      /* in the fork registry (-1: not): a fork child sets `off` then */
+    _Atomic int off;   /* emits refused: error, emergency, closed, a fork child */
+
+    /* immutable after create */
+    vt_writer_config cfg;
     uint64_t ring_cap;
     uint64_t flush_ns, poll_ns;
     int fd;
-    int reg_slot;
     char name[256];
 
     /* shared state */
-    _Atomic int off;   /* emits refused: error, emergency, closed */
     _Atomic int err;   /* first error */
     _Atomic int msg_claim, msg_ready;
     char errmsg[512];
@@ -281,8 +287,11 @@ static void vt_atfork_child(void)
         /* closed once: unregistered here, so that a later fork of this
          * child does not close whatever reuses the fd number */
         atomic_store(&g_reg[i], NULL);
-        if (w && w->fd >= 0)
-            close(w->fd);
+        if (w) {
+            atomic_store_explicit(&w->off, 1, memory_order_relaxed);
+            if (w->fd >= 0)
+                close(w->fd);
+        }
     }
 }
 
@@ -307,15 +316,17 @@ static inline int vt_forked(const vt_writer *w)
     return w->fork_gen != atomic_load_explicit(&g_fork_gen, memory_order_relaxed);
 }
 
+/* A writer in the fork registry is switched off in a fork child by the
+ * atfork handler: its producers read one line, not also the generation. */
 static inline int vt_is_off(const vt_writer *w)
 {
-    return atomic_load_explicit(&w->off, memory_order_relaxed) || vt_forked(w);
+    return atomic_load_explicit(&w->off, memory_order_relaxed) || (w->reg_slot < 0 && vt_forked(w));
 }
 
 static inline uint64_t vt_tnow(const vt_writer *w)
 {
-    if (w->cfg.clock_fn)
-        return w->cfg.clock_fn();
+    if (w->clock_fn)
+        return w->clock_fn();
     struct timespec ts;
     clock_gettime(w->clockid, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -2275,7 +2286,9 @@ int vt_writer_create(vt_writer **out, const vt_writer_config *cfg_in, const vt_e
         cfg.level = 19;
     pthread_once(&g_once, vt_global_init);
 
-    vt_writer *w = calloc(1, sizeof(*w));
+    vt_writer *w = aligned_alloc(64, (sizeof(*w) + 63) & ~(size_t)63); /* the producers' line */
+    if (w)
+        memset(w, 0, sizeof(*w));
     if (!w) {
         if (cfg.fd >= 0)
             close(cfg.fd);
@@ -2290,6 +2303,7 @@ int vt_writer_create(vt_writer **out, const vt_writer_config *cfg_in, const vt_e
     w->fd = -1;
     w->serial = atomic_fetch_add(&g_serial, 1) + 1;
     w->fork_gen = atomic_load(&g_fork_gen);
+    w->clock_fn = cfg.clock_fn;
     w->clockid = cfg.clock == VT_CLOCK_REALTIME ? CLOCK_REALTIME : CLOCK_MONOTONIC;
     uint64_t cap = 4096;
     while (cap < cfg.ring_bytes && cap < (1ull << 30))
