@@ -72,12 +72,19 @@ typedef struct {
 } pool_slot;
 
 static struct {
-    vt_inject_config cfg;
+    /* What every driver callback reads, in the first line (set at init;
+     * `used` and `static_on` written at most a few times): a callback runs
+     * after the host's own work, with little of this cached. */
     vt_writer *w;
     vt_unwinder *uw;
-    CUpti_SubscriberHandle sub;
     _Atomic int active;
     int pystack;
+    _Atomic int used;      /* a context was created or memory allocated: keep the trace */
+    _Atomic int static_on; /* MEMORY2 activity enabled */
+    int selftime, stack_depth, stack_refs; /* cfg's */
+
+    vt_inject_config cfg;
+    CUpti_SubscriberHandle sub;
     char out_path[1100];
     /* devices */
     _Atomic int described[VT_MAX_DEVICES];
@@ -100,14 +107,12 @@ static struct {
     _Atomic int in_signal;
     _Atomic int finished;
     _Atomic uint64_t stack_drops;
-    _Atomic int static_on;        /* MEMORY2 activity enabled */
     _Atomic uint64_t alloc_count; /* allocation callbacks, for the MEMORY2 auto switch */
-    _Atomic int used; /* a context was created or memory allocated: keep the trace */
     /* clock of all events (setup_clock) */
     uint64_t (*clk)(void);
     double clk_ns;
     char clock_note[240];
-} g;
+} g __attribute__((aligned(64)));
 
 #define VT_STATIC_MAX_RATE 500 /* allocations per second above which MEMORY2 goes off (auto) */
 
@@ -208,9 +213,9 @@ VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
     uint64_t ips[260];
     const uint64_t *nat = ips; /* where the native frames are: ips, or the unwinder's memo */
     ips[0] = 0;
-    int depth = g.cfg.stack_depth < 256 ? g.cfg.stack_depth : 256;
+    int depth = g.stack_depth < 256 ? g.stack_depth : 256;
     int n = 0;
-    const int ph = g.cfg.selftime;
+    const int ph = g.selftime;
     inject_tls *T = ph ? VT_TLS_ADDR(&t_in) : NULL; /* phases timed: VRAMTRACE_SELFTIME=1 */
     uint64_t c0 = ph ? __rdtsc() : 0;
     uint64_t xkey = 0, walk = 0, pywalk = 0;
@@ -232,7 +237,7 @@ VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
         if (ph)
             T->uw_cyc += __rdtsc() - c1;
     }
-    if (g.cfg.stack_refs && (n > 0 || npy > 0)) {
+    if (g.stack_refs && (n > 0 || npy > 0)) {
 #ifdef VT_HAVE_PYSTACK
         _Static_assert(sizeof(vt_pyframe) == 24 && offsetof(vt_pyframe, line) == 16, "vt_fp_capture's layout");
         vt_fp_capture(walk, nat, n, pywalk, (const uint64_t *)py, npy > 0 ? npy : 0, fp);
@@ -281,7 +286,7 @@ VT_HOT static void capture_site(vt_site *site, vt_frame *fr, int max)
 
 VT_HOT static void emit(vt_event *ev)
 {
-    if (!g.cfg.selftime) {
+    if (!g.selftime) {
         vt_writer_emit(g.w, ev);
         return;
     }
@@ -1492,6 +1497,9 @@ static int init_once(void)
     int saved = t_in.internal;
     t_in.internal = 1; /* no callbacks on this thread while we set up */
     vt_config_parse(&g.cfg, NULL, NULL);
+    g.selftime = g.cfg.selftime;
+    g.stack_depth = g.cfg.stack_depth;
+    g.stack_refs = g.cfg.stack_refs;
     if (g.cfg.warning[0])
         say("vramtrace: %s", g.cfg.warning);
 
