@@ -33,28 +33,33 @@
 #define VT_AI __attribute__((always_inline)) static inline
 
 /* Byte offsets of what we read, per minor version (-1: not in this version). */
+/* Byte offsets (-1: none).  What every capture reads comes first and
+ * fills one cache line (up to ob_type); the rest serves line decoding and
+ * names. */
 typedef struct {
-    int minor;
-    long ts_interp;     /* PyThreadState.interp */
-    long ts_frame;      /* 3.10 .frame (PyFrameObject*), 3.13 .current_frame */
-    long ts_cframe;     /* 3.11/3.12 .cframe */
-    long cf_current;    /* _PyCFrame.current_frame */
-    long f_previous;    /* f_back / previous */
-    long f_code;        /* f_code / f_executable */
-    long f_instr;       /* 3.10 int f_lasti; prev_instr (3.11/12); instr_ptr (3.13) */
-    long f_owner;       /* char owner */
-    long f_is_entry;    /* 3.11 bool is_entry */
-    long co_filename, co_name, co_qualname, co_linetable, co_firstlineno;
-    long co_firsttraceable, co_adaptive;
-    long ob_type, ob_size, bytes_sval;
-    long u_length, u_state, u_ascii_size, u_compact_size;
+    int32_t minor;
+    int32_t ts_interp;   /* PyThreadState.interp */
+    int32_t ts_frame;    /* 3.10 .frame (PyFrameObject*), 3.13 .current_frame */
+    int32_t ts_cframe;   /* 3.11/3.12 .cframe */
+    int32_t cf_current;  /* _PyCFrame.current_frame */
+    int32_t f_previous;  /* f_back / previous */
+    int32_t f_code;      /* f_code / f_executable */
+    int32_t f_instr;     /* 3.10 int f_lasti; prev_instr (3.11/12); instr_ptr (3.13) */
+    int32_t f_owner;     /* char owner */
+    int32_t f_is_entry;  /* 3.11 bool is_entry */
+    int32_t co_filename, co_name, co_qualname, co_linetable, co_firstlineno;
+    int32_t ob_type;
+    int32_t co_firsttraceable, co_adaptive;
+    int32_t ob_size, bytes_sval;
+    int32_t u_length, u_state, u_ascii_size, u_compact_size;
 } vt_pylayout;
+_Static_assert(offsetof(vt_pylayout, ob_type) < 64, "the capture's offsets in one line");
 
 static const vt_pylayout k_layouts[] = {
-    {10, 16, 24, -1, -1, 24, 32, 96, -1, -1, 104, 112, -1, 120, 40, -1, -1, 8, 16, 32, 16, 32, 48, 72},
-    {11, 16, -1, 56, 8, 48, 32, 56, 69, 68, 112, 120, 128, 136, 72, 168, 184, 8, 16, 32, 16, 32, 48, 72},
-    {12, 16, -1, 56, 0, 8, 0, 56, 70, -1, 112, 120, 128, 136, 68, 176, 192, 8, 16, 32, 16, 32, 40, 56},
-    {13, 16, 72, -1, -1, 8, 0, 56, 70, -1, 112, 120, 128, 136, 68, 184, 200, 8, 16, 32, 16, 32, 40, 56},
+    {10, 16, 24, -1, -1, 24, 32, 96, -1, -1, 104, 112, -1, 120, 40, 8, -1, -1, 16, 32, 16, 32, 48, 72},
+    {11, 16, -1, 56, 8, 48, 32, 56, 69, 68, 112, 120, 128, 136, 72, 8, 168, 184, 16, 32, 16, 32, 48, 72},
+    {12, 16, -1, 56, 0, 8, 0, 56, 70, -1, 112, 120, 128, 136, 68, 8, 176, 192, 16, 32, 16, 32, 40, 56},
+    {13, 16, 72, -1, -1, 8, 0, 56, 70, -1, 112, 120, 128, 136, 68, 8, 184, 200, 16, 32, 16, 32, 40, 56},
 };
 
 /* PyASCIIObject.state bits (same in 3.10-3.13). */
@@ -97,22 +102,26 @@ static const vt_pylayout k_layouts[] = {
 #define MAX_STR_LEN (1 << 20)
 
 static struct {
-    int done, result, ready;
-    char why[200];
-    char version[32];
+    /* what every capture reads, in the first two lines */
     vt_pylayout L;
-    uintptr_t code_type, bytes_type, unicode_type, main_interp;
+    int ready;
+    int validated; /* layouts checked on a real frame chain (atomic) */
+    uintptr_t code_type, main_interp;
     void *(*get_tstate)(void);
     int (*is_initialized)(void);
+
+    int done, result;
+    char why[200];
+    char version[32];
+    uintptr_t bytes_type, unicode_type;
     int (*addr2line)(void *code, int addr_bytes); /* PyCode_Addr2Line, init checks only */
-    int validated;  /* layouts checked on a real frame chain (atomic) */
     int validating; /* a thread is checking now (atomic) */
     int quiet;      /* VRAMTRACE_QUIET: no stderr line on a late failure */
     int neval;
     uint64_t eval_start[MAX_EVAL_RANGES], eval_end[MAX_EVAL_RANGES];
     uint64_t interp_lo, interp_hi; /* executable segment holding the interpreter */
     int pipe_fd[2];
-} g = {.pipe_fd = {-1, -1}};
+} g __attribute__((aligned(64))) = {.pipe_fd = {-1, -1}};
 
 VT_AI int ptr_ok(uintptr_t p) { return p >= 4096 && p < (1ull << 47) && !(p & 7); }
 
@@ -1032,19 +1041,19 @@ static const struct {
 #undef F
 };
 
-static long *field_of(vt_pylayout *L, const char *name)
+static int32_t *field_of(vt_pylayout *L, const char *name)
 {
     for (size_t i = 0; i < sizeof k_fields / sizeof k_fields[0]; i++)
         if (!strcmp(k_fields[i].name, name))
-            return (long *)((char *)L + k_fields[i].off);
+            return (int32_t *)((char *)L + k_fields[i].off);
     return NULL;
 }
 
 static void break_field(vt_pylayout *L, const char *name, long delta)
 {
-    long *f = field_of(L, name);
+    int32_t *f = field_of(L, name);
     if (f && *f >= 0)
-        *f += delta;
+        *f += (int32_t)delta;
 }
 
 int vt_pystack_test_reset(const char *field, long delta)
@@ -1260,7 +1269,7 @@ long vt_pystack_layout_offset(int minor, const char *field)
     if (!L || !field)
         return -1;
     vt_pylayout copy = *L;
-    const long *f = field_of(&copy, field);
+    const int32_t *f = field_of(&copy, field);
     if (f)
         return *f;
     if (minor == 13 && !strncmp(field, "dbg_", 4)) {
