@@ -576,6 +576,9 @@ static uint64_t compile_rule(const vt_module *m, uint64_t pc)
 
 #define MAX_SKIP 8
 struct vt_unwinder {
+    /* what a replay reads, first (the unwinder is 64-byte aligned) */
+    _Atomic uint64_t epoch; /* bumped whenever cached rules or skip flags change: memos die */
+    uint64_t uid;           /* this unwinder among all created (memos name it) */
     _Atomic(uint64_t) *cache;
     unsigned bits;
     _Atomic(vt_modmap *) map;
@@ -591,10 +594,10 @@ struct vt_unwinder {
     int nskip_addr;
     int nstop; /* vt_unwinder_stop_at */
     uint64_t stop_start[MAX_SKIP], stop_end[MAX_SKIP];
-    _Atomic uint64_t st_captures, st_frames, st_misses, st_fp, st_rescans, st_unknown, st_memo_full, st_memo_steps;
     _Atomic uint64_t subs;  /* the loader's unload count when the map was made */
-    _Atomic uint64_t epoch; /* bumped whenever cached rules or skip flags change: memos die */
-    uint64_t uid;           /* this unwinder among all created (memos name it) */
+    /* counters, added to by every capturing thread: a line of their own */
+    _Alignas(64) _Atomic uint64_t st_captures, st_frames, st_misses, st_fp, st_rescans, st_unknown, st_memo_full,
+        st_memo_steps;
 };
 static _Atomic uint64_t g_unwinder_uids;
 
@@ -717,7 +720,9 @@ int vt_unwinder_create(vt_unwinder **out, unsigned cache_bits, vt_module_cb cb, 
         cache_bits = 16;
     if (cache_bits > 24)
         return VT_ERR_INVALID;
-    vt_unwinder *u = calloc(1, sizeof(*u));
+    vt_unwinder *u = aligned_alloc(64, (sizeof(*u) + 63) & ~(size_t)63);
+    if (u)
+        memset(u, 0, sizeof(*u));
     if (!u)
         return VT_ERR_NOMEM;
     u->bits = cache_bits;
