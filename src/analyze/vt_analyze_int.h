@@ -70,7 +70,7 @@ typedef struct {
     uint8_t resident;  /* kind counts in the device's live total (device, device_static, array) */
     uint8_t segment;   /* c10 && (malloc || vmm): a caching-allocator segment */
     uint8_t api;       /* API of the first allocation */
-    int64_t live_bytes, live_count;
+    int64_t live_bytes; /* the live count is allocs - frees (vt_unit_live_count) */
     uint64_t allocs, alloc_bytes, max_live;
     uint64_t g_next;       /* end of the current growth bucket (0: no floor yet) */
     uint64_t pk_epoch;
@@ -100,6 +100,13 @@ typedef struct {
     uint32_t growth_rises; /* number of rises in the late window */
     char *key;             /* process-independent site key (lazy) */
 } vt_unit;
+
+/* blocks of u live now: each allocation counts in allocs, each free of one
+ * of its blocks in frees (one update per event instead of two) */
+static inline int64_t vt_unit_live_count(const vt_unit *u)
+{
+    return (int64_t)(u->allocs - u->frees);
+}
 
 /* pending view-at-T contribution (see vt_replay.c) */
 typedef struct {

@@ -922,7 +922,7 @@ static inline void pk_sync(vt_proc *p, vt_unit *u)
     uint64_t e = p->dev[u->device].peak_epoch;
     if (u->pk_epoch != e) {
         u->pk_bytes = u->live_bytes;
-        u->pk_count = u->live_count;
+        u->pk_count = vt_unit_live_count(u);
         u->pk_epoch = e;
     }
 }
@@ -934,11 +934,10 @@ static inline __attribute__((always_inline)) void account_alloc_rest(vt_proc *p,
 {
     if (u->pk_epoch != d->peak_epoch) { /* pk_sync */
         u->pk_bytes = u->live_bytes;
-        u->pk_count = u->live_count;
+        u->pk_count = vt_unit_live_count(u);
         u->pk_epoch = d->peak_epoch;
     }
     u->live_bytes += (int64_t)size;
-    u->live_count++;
     u->allocs++;
     u->alloc_bytes += size;
     if ((uint64_t)u->live_bytes > u->max_live)
@@ -956,7 +955,7 @@ static inline __attribute__((always_inline)) void account_alloc_rest(vt_proc *p,
             d->peak_t = t;
             d->peak_epoch++;
             u->pk_bytes = u->live_bytes;
-            u->pk_count = u->live_count;
+            u->pk_count = vt_unit_live_count(u);
             u->pk_epoch = d->peak_epoch;
         }
     }
@@ -987,11 +986,10 @@ static inline __attribute__((always_inline)) void account_free_rest(vt_proc *p, 
 {
     if (u->pk_epoch != d->peak_epoch) { /* pk_sync */
         u->pk_bytes = u->live_bytes;
-        u->pk_count = u->live_count;
+        u->pk_count = vt_unit_live_count(u);
         u->pk_epoch = d->peak_epoch;
     }
     u->live_bytes -= (int64_t)size;
-    u->live_count--;
     u->frees++;
     if (t >= t_alloc)
         u->lifetime_sum += t - t_alloc;
@@ -1152,7 +1150,7 @@ static void top_holders(vt_proc *p, uint32_t device, vt_oom *o)
         }
         o->top_unit[pos] = (uint32_t)k;
         o->top_bytes[pos] = u->live_bytes;
-        o->top_count[pos] = u->live_count;
+        o->top_count[pos] = vt_unit_live_count(u);
         if (o->ntop < VT_OOM_TOP)
             o->ntop++;
     }
@@ -2388,7 +2386,7 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         vt_unit *u = &p->units[k];
         if (at_live) {
             u->at_bytes = u->live_bytes;
-            u->at_count = u->live_count;
+            u->at_count = vt_unit_live_count(u);
         }
         if (u->at_bytes < 0)
             u->at_bytes = 0;

@@ -242,7 +242,7 @@ static void test_blocks_random(void **state)
     vt_proc *p = a->procs[0];
     assert_true(p->old.used > 0);
     assert_int_equal(p->unknown_frees + p->double_frees + p->overlap_allocs, 0);
-    assert_int_equal(p->blocks.used - p->blocks.dead + p->old.used, (size_t)unit_of(a, 1)->live_count);
+    assert_int_equal(p->blocks.used - p->blocks.dead + p->old.used, (size_t)vt_unit_live_count(unit_of(a, 1)));
     /* an allocation over a live block (its free lost), wherever it lives */
     int n_over = 0;
     for (int k = 0; k < NA && n_over < 50; k++)
