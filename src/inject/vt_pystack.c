@@ -410,11 +410,11 @@ VT_AI void boundary(vt_pyframe *out, int n)
  * of their code objects that name them) and hashes them; an entry of the
  * memo holding the same chain, ending the same way, gives the walk's
  * frames as recorded, with the recording's id (vt_pystack_capture_walk):
- * no per-frame cache probe, no line decoding, no fingerprint per frame.  Entries are found by the hash of the whole
- * chain in four-way sets: a training step cycles through dozens of
- * allocating Python lines, many of which share their innermost frames (a
- * module's forward called from many places), and a small fully
- * associative LRU memo would miss every time. */
+ * no per-frame cache probe, no line decoding, no fingerprint per frame.
+ * Entries are found by the hash of the whole chain in four-way sets: a
+ * training step cycles through dozens of allocating Python lines, many of
+ * which share their innermost frames (a module's forward called from many
+ * places), and a small fully associative LRU memo would miss every time. */
 #define PM_SETS 16
 #define PM_WAYS 4
 #define PM_STEPS 48 /* longer walks are not kept (VRAMTRACE_STACK_DEPTH 32 and a few shims fit) */
@@ -610,8 +610,8 @@ VT_AI uintptr_t top_frame(int safe, uintptr_t ts, int *bad)
 
 static int validate_late(void);
 
-/* The memo's walk from `f` when every step reads as recorded (out: copied
- * to out, or handed out in place), else -1. */
+/* The k steps of a and b are equal (no early exit: k is small and the
+ * steps of a match nearly always). */
 VT_AI int pm_same(const pm_step *a, const pm_step *b, int k)
 {
     uint64_t d = 0;
@@ -620,6 +620,8 @@ VT_AI int pm_same(const pm_step *a, const pm_step *b, int k)
     return d == 0;
 }
 
+/* The frames of the memo's walk of chain c (steps st) when it holds one
+ * for this cap (copied to out, or handed out in place), else -1. */
 VT_AI int pm_replay(pm_memo *pm, const pm_chain *c, const pm_step *st, int max, vt_pyframe *out,
                     const vt_pyframe **frames, uint64_t *walk)
 {
