@@ -19,11 +19,11 @@
  * __tls_get_addr call, and GCC calls it again rather than keep the address
  * in a register (even in every iteration of a loop).  Take the address with
  * this once per function, into a local; the asm hides where it came from. */
-#define VT_TLS_ADDR(p)                                                                                                 \
-    __extension__({                                                                                                    \
-        __typeof__(p) vt_tls_addr_ = (p);                                                                              \
-        __asm__("" : "+r"(vt_tls_addr_));                                                                              \
-        vt_tls_addr_;                                                                                                  \
+#define VT_TLS_ADDR(p)                                                                                       \
+    __extension__({                                                                                          \
+        __typeof__(p) vt_tls_addr_ = (p);                                                                    \
+        __asm__("" : "+r"(vt_tls_addr_));                                                                    \
+        vt_tls_addr_;                                                                                        \
     })
 
 #endif
@@ -33,11 +33,11 @@
  * __tls_get_addr call, and GCC calls it again rather than keep the address
  * in a register (even in every iteration of a loop).  Take the address with
  * this once per function, into a local; the asm hides where it came from. */
-#define VT_TLS_ADDR(p)                                                                                                 \
-    __extension__({                                                                                                    \
-        __typeof__(p) vt_tls_addr_ = (p);                                                                              \
-        __asm__("" : "+r"(vt_tls_addr_));                                                                              \
-        vt_tls_addr_;                                                                                                  \
+#define VT_TLS_ADDR(p)                                                                                       \
+    __extension__({                                                                                          \
+        __typeof__(p) vt_tls_addr_ = (p);                                                                    \
+        __asm__("" : "+r"(vt_tls_addr_));                                                                    \
+        vt_tls_addr_;                                                                                        \
     })
 
 #endif
