@@ -149,29 +149,10 @@ void vt_map_free(vt_map *m)
 }
 
 /* live blocks: same scheme, inline 32-byte slots, Fibonacci hashing (the
- * top bits of addr * golden ratio: cheap, and mixes aligned addresses).
- * An address's home is the first slot of a cache line (an even slot, the
- * slots being 64-byte aligned), so that the fast paths test the two slots
- * of that line with one branch (probe_pair); the probing goes on slot by
- * slot from there, as before. */
+ * top bits of addr * golden ratio: cheap, and mixes aligned addresses) */
 static inline size_t blk_home(const vt_blockmap *b, uint64_t addr)
 {
-    return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> b->shift) & ~(size_t)1;
-}
-
-/* &slots[blk_home(b, addr)], the home index times 32 bytes taken from the
- * hash directly (one shift less) */
-static inline vt_block *blk_line(const vt_blockmap *b, uint64_t addr)
-{
-    return (vt_block *)((char *)b->slots + ((addr * 0x9E3779B97F4A7C15ull) >> (b->shift - 5) & ~(uint64_t)63));
-}
-
-/* the slot of the home line that holds addr, or its second slot: one
- * branch for the two (a probe loop's exit, taken at the first or the
- * second slot depending on the address, was a mispredict per five frees) */
-static inline vt_block *probe_pair(vt_block *line, uint64_t addr)
-{
-    return line + (line->addr != addr); /* not ?: GCC makes that a branch */
+    return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> b->shift);
 }
 
 /* A freed young block leaves its address behind (unit VT_DEAD, counted in
@@ -1884,24 +1865,18 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
         return 0;
     vt_block *slots = p->blocks.slots;
     const size_t mask = p->blocks.cap - 1;
-    vt_block *const line = blk_line(&p->blocks, addr), *b = probe_pair(line, addr);
+    size_t j = blk_home(&p->blocks, addr);
     int dead = 0;
-    if (__builtin_expect(b->addr == addr, 1)) {
-        if (b->unit != VT_DEAD) /* overlapping allocation */
-            return 0;
-        dead = 1; /* freed young block: no old block there */
-    } else {
-        size_t j = (size_t)(line - slots);
-        for (; slots[j].addr; j = (j + 1) & mask) {
-            if (slots[j].addr == addr) {
-                if (slots[j].unit != VT_DEAD)
-                    return 0;
-                dead = 1;
-                break;
-            }
+    while (slots[j].addr) {
+        if (slots[j].addr == addr) {
+            if (slots[j].unit != VT_DEAD) /* overlapping allocation */
+                return 0;
+            dead = 1; /* freed young block: no old block there */
+            break;
         }
-        b = &slots[j];
+        j = (j + 1) & mask;
     }
+    vt_block *const b = &slots[j];
     if (!dead) {
         if ((p->blocks.used + 1) * 2 > p->blocks.cap /* full: rebuild or migrate */
             || filt_maybe(p, addr))                                   /* maybe an old block there */
@@ -1933,17 +1908,15 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
         return 0;
     vt_block *slots = p->blocks.slots;
     const size_t mask = p->blocks.cap - 1;
-    vt_block *const line = blk_line(&p->blocks, addr), *b = probe_pair(line, addr);
-    if (__builtin_expect(b->addr != addr, 0)) {
-        size_t j = (size_t)(line - slots);
-        for (;; j = (j + 1) & mask) {
-            if (slots[j].addr == addr)
-                break;
-            if (!slots[j].addr)
-                return 0;
-        }
-        b = &slots[j];
+    size_t j = blk_home(&p->blocks, addr);
+    for (;;) {
+        if (slots[j].addr == addr)
+            break;
+        if (!slots[j].addr)
+            return 0;
+        j = (j + 1) & mask;
     }
+    vt_block *const b = &slots[j];
     const uint32_t ui = b->unit;
     if (__builtin_expect(ui == VT_DEAD, 0)) /* a double free, probably */
         return 0;
