@@ -295,8 +295,8 @@ VT_HOT static void emit(vt_event *ev)
     t_in.push_cyc += __rdtsc() - c0;
 }
 
-VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api, uint64_t stream,
-                       uint64_t pool, uint64_t corr)
+VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api,
+                              uint64_t stream, uint64_t pool, uint64_t corr)
 {
     vt_frame fr[VT_FRAMES_MAX];
     vt_event ev;
@@ -318,7 +318,8 @@ VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_mem
         atomic_fetch_add_explicit(&g.alloc_count, 1, memory_order_relaxed);
 }
 
-VT_HOT static void emit_free(uint64_t addr, uint32_t dev, vt_memkind kind, vt_allocapi api, uint64_t stream, uint64_t corr)
+VT_HOT static void emit_free(uint64_t addr, uint32_t dev, vt_memkind kind, vt_allocapi api, uint64_t stream,
+                             uint64_t corr)
 {
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
@@ -1214,7 +1215,7 @@ static void report_unwind_stats(void)
              (unsigned long long)st.fp_steps, (unsigned long long)st.rescans, (unsigned long long)st.memo_full,
              (unsigned long long)st.memo_steps);
     note(VT_SEV_INFO, text);
-    if (g.cfg.selftime)
+    if (g.selftime)
         say("vramtrace: %s", text);
 }
 
@@ -1228,7 +1229,7 @@ static void report_self_time(void)
     uint64_t uw = atomic_load(&g_uw_cyc) + t_in.uw_cyc, push = atomic_load(&g_push_cyc) + t_in.push_cyc;
     double per = n ? ns_per_cyc / (double)n : 0.0;
     char text[600];
-    if (!g.cfg.selftime) {
+    if (!g.selftime) {
         snprintf(text, sizeof(text),
                  "self time: %llu driver callbacks, mean %.0f ns, %.1f ms in all (VRAMTRACE_SELFTIME=1 splits it); "
                  "activity: %llu buffers, %llu records, %.1f ms",

@@ -32,10 +32,9 @@
 
 #define VT_AI __attribute__((always_inline)) static inline
 
-/* Byte offsets of what we read, per minor version (-1: not in this version). */
-/* Byte offsets (-1: none).  What every capture reads comes first and
- * fills one cache line (up to ob_type); the rest serves line decoding and
- * names. */
+/* Byte offsets of what we read, per minor version (-1: not in this
+ * version).  What every capture reads comes first and fills one cache line
+ * (up to ob_type); the rest serves line decoding and names. */
 typedef struct {
     int32_t minor;
     int32_t ts_interp;   /* PyThreadState.interp */
@@ -425,7 +424,7 @@ typedef struct {
     int k, ended;
 } pm_chain;
 typedef struct {
-    uintptr_t code;  /* the code object's key, or the executable's address */
+    uint64_t code;  /* the code object's key, or the executable's address */
     uint64_t state; /* instruction position, owner << 48, entry mark << 56, a code object << 57 */
 } pm_step;
 typedef struct {
@@ -458,7 +457,7 @@ static uint64_t g_pm_walks; /* the last id given to a recorded walk (atomic) */
  * other executable (3.13) by its address.  Instruction positions are
  * user-space pointers (< 2^47) or, on 3.10, an int: owner, entry mark and
  * "a code object" fit above them. */
-VT_AI void pm_read(int minor, uintptr_t frame, uintptr_t *code, uint64_t *state)
+VT_AI void pm_read(int minor, uintptr_t frame, uint64_t *code, uint64_t *state)
 {
     const vt_pylayout *L = &g.L;
     uintptr_t c = *(const uintptr_t *)(frame + L->f_code);

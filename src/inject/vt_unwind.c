@@ -619,7 +619,6 @@ static uint64_t loader_subs(void)
     return s;
 }
 
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -801,8 +800,6 @@ static inline int in_stop(const vt_unwinder *u, uint64_t ip)
 }
 
 const vt_modmap *vt_unwinder_modmap(const vt_unwinder *u) { return u ? atomic_load(&((vt_unwinder *)u)->map) : NULL; }
-
-
 
 static inline uint64_t hash_ip(uint64_t ip) { return ip * 0x9E3779B97F4A7C15ull; }
 
