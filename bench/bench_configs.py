@@ -23,7 +23,15 @@ def configs(build):
         "floor-async": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_CALLBACKS": "async"},
         "floor-unused": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_CALLBACKS": "unused"},
         "floor-runtime": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_CALLBACKS": "runtime-async"},
+        # callbacks alone, without kernel activity, on both sides
+        "floor-nokernels": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_NO_KERNELS": "1"},
         "traced": dict(traced),
+        "traced-nokernels": dict(traced, VRAMTRACE_KERNELS="0"),
+        "traced-nostacks-nokernels": dict(traced, VRAMTRACE_KERNELS="0", VRAMTRACE_NATIVE_STACKS="0",
+                                          VRAMTRACE_PYTHON_STACKS="0"),
+        # the library with its driver callbacks' bodies compiled out
+        # (bench/inject.cmake): what it costs apart from those bodies
+        "traced-empty": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench", "libvramtrace-empty.so")),
         # VRAMTRACE_SELFTIME=1 times every phase of every callback (4 more
         # TSC reads per allocation): only this config pays that
         "traced-phases": dict(traced, VRAMTRACE_SELFTIME="1"),

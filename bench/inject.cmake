@@ -20,3 +20,22 @@ if(VT_HAVE_CUPTI)
   target_link_libraries(bench_emit PRIVATE CUDA::cupti)
   set_target_properties(bench_emit PROPERTIES BUILD_RPATH "${CUDAToolkit_LIBRARY_DIR}")
 endif()
+
+# libvramtrace-empty.so: the library with its driver callbacks' bodies
+# compiled out (VT_BENCH_EMPTY_CALLBACKS), everything else as shipped
+# (threads, clock, kernel activity, NVTX and resource callbacks): what the
+# library costs apart from its allocation callbacks ("traced-empty" in
+# bench/bench_configs.py).
+if(VT_HAVE_CUPTI AND TARGET vramtrace_inject)
+  add_library(vt_bench_empty SHARED ${PROJECT_SOURCE_DIR}/src/inject/vt_inject.c)
+  get_target_property(_vt_rpath vramtrace_inject BUILD_RPATH)
+  set_target_properties(vt_bench_empty PROPERTIES OUTPUT_NAME vramtrace-empty C_VISIBILITY_PRESET hidden
+    BUILD_RPATH "${_vt_rpath}")
+  target_compile_definitions(vt_bench_empty PRIVATE VT_BENCH_EMPTY_CALLBACKS=1
+    $<$<TARGET_EXISTS:vt_pystack>:VT_HAVE_PYSTACK=1>)
+  target_link_libraries(vt_bench_empty PRIVATE
+    vt_inject_common vt_core $<TARGET_NAME_IF_EXISTS:vt_pystack>
+    CUDA::cupti CUDA::cuda_driver Threads::Threads ${CMAKE_DL_LIBS})
+  target_link_options(vt_bench_empty PRIVATE
+    -Wl,--version-script=${PROJECT_SOURCE_DIR}/src/inject/exports.map -Wl,--no-undefined)
+endif()

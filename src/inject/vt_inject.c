@@ -877,6 +877,10 @@ VT_HOT static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpt
     inject_tls *T = VT_TLS_ADDR(&t_in);
     if (T->internal || !atomic_load_explicit(&g.active, memory_order_relaxed))
         return;
+#ifdef VT_BENCH_EMPTY_CALLBACKS /* benchmarks only (bench/inject.cmake): all of the library but its driver callbacks' bodies */
+    if (dom == CUPTI_CB_DOMAIN_DRIVER_API)
+        return;
+#endif
     switch (dom) {
     case CUPTI_CB_DOMAIN_DRIVER_API: {
         const CUpti_CallbackData *cd = data;
