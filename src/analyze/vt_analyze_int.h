@@ -58,6 +58,8 @@ typedef struct {
     size_t dead;      /* slots of freed blocks (young table, see vt_replay.c) */
 } vt_blockmap;
 
+typedef struct vt_devstate vt_devstate;
+
 /* --- an accounting unit: one call stack on one device in one memory kind.
  * What every allocation and free of the replay's fast paths reads and
  * writes comes first: the first 64 bytes are all an allocation touches,
@@ -74,6 +76,8 @@ typedef struct {
     uint64_t allocs, alloc_bytes, max_live;
     uint64_t g_next;       /* end of the current growth bucket (0: no floor yet) */
     uint64_t pk_epoch;
+    vt_devstate *dev;      /* &p->dev[device] of its process (the fast paths' device counters
+                              at one address mode, no multiply by the struct's size) */
     /* second line: frees */
     uint64_t frees;
     uint64_t lifetime_sum; /* sum of lifetimes of freed blocks (ns) */
@@ -138,9 +142,9 @@ typedef struct {
     uint64_t creates, destroys, trims;
 } vt_pool;
 
-typedef struct {
+struct vt_devstate {
     int present;         /* Device record seen */
-    int used;            /* any block on it */
+    int used;            /* any block on it (set by vt_proc_finish: a unit there with allocations) */
     char *name;
     uint64_t total;
     uint32_t cc_major, cc_minor;
@@ -156,7 +160,7 @@ typedef struct {
     uint64_t drv_samples, drv_total, drv_last_free, drv_last_t;
     uint64_t drv_max_used, drv_max_t;
     int64_t drv_traced_then;
-} vt_devstate;
+};
 
 typedef struct {
     uint64_t t;

@@ -605,6 +605,7 @@ static vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsig
     if (u->segment)
         p->c10_units++;
     u->pk_epoch = p->dev[device].peak_epoch;
+    u->dev = &p->dev[device];
     *idx = (uint32_t)p->nunits++;
     if (stack < p->nstack_unit)
         p->stack_unit[stack] = *idx + 1;
@@ -900,7 +901,8 @@ static double occ_count(const vt_occ *o, uint64_t t)
 
 static inline void pk_sync(vt_proc *p, vt_unit *u)
 {
-    uint64_t e = p->dev[u->device].peak_epoch;
+    (void)p;
+    uint64_t e = u->dev->peak_epoch;
     if (u->pk_epoch != e) {
         u->pk_bytes = u->live_bytes;
         u->pk_count = vt_unit_live_count(u);
@@ -923,7 +925,6 @@ static inline __attribute__((always_inline)) void account_alloc_rest(vt_proc *p,
     u->alloc_bytes += size;
     if ((uint64_t)u->live_bytes > u->max_live)
         u->max_live = (uint64_t)u->live_bytes;
-    d->used = 1;
     d->live[u->kind] += (int64_t)size;
     if (d->live[u->kind] > d->peak_kind[u->kind]) {
         d->peak_kind[u->kind] = d->live[u->kind];
@@ -955,7 +956,7 @@ static inline __attribute__((always_inline)) int account_alloc(vt_analysis *a, v
     vt_unit *u = &p->units[ui];
     if (growth_touch(p, u, t))
         return VT_ERR_NOMEM;
-    account_alloc_rest(p, u, &p->dev[u->device], size, t);
+    account_alloc_rest(p, u, u->dev, size, t);
     return 0;
 }
 
@@ -988,7 +989,7 @@ static inline __attribute__((always_inline)) int account_free(vt_analysis *a, vt
     vt_unit *u = &p->units[ui];
     if (growth_touch(p, u, t))
         return VT_ERR_NOMEM;
-    account_free_rest(p, u, &p->dev[u->device], size, t_alloc, t);
+    account_free_rest(p, u, u->dev, size, t_alloc, t);
     view_pair(a, p, ui, size, t_alloc, t);
     return 0;
 }
@@ -1896,7 +1897,7 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
         p->blocks.dead--; /* its slot was taken already */
     else
         p->blocks.used++;
-    account_alloc_rest(p, u, &p->dev[device], size, t);
+    account_alloc_rest(p, u, u->dev, size, t);
     return 1;
 }
 
@@ -1930,7 +1931,7 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
     b->unit = VT_DEAD;
     p->blocks.dead++; /* the slot stays taken */
     p->freed_cache[b->fslot] = addr; /* freed_mark */
-    account_free_rest(p, u, &p->dev[u->device], size, ta, t);
+    account_free_rest(p, u, u->dev, size, ta, t);
     /* view_pair: allocated before the bound; freed before it too (nothing
      * to do), or after it: the block's pair waits in the tail, which adds
      * its +size only if the free turns out to come after the view (the
@@ -2366,6 +2367,8 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         if (u->at_count < 0)
             u->at_count = 0;
         pk_sync(p, u);
+        if (u->allocs)
+            u->dev->used = 1; /* (an allocation's one store less) */
         if (u->at_bytes > 0) {
             p->dev[u->device].at_kind[u->kind] += u->at_bytes;
             if (u->kind == VT_MEM_DEVICE_STATIC) {
