@@ -1849,13 +1849,14 @@ static void view_pair_slow(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t siz
 }
 
 /* A new block in the young table, of a unit its stack used last, on a
- * known device: 1 when done, 0 for the full way, or a vt_err. */
+ * known device: 1 when done, 0 for the full way, or a vt_err.  Needs
+ * fast_ready(). */
 static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt_ev_alloc *e, uint64_t t)
 {
     const uint64_t addr = e->address, size = e->size;
     const uint32_t device = e->device, stack = e->site.stack;
     const unsigned kind = e->kind;
-    if (__builtin_expect(size > VT_MAX_SIZE || !addr || stack >= p->nstack_unit || !p->blocks.cap, 0))
+    if (__builtin_expect(size > VT_MAX_SIZE || !addr || stack >= p->nstack_unit, 0))
         return 0;
     const uint32_t su = p->stack_unit[stack];
     if (__builtin_expect(!su, 0))
@@ -1901,11 +1902,12 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
     return 1;
 }
 
-/* A free of a young block: 1 when done, 0 for the full way, or a vt_err. */
+/* A free of a young block: 1 when done, 0 for the full way, or a vt_err.
+ * Needs fast_ready(). */
 static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
 {
     const uint64_t addr = e->address;
-    if (__builtin_expect(!addr || !p->blocks.cap || !p->freed_cache, 0))
+    if (__builtin_expect(!addr, 0))
         return 0;
     vt_block *slots = p->blocks.slots;
     const size_t mask = p->blocks.cap - 1;
@@ -1954,7 +1956,8 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
     return 1;
 }
 
-/* A kernel of a launch signature seen before: 1 when done, 0 for the full way. */
+/* A kernel of a launch signature seen before: 1 when done, 0 for the full
+ * way.  Needs fast_ready(). */
 static inline __attribute__((always_inline)) int kernel_fast(vt_proc *p, const vt_ev_kernel *e, uint64_t t)
 {
     const uint32_t lid = e->launch_id;
@@ -2008,6 +2011,22 @@ static int feed_slow(vt_analysis *a, vt_proc *p, const vt_event *ev)
     return proc_feed(a, p, ev);
 }
 
+/* What the fast paths take for granted: t0 seen (once set, it stays), a
+ * young table and the freed-address cache (made here if missing, as the
+ * first allocation and the first free would make them: the same tables,
+ * the same results; they stay until vt_proc_free). */
+static int fast_ready(vt_proc *p) __attribute__((noinline));
+static int fast_ready(vt_proc *p)
+{
+    if (!p->have_t0)
+        return 0;
+    if (!p->blocks.cap && blocks_grow(&p->blocks))
+        return 0;
+    if (!p->freed_cache && !(p->freed_cache = calloc(VT_FREED_CACHE, sizeof(uint64_t))))
+        return 0;
+    return 1;
+}
+
 int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
 {
     return vt_proc_feed_batch(a, p, ev, 1); /* the same ways as the report's */
@@ -2022,14 +2041,21 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
 int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
 {
     uint64_t nalloc = 0, nfree = 0, nkernel = 0, t_last = p->t_last;
-    int rc = 0;
-    for (int i = 0; i < n; i++) {
+    int rc = 0, i = 0;
+    /* until the fast paths can run (the trace's first events), the full way */
+    if (__builtin_expect(!p->have_t0 || !p->blocks.cap || !p->freed_cache, 0)) {
+        for (; i < n && !fast_ready(p); i++) {
+            rc = feed_slow(a, p, &ev[i]);
+            if (rc)
+                return rc;
+        }
+        t_last = p->t_last;
+    }
+    for (; i < n; i++) {
         const vt_event *e = &ev[i];
         const uint64_t t = e->time_ns;
         switch (e->type) {
         case VT_EV_ALLOC:
-            if (__builtin_expect(!p->have_t0, 0))
-                break;
             nalloc++;
             t_last = t > t_last ? t : t_last;
             rc = alloc_fast(p, &e->u.alloc, t);
@@ -2041,8 +2067,6 @@ int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
                 goto out;
             continue;
         case VT_EV_FREE:
-            if (__builtin_expect(!p->have_t0, 0))
-                break;
             nfree++;
             t_last = t > t_last ? t : t_last;
             rc = free_fast(a, p, &e->u.free, t);
@@ -2054,8 +2078,6 @@ int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
                 goto out;
             continue;
         case VT_EV_KERNEL:
-            if (__builtin_expect(!p->have_t0, 0))
-                break;
             if (!kernel_fast(p, &e->u.kernel, t))
                 break;
             nkernel++;
