@@ -1961,12 +1961,27 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
 static inline __attribute__((always_inline)) int kernel_fast(vt_proc *p, const vt_ev_kernel *e, uint64_t t)
 {
     const uint32_t lid = e->launch_id;
-    if (__builtin_expect(!lid || lid >= p->nlstat_by_launch, 0))
+    if (__builtin_expect(lid >= p->nlstat_by_launch, 0))
         return 0;
+    /* lstat_by_launch[0] stays 0 (on_kernel fills in nonzero ids only):
+     * a kernel without a launch id goes the full way */
     const uint32_t li = p->lstat_by_launch[lid];
     if (__builtin_expect(!li, 0))
         return 0;
-    kernel_times(p, e, t);
+    /* kernel_times, knowing that a kernel came before (this launch's) */
+    const uint64_t end = t + e->duration_ns;
+    if (t < p->kernel_first)
+        p->kernel_first = t;
+    p->kernels++;
+    if (end > p->kernel_last_end)
+        p->kernel_last_end = end;
+    if (end > p->t_last)
+        p->t_last = end;
+    if (p->view_mode == VT_AT_AUTO && (end > p->cand || !p->cand_set)) { /* cand_raise */
+        p->cand = end;
+        p->cand_set = 1;
+        p->view_below = p->tail_overflow ? 0 : end + (end != UINT64_MAX); /* view_bound_update */
+    }
     launch_again(p, &p->lstats[li - 1], t);
     return 1;
 }
