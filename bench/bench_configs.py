@@ -31,7 +31,15 @@ def configs(build):
                                           VRAMTRACE_PYTHON_STACKS="0"),
         # the library with its driver callbacks' bodies compiled out
         # (bench/inject.cmake): what it costs apart from those bodies
+        # (and the other variants of bench/inject.cmake)
         "traced-empty": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench", "libvramtrace-empty.so")),
+        "traced-empty-discard": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench",
+                                                                                 "libvramtrace-empty-discard.so")),
+        "traced-empty-nosampler": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench", "libvramtrace-empty.so"),
+                                       VRAMTRACE_SAMPLE_MS="0"),
+        "traced-captureonly": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench",
+                                                                               "libvramtrace-captureonly.so")),
+        "traced-pmaddr": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench", "libvramtrace-pmaddr.so")),
         # VRAMTRACE_SELFTIME=1 times every phase of every callback (4 more
         # TSC reads per allocation): only this config pays that
         "traced-phases": dict(traced, VRAMTRACE_SELFTIME="1"),

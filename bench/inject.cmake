@@ -21,21 +21,39 @@ if(VT_HAVE_CUPTI)
   set_target_properties(bench_emit PROPERTIES BUILD_RPATH "${CUDAToolkit_LIBRARY_DIR}")
 endif()
 
-# libvramtrace-empty.so: the library with its driver callbacks' bodies
-# compiled out (VT_BENCH_EMPTY_CALLBACKS), everything else as shipped
-# (threads, clock, kernel activity, NVTX and resource callbacks): what the
-# library costs apart from its allocation callbacks ("traced-empty" in
-# bench/bench_configs.py).
-if(VT_HAVE_CUPTI AND TARGET vramtrace_inject)
-  add_library(vt_bench_empty SHARED ${PROJECT_SOURCE_DIR}/src/inject/vt_inject.c)
+# Variants of libvramtrace.so for the GPU benchmarks (bench/bench_configs.py):
+# the library's sources compiled with one experiment switch each, to tell
+# apart where the tensor-mode step's cost goes.  Not shipped.
+#   libvramtrace-empty.so        VT_BENCH_EMPTY_CALLBACKS: the driver
+#       callbacks' bodies compiled out, everything else as shipped (threads,
+#       clock, kernel activity, NVTX and resource callbacks);
+#   libvramtrace-empty-discard.so  and VT_BENCH_DISCARD_ACTIVITY: activity
+#       buffers freed unread, as bench/cupti_floor.c does;
+#   libvramtrace-captureonly.so  VT_BENCH_CAPTURE_ONLY: stacks captured and
+#       dropped (no fingerprint, no stack in the event);
+#   libvramtrace-pmaddr.so       VT_BENCH_PM_ADDR: the Python walk memo
+#       names code objects by address and reads nothing of them.
+function(vt_bench_variant name)
+  if(NOT (VT_HAVE_CUPTI AND TARGET vramtrace_inject))
+    return()
+  endif()
+  set(srcs ${PROJECT_SOURCE_DIR}/src/inject/vt_inject.c)
+  if(TARGET vt_pystack)
+    list(APPEND srcs ${PROJECT_SOURCE_DIR}/src/inject/vt_pystack.c)
+  endif()
+  add_library(vt_bench_${name} SHARED ${srcs})
   get_target_property(_vt_rpath vramtrace_inject BUILD_RPATH)
-  set_target_properties(vt_bench_empty PROPERTIES OUTPUT_NAME vramtrace-empty C_VISIBILITY_PRESET hidden
+  set_target_properties(vt_bench_${name} PROPERTIES OUTPUT_NAME vramtrace-${name} C_VISIBILITY_PRESET hidden
     BUILD_RPATH "${_vt_rpath}")
-  target_compile_definitions(vt_bench_empty PRIVATE VT_BENCH_EMPTY_CALLBACKS=1
-    $<$<TARGET_EXISTS:vt_pystack>:VT_HAVE_PYSTACK=1>)
-  target_link_libraries(vt_bench_empty PRIVATE
-    vt_inject_common vt_core $<TARGET_NAME_IF_EXISTS:vt_pystack>
+  target_include_directories(vt_bench_${name} PRIVATE ${PROJECT_SOURCE_DIR}/src/inject ${PROJECT_SOURCE_DIR}/src/core)
+  target_compile_options(vt_bench_${name} PRIVATE -O2)
+  target_compile_definitions(vt_bench_${name} PRIVATE ${ARGN} $<$<TARGET_EXISTS:vt_pystack>:VT_HAVE_PYSTACK=1>)
+  target_link_libraries(vt_bench_${name} PRIVATE vt_inject_common vt_core
     CUDA::cupti CUDA::cuda_driver Threads::Threads ${CMAKE_DL_LIBS})
-  target_link_options(vt_bench_empty PRIVATE
+  target_link_options(vt_bench_${name} PRIVATE
     -Wl,--version-script=${PROJECT_SOURCE_DIR}/src/inject/exports.map -Wl,--no-undefined)
-endif()
+endfunction()
+vt_bench_variant(empty VT_BENCH_EMPTY_CALLBACKS)
+vt_bench_variant(empty-discard VT_BENCH_EMPTY_CALLBACKS VT_BENCH_DISCARD_ACTIVITY)
+vt_bench_variant(captureonly VT_BENCH_CAPTURE_ONLY)
+vt_bench_variant(pmaddr VT_BENCH_PM_ADDR)

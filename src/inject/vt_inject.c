@@ -237,6 +237,13 @@ VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
         if (ph)
             T->uw_cyc += __rdtsc() - c1;
     }
+#ifdef VT_BENCH_CAPTURE_ONLY /* benchmarks only (bench/inject.cmake): the stacks captured and dropped */
+    __asm__ __volatile__("" ::"r"(nat), "r"(n), "r"(npy), "r"(walk) : "memory");
+    fp[0] = fp[1] = 0;
+    if (ph)
+        T->stk_cyc += __rdtsc() - c0;
+    return 0;
+#endif
     if (g.stack_refs && (n > 0 || npy > 0)) {
 #ifdef VT_HAVE_PYSTACK
         _Static_assert(sizeof(vt_pyframe) == 24 && offsetof(vt_pyframe, line) == 16, "vt_fp_capture's layout");
@@ -1055,6 +1062,9 @@ static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
 {
     int saved = t_in.internal;
     t_in.internal = 1;
+#ifdef VT_BENCH_DISCARD_ACTIVITY /* benchmarks only (bench/inject.cmake): buffers freed unread */
+    valid = 0;
+#endif
     if (buf && valid && g.w) {
         act_buf *b = act.started ? malloc(sizeof(*b)) : NULL;
         if (b) {
