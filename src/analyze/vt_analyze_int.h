@@ -53,9 +53,9 @@ typedef struct {
 
 typedef struct {
     vt_block *slots;
-    size_t cap, used; /* used: slots taken, by live blocks and dead ones */
+    size_t cap, used; /* used: slots taken, by live blocks and dead ones (young table,
+                         see vt_replay.c: counted when needed, not kept) */
     unsigned shift;   /* 64 - log2(cap) */
-    size_t dead;      /* slots of freed blocks (young table, see vt_replay.c) */
 } vt_blockmap;
 
 typedef struct vt_devstate vt_devstate;

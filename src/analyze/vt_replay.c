@@ -155,8 +155,8 @@ static inline size_t blk_home(const vt_blockmap *b, uint64_t addr)
     return (size_t)((addr * 0x9E3779B97F4A7C15ull) >> b->shift);
 }
 
-/* A freed young block leaves its address behind (unit VT_DEAD, counted in
- * `dead`, not in `len`) until the table is rebuilt or migrates: the next
+/* A freed young block leaves its address behind (unit VT_DEAD, its slot
+ * still counted in `used`) until the table is rebuilt or migrates: the next
  * allocation at that address finds it, and then knows without the old
  * table's filter that no old block is there (old blocks only come from a
  * migration, which clears the dead ones, and an address is never live in
@@ -173,7 +173,7 @@ static int blocks_rehash(vt_blockmap *b, size_t ncap)
     if (!ns)
         return VT_ERR_NOMEM;
     memset(ns, 0, ncap * sizeof(*ns));
-    vt_blockmap nb = {ns, ncap, b->used - b->dead, 64, 0};
+    vt_blockmap nb = {ns, ncap, 0, 64};
     for (size_t c = ncap; c > 1; c >>= 1)
         nb.shift--;
     for (size_t i = 0; i < b->cap; i++) {
@@ -183,6 +183,7 @@ static int blocks_rehash(vt_blockmap *b, size_t ncap)
         while (ns[j].addr)
             j = (j + 1) & (ncap - 1);
         ns[j] = b->slots[i];
+        nb.used++;
     }
     free(b->slots);
     *b = nb;
@@ -334,7 +335,6 @@ static int blocks_migrate(vt_proc *p)
     }
     memset(p->blocks.slots, 0, p->blocks.cap * sizeof(vt_block));
     p->blocks.used = 0;
-    p->blocks.dead = 0;
     /* rebuild when many filter bits belong to blocks freed since, or when
      * the old blocks outgrow it */
     if (!p->old_filter || p->filter_sets > p->old.used + p->old.used / 2 + 4096 ||
@@ -343,12 +343,24 @@ static int blocks_migrate(vt_proc *p)
     return 0;
 }
 
+/* The young table's dead slots, counted when it is half full (a pass over
+ * it, before the pass that rebuilds, grows or migrates it) rather than
+ * kept: one update in memory per allocation and per free less. */
+static size_t young_dead(const vt_blockmap *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->cap; i++)
+        n += b->slots[i].addr && b->slots[i].unit == VT_DEAD;
+    return n;
+}
+
 /* slot of addr in the young table (existing block, live or dead, or the
  * empty slot) */
 static vt_block *young_probe(vt_proc *p, uint64_t addr)
 {
     if ((p->blocks.used + 1) * 2 > p->blocks.cap) {
-        if (p->blocks.dead && (p->blocks.used - p->blocks.dead + 1) * 4 <= p->blocks.cap) {
+        const size_t dead = young_dead(&p->blocks);
+        if (dead && (p->blocks.used - dead + 1) * 4 <= p->blocks.cap) {
             if (blocks_rehash(&p->blocks, p->blocks.cap)) /* mostly dead: clean */
                 return NULL;
         } else if (p->blocks.cap < VT_YOUNG_CAP) {
@@ -1079,10 +1091,8 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
         return VT_ERR_NOMEM;
     b->addr = e->address;
     b->fslot = freed_slot(e->address);
-    if (dead)
-        p->blocks.dead--; /* its slot was taken already */
-    else
-        p->blocks.used++;
+    if (!dead)
+        p->blocks.used++; /* (a dead slot was taken already) */
     b->size = size;
     b->t = t;
     b->unit = ui;
@@ -1894,10 +1904,8 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
     b->size = size;
     b->t = t;
     b->unit = su - 1;
-    if (dead)
-        p->blocks.dead--; /* its slot was taken already */
-    else
-        p->blocks.used++;
+    if (!dead)
+        p->blocks.used++; /* (a dead slot was taken already) */
     account_alloc_rest(p, u, u->dev, size, t);
     return 1;
 }
@@ -1930,8 +1938,7 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
         if (rc)
             return rc;
     }
-    b->unit = VT_DEAD;
-    p->blocks.dead++; /* the slot stays taken */
+    b->unit = VT_DEAD; /* the slot stays taken */
     p->freed_cache[b->fslot] = addr; /* freed_mark */
     account_free_rest(p, u, u->dev, size, ta, t);
     /* view_pair: allocated before the bound; freed before it too (nothing
