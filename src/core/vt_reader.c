@@ -2031,9 +2031,14 @@ static inline __attribute__((always_inline)) int kb_drain(vt_reader *r, vt_event
             vt_event *e = ev + n, *const e_end = ev + max;                    \
             fast_state fs_;                                                   \
             fast_load(r, &fs_);                                               \
-            while (e < e_end && p <= lim && p[0] == 0x0A && p[1] < 0x80 &&    \
-                   FAST_RECORD(r, &fs_, p + 2, p + 2 + p[1], e)) {            \
-                p += 2 + (size_t)p[1];                                        \
+            /* the record's end taken once: a store into the event may   \
+             * alias raw (uint8_t), so p[1] read again after it would be a \
+             * load and an add more per record */                         \
+            while (e < e_end && p <= lim && p[0] == 0x0A && p[1] < 0x80) {    \
+                const uint8_t *const q_ = p + 2 + p[1];                       \
+                if (!FAST_RECORD(r, &fs_, p + 2, q_, e))                      \
+                    break;                                                    \
+                p = q_;                                                       \
                 e++;                                                          \
             }                                                                 \
             fast_store(r, &fs_);                                              \
