@@ -2005,13 +2005,20 @@ static inline __attribute__((always_inline)) int kb_drain(vt_reader *r, vt_event
     const uint64_t *const start = r->kb.start + i0, *const launch = r->kb.launch + i0;
     const uint64_t *const dur = r->kb.dur + i0, *const corr = r->kb.corr + i0, *const graph = r->kb.graph + i0;
     const vt_table lt = r->launches;
+    /* tab_get's two bounds (id != 0, id < cap) as one: id - 1 < cap - 1 */
+    const uint32_t lt_top = lt.cap ? lt.cap - 1 : 0;
     for (uint32_t j = 0; j < take; j++) {
         vt_event *e = &ev[j];
         vt_ev_kernel *k = &e->u.kernel;
         e->type = VT_EV_KERNEL;
         e->time_ns = start[j];
         const uint32_t id = (uint32_t)launch[j];
-        const launch_slot *ls = tab_get(&lt, id, sizeof(launch_slot));
+        const launch_slot *ls = NULL;
+        if (id - 1 < lt_top) {
+            const launch_slot *s = (const launch_slot *)(lt.v + (size_t)id * sizeof(launch_slot));
+            if (s->id == id)
+                ls = s;
+        }
         memcpy(k, ls ? &ls->k : &kernel_none, KERNEL_HEAD); /* kernel_resolve */
         if (__builtin_expect(ls && !k->name && k->name_id, 0)) /* its String came late */
             k->name = str_get(r, k->name_id);
