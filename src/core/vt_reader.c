@@ -1132,13 +1132,13 @@ static inline __attribute__((always_inline)) uint32_t fast_tid(const vt_reader *
 
 /* The end of an Alloc or Free on the hot path (the event zeroed before:
  * no frames, the stack is by id): the thread and its tid, the running
- * correlation id into *corr. */
+ * correlation id (moved by dc, unzigzagged) into *corr. */
 static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, fast_state *fs, vt_site *s,
-                                                            uint64_t *corr, uint64_t thr, uint64_t cd)
+                                                            uint64_t *corr, uint64_t thr, uint64_t dc)
 {
     s->thread = (uint32_t)thr;
     s->tid = fast_tid(r, fs, (uint32_t)thr);
-    fs->corr += (uint64_t)unzigzag(cd);
+    fs->corr += dc;
     *corr = fs->corr;
 }
 
@@ -1161,6 +1161,20 @@ static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, 
         else                                                                  \
             FAST_VARINT(v_);                                                  \
         dst = CAST v_;                                                        \
+    }
+
+/* A correlation delta (zigzag, one byte in practice) into var, unzigzagged
+ * where it is present: an absent one (a delta of 0, common) costs no
+ * decoding at all. */
+#define FAST_ZIGZAG1(n, var)                                                  \
+    if (*p == TAG(n, WT_VARINT)) {                                            \
+        uint64_t z_;                                                          \
+        p++;                                                                  \
+        if (__builtin_expect(*p < 0x80, 1))                                   \
+            z_ = *p++;                                                        \
+        else                                                                  \
+            FAST_VARINT(z_);                                                  \
+        var = (uint64_t)unzigzag(z_);                                         \
     }
 
 /* Two consecutive fields n and n + 1 that are one byte each in practice
@@ -1206,6 +1220,7 @@ static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, 
 #undef FAST_SET
 #undef FAST_SET1
 #undef FAST_SET1_PAIR
+#undef FAST_ZIGZAG1
 #undef FAST_VARINT_SHIFTS
 #undef FAST_VARINT_PEXT
 /* Decode one Record [p, end) into *ev.  Returns 1 (event), 0 (record

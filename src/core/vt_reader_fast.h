@@ -25,10 +25,10 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
     const uint64_t dt = (uint64_t)unzigzag(ts);
     if (__builtin_expect(body == TAG(VT_EV_KERNEL, WT_LEN), 1)) {
         ev->time_ns = fs->device_time + dt;
-        uint64_t launch = 0, dur = 0, cd = 0, gid = 0;
+        uint64_t launch = 0, dur = 0, dc = 0, gid = 0;
         FAST_FIELD(1, launch)
         FAST_FIELD(2, dur)
-        FAST_FIELD1(3, cd)
+        FAST_ZIGZAG1(3, dc)
         FAST_FIELD(4, gid)
         if (p != end)
             return 0;
@@ -38,7 +38,7 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
         kernel_resolve(r, k);
         k->duration_ns = dur;
         k->graph_id = gid;
-        fs->corr += (uint64_t)unzigzag(cd);
+        fs->corr += dc;
         k->corr = fs->corr;
         fs->device_time = FAST_REREAD(ev->time_ns);
         return 1;
@@ -51,7 +51,7 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
      * path decodes it again into a zeroed event. */
     if (body == TAG(VT_EV_ALLOC, WT_LEN)) {
         vt_ev_alloc *a = &ev->u.alloc;
-        uint64_t thr = 0, cd = 0;
+        uint64_t thr = 0, dc = 0;
         memset(a, 0, offsetof(vt_ev_alloc, site.fp));
         FAST_SET(1, a->address, (uint64_t))
         FAST_SET(2, a->size, (uint64_t))
@@ -61,14 +61,14 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
         FAST_SET(7, a->pool, (uint64_t))
         FAST_FIELD1(8, thr)
         FAST_SET(9, a->site.stack, (uint32_t))
-        FAST_FIELD1(10, cd)
+        FAST_ZIGZAG1(10, dc)
         if (p != end)
             return 0;
         ev->type = VT_EV_ALLOC;
-        fast_site(r, fs, &a->site, &a->corr, thr, cd);
+        fast_site(r, fs, &a->site, &a->corr, thr, dc);
     } else if (body == TAG(VT_EV_FREE, WT_LEN)) {
         vt_ev_free *a = &ev->u.free;
-        uint64_t thr = 0, cd = 0;
+        uint64_t thr = 0, dc = 0;
         memset(a, 0, offsetof(vt_ev_free, site.fp));
         FAST_SET(1, a->address, (uint64_t))
         FAST_SET1(2, a->device, (uint32_t))
@@ -76,12 +76,12 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
         FAST_SET1(4, a->api, (vt_allocapi)(int32_t))
         FAST_SET(5, a->stream, (uint64_t))
         FAST_FIELD1(6, thr)
-        FAST_FIELD1(7, cd)
+        FAST_ZIGZAG1(7, dc)
         FAST_SET(8, a->site.stack, (uint32_t))
         if (p != end)
             return 0;
         ev->type = VT_EV_FREE;
-        fast_site(r, fs, &a->site, &a->corr, thr, cd);
+        fast_site(r, fs, &a->site, &a->corr, thr, dc);
     } else {
         return 0;
     }
