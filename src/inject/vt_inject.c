@@ -45,12 +45,12 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "vt_capture.h"
 #include "vt_clock.h"
 #include "vt_config.h"
 #include "vt_error.h"
 #include "vt_hot.h"
 #include "vt_event.h"
-#include "vt_fp.h"
 #include "vt_gate.h"
 #include "vt_unwind.h"
 #include "vt_writer.h"
@@ -128,7 +128,8 @@ typedef struct {
     int internal;
     uint32_t dev;
     CUcontext ctx;
-    uint64_t cb_n, cb_cyc, stk_cyc, uw_cyc, push_cyc;
+    uint64_t cb_n, cb_cyc, push_cyc;
+    vt_capture_times cap; /* stack capture, native walk */
 } inject_tls;
 static __thread inject_tls t_in;
 
@@ -198,83 +199,13 @@ VT_HOT static uint32_t ctx_device(inject_tls *T, CUcontext ctx)
 
 /* ----------------------------------------------------------------- stacks */
 
-#ifdef VT_HAVE_PYSTACK
-static int define_code(void *ctx, uint64_t key, const char *file, const char *function)
-{
-    return vt_writer_define_code((vt_writer *)ctx, key, file, function);
-}
-#endif
-
-/* Capture the stack of the current allocation into fr (innermost first)
- * and its fingerprint into fp; 0 frames when this thread has sent the same
- * stack before (the writer then sends a reference). */
+/* The stack of the current allocation (vt_capture.h), with the library's
+ * settings; phases timed with VRAMTRACE_SELFTIME=1. */
 VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
 {
-    uint64_t ips[260];
-    const uint64_t *nat = ips; /* where the native frames are: ips, or the unwinder's memo */
-    ips[0] = 0;
-    int depth = g.stack_depth < 256 ? g.stack_depth : 256;
-    int n = 0;
-    const int ph = g.selftime;
-    inject_tls *T = ph ? VT_TLS_ADDR(&t_in) : NULL; /* phases timed: VRAMTRACE_SELFTIME=1 */
-    uint64_t c0 = ph ? __rdtsc() : 0;
-    uint64_t xkey = 0, walk = 0, pywalk = 0;
-    int npy = -1;
-#ifdef VT_HAVE_PYSTACK
-    /* Python frames first: the innermost one keys the native walk's memo,
-     * which then finds the walk of this Python line among the many sites
-     * that reach the allocator at the same stack depth. */
-    vt_pyframe pybuf[VT_PYSTACK_MAX_DEPTH];
-    const vt_pyframe *py = pybuf; /* or the Python walk's memo */
-    npy = g.pystack ? vt_pystack_capture_walk(pybuf, depth < VT_PYSTACK_MAX_DEPTH ? depth : VT_PYSTACK_MAX_DEPTH, &py,
-                                              &pywalk)
-                    : -1;
-    xkey = vt_pystack_walk_key(py, npy);
-#endif
-    if (g.uw) {
-        uint64_t c1 = ph ? __rdtsc() : 0;
-        n = vt_unwind_capture_keyed(g.uw, ips, depth, xkey, &walk, &nat);
-        if (ph)
-            T->uw_cyc += __rdtsc() - c1;
-    }
-#ifdef VT_BENCH_CAPTURE_ONLY /* benchmarks only (bench/inject.cmake): the stacks captured and dropped */
-    __asm__ __volatile__("" ::"r"(nat), "r"(n), "r"(npy), "r"(walk) : "memory");
-    fp[0] = fp[1] = 0;
-    if (ph)
-        T->stk_cyc += __rdtsc() - c0;
-    return 0;
-#endif
-    if (g.stack_refs && (n > 0 || npy > 0)) {
-#ifdef VT_HAVE_PYSTACK
-        _Static_assert(sizeof(vt_pyframe) == 24 && offsetof(vt_pyframe, line) == 16, "vt_fp_capture's layout");
-        vt_fp_capture(walk, nat, n, pywalk, (const uint64_t *)py, npy > 0 ? npy : 0, fp);
-#else
-        vt_fp_capture(walk, nat, n, 0, NULL, 0, fp);
-#endif
-        if (vt_writer_site_sent(g.w, fp)) {
-            if (ph)
-                T->stk_cyc += __rdtsc() - c0;
-            return 0; /* frames not needed: the writer sends the reference */
-        }
-    }
-#ifdef VT_HAVE_PYSTACK
-    if (npy >= 0) {
-        int m = vt_pystack_finish(nat, n, py, npy, fr, max, define_code, g.w);
-        if (ph)
-            T->stk_cyc += __rdtsc() - c0;
-        return (uint32_t)m;
-    }
-#endif
-    if (ph)
-        T->stk_cyc += __rdtsc() - c0;
-    if (n > max)
-        n = max;
-    for (int i = 0; i < n; i++) {
-        fr[i].pc = nat[i];
-        fr[i].line = 0;
-        fr[i].kind = VT_FRAME_NATIVE;
-    }
-    return (uint32_t)n;
+    const vt_capture_cfg c = {g.w, g.uw, g.pystack, g.stack_depth, g.stack_refs};
+    vt_capture_times *times = g.selftime ? &VT_TLS_ADDR(&t_in)->cap : NULL;
+    return vt_capture_stack(&c, times, fr, max, fp);
 }
 
 VT_HOT static void capture_site(vt_site *site, vt_frame *fr, int max)
@@ -283,11 +214,7 @@ VT_HOT static void capture_site(vt_site *site, vt_frame *fr, int max)
     site->frames = site->nframes ? fr : NULL;
 }
 
-#ifdef VT_HAVE_PYSTACK
-#define VT_FRAMES_MAX VT_PYSTACK_MAX_MERGED
-#else
-#define VT_FRAMES_MAX 260
-#endif
+#define VT_FRAMES_MAX VT_CAPTURE_FRAMES_MAX
 
 /* ----------------------------------------------------------------- emit helpers */
 
@@ -898,10 +825,10 @@ VT_HOT static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpt
             if ((++T->cb_n & 63) == 0) {
                 atomic_fetch_add_explicit(&g_cb_n, 64, memory_order_relaxed);
                 atomic_fetch_add_explicit(&g_cb_cyc, T->cb_cyc, memory_order_relaxed);
-                atomic_fetch_add_explicit(&g_stk_cyc, T->stk_cyc, memory_order_relaxed);
-                atomic_fetch_add_explicit(&g_uw_cyc, T->uw_cyc, memory_order_relaxed);
+                atomic_fetch_add_explicit(&g_stk_cyc, T->cap.stk_cyc, memory_order_relaxed);
+                atomic_fetch_add_explicit(&g_uw_cyc, T->cap.uw_cyc, memory_order_relaxed);
                 atomic_fetch_add_explicit(&g_push_cyc, T->push_cyc, memory_order_relaxed);
-                T->cb_cyc = T->stk_cyc = T->uw_cyc = T->push_cyc = 0;
+                T->cb_cyc = T->cap.stk_cyc = T->cap.uw_cyc = T->push_cyc = 0;
             }
         }
         break;
@@ -1239,8 +1166,8 @@ static void report_self_time(void)
     double ns_per_cyc = tsc1 > g_tsc0 ? (double)(ns1 - g_ns0) / (double)(tsc1 - g_tsc0) : 0;
     /* include this thread's pending counts */
     uint64_t n = atomic_load(&g_cb_n) + (t_in.cb_n & 63);
-    uint64_t cb = atomic_load(&g_cb_cyc) + t_in.cb_cyc, stk = atomic_load(&g_stk_cyc) + t_in.stk_cyc;
-    uint64_t uw = atomic_load(&g_uw_cyc) + t_in.uw_cyc, push = atomic_load(&g_push_cyc) + t_in.push_cyc;
+    uint64_t cb = atomic_load(&g_cb_cyc) + t_in.cb_cyc, stk = atomic_load(&g_stk_cyc) + t_in.cap.stk_cyc;
+    uint64_t uw = atomic_load(&g_uw_cyc) + t_in.cap.uw_cyc, push = atomic_load(&g_push_cyc) + t_in.push_cyc;
     double per = n ? ns_per_cyc / (double)n : 0.0;
     char text[600];
     if (!g.selftime) {
