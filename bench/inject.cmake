@@ -57,3 +57,15 @@ vt_bench_variant(empty VT_BENCH_EMPTY_CALLBACKS)
 vt_bench_variant(empty-discard VT_BENCH_EMPTY_CALLBACKS VT_BENCH_DISCARD_ACTIVITY)
 vt_bench_variant(captureonly VT_BENCH_CAPTURE_ONLY)
 vt_bench_variant(pmaddr VT_BENCH_PM_ADDR)
+
+# The callback's capture between rounds of host work, for
+# bench/capture_pollution.sh (cachegrind: what a capture displaces).
+if(TARGET vt_pystack)
+  add_library(vt_capture_bench SHARED ${CMAKE_CURRENT_LIST_DIR}/capture_bench.c)
+  target_compile_definitions(vt_capture_bench PRIVATE VT_HAVE_PYSTACK=1)
+  target_compile_options(vt_capture_bench PRIVATE -O2)
+  target_link_libraries(vt_capture_bench PRIVATE vt_inject_common vt_pystack vt_core Threads::Threads)
+  set_target_properties(vt_capture_bench PROPERTIES C_VISIBILITY_PRESET hidden)
+  # Debian's static protobuf-c is not PIC: bind its symbols inside the library.
+  target_link_options(vt_capture_bench PRIVATE -Wl,-Bsymbolic)
+endif()

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""capture_bench.py LIB MODE ITERS HOST_KIB [FRAMES] - one run of
+libvt_capture_bench.so (bench/capture_bench.c) from inside a Python stack
+of FRAMES frames (default 24: calls, methods, a generator, closures, as a
+module's forward reaches the allocator): ITERS rounds of host work over
+HOST_KIB KiB, each followed by MODE 0 (nothing), 1 (an event without
+stack) or 2 (the callback with native and Python stacks).  Prints ns per
+round.  bench/capture_pollution.sh runs it under cachegrind."""
+import ctypes
+import sys
+
+LIB = ctypes.CDLL(sys.argv[1])
+MODE, ITERS, HOST_KIB = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+FRAMES = int(sys.argv[5]) if len(sys.argv) > 5 else 24
+LIB.vtcb_init.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+LIB.vtcb_run.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+LIB.vtcb_run.restype = ctypes.c_double
+
+
+def run():
+    return LIB.vtcb_run(ITERS, HOST_KIB, MODE)
+
+
+class Layer:
+    """step(left): `left` more frames, then run() innermost."""
+    def step(self, left):
+        if left <= 1:
+            return run()
+        if left % 5 == 0:
+            return next(self.gen(left - 1))
+        if left % 7 == 0 and left > 2:
+            def closure():
+                return self.step(left - 2)
+            return closure()
+        return self.step(left - 1)
+
+    def gen(self, left):
+        yield self.step(left - 1)
+
+
+def depth():
+    f, n = sys._getframe(1), 0
+    while f is not None:
+        n, f = n + 1, f.f_back
+    return n
+
+
+if LIB.vtcb_init(1, 1, 32) != 0:
+    sys.exit("capture_bench.py: vtcb_init failed")
+ns = Layer().step(FRAMES - depth())
+LIB.vtcb_close()
+print("mode %d: %d rounds over %d KiB: %.0f ns per round" % (MODE, ITERS, HOST_KIB, ns))
