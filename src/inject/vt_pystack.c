@@ -406,10 +406,16 @@ VT_AI void boundary(vt_pyframe *out, int n)
  * cannot change while a frame runs it: the frame holds a reference).  A
  * capture first reads those four for the first PM_STEPS frames (pm_scan,
  * pm_read: the frames, which the interpreter has just run, and the fields
- * of their code objects that name them) and hashes them; an entry of the
- * memo holding the same chain, ending the same way, gives the walk's
- * frames as recorded, with the recording's id (vt_pystack_capture_walk):
- * no per-frame cache probe, no line decoding, no fingerprint per frame.
+ * of their code objects that name them) into a 128-bit hash of the chain;
+ * an entry of the memo with the same hash, the same length and ending the
+ * same way gives the walk's frames as recorded, with the recording's id
+ * (vt_pystack_capture_walk): no per-frame cache probe, no line decoding,
+ * no fingerprint per frame.  The chain is not kept nor compared step by
+ * step: a capture writes nothing of it and reads one line of the entry,
+ * not ~800 bytes of each (what a capture touches, the host pays for
+ * afterwards: bench/capture_pollution.sh).  Two chains with the same 128
+ * bits are as unlikely as two stacks with the same fingerprint, which the
+ * writer's stack references already trust (vt_fp.h).
  * Entries are found by the hash of the whole chain in four-way sets: a
  * training step cycles through dozens of allocating Python lines, many of
  * which share their innermost frames (a module's forward called from many
@@ -420,16 +426,12 @@ VT_AI void boundary(vt_pyframe *out, int n)
 /* A chain as the memo sees it: the first k frames from the innermost one
  * (shims and hidden frames included), and whether the chain ends there. */
 typedef struct {
-    uint64_t tag; /* a hash of the frames' values, k and ended; never 0 */
+    uint64_t tag;  /* a hash of the frames' values, k and ended; never 0 */
+    uint64_t tag2; /* a second, independent one */
     int k, ended;
 } pm_chain;
 typedef struct {
-    uint64_t code;  /* the code object's key, or the executable's address */
-    uint64_t state; /* instruction position, owner << 48, entry mark << 56, a code object << 57 */
-} pm_step;
-typedef struct {
     pm_chain c;
-    pm_step step[PM_STEPS];
     int max; /* the capture's cap */
     int n;   /* frames in out */
     uint64_t walk;
@@ -482,25 +484,34 @@ VT_AI void pm_read(int minor, uintptr_t frame, uint64_t *code, uint64_t *state)
     *state = (instr & ((1ull << 48) - 1)) | owner << 48 | entry << 56 | is_code << 57;
 }
 
-/* Read the chain from f into st[0..k) and hash it into c; 0, or -1 on a
- * pointer a walk would stop at (then no memo).  The frames are a pointer
- * chase: the hash must not add a multiplication to each link of it. */
-VT_AI int pm_scan(int minor, uintptr_t f, pm_chain *c, pm_step *st)
+/* Read the chain from f and hash it into c; 0, or -1 on a pointer a walk
+ * would stop at (then no memo).  Two hashes: h, rotate and xor (the set and
+ * the tag), and h2, a 64x64->128 multiply folded per step (the mixing of
+ * vt_fp.h); neither is on the frames' pointer chase, which they overlap.
+ * state never has bits 58-63 set, so state ^ PM_K3 is never 0. */
+#define PM_K2 0xA0761D6478BD642Full
+#define PM_K3 0xE7037ED1A0B428DBull
+VT_AI int pm_scan(int minor, uintptr_t f, pm_chain *c)
 {
-    uint64_t h = 0;
+    uint64_t h = 0, h2 = PM_K2;
     int k = 0;
     uintptr_t fr = f;
     for (; k < PM_STEPS && fr; k++) {
         if (!ptr_ok(fr))
             return -1;
-        pm_read(minor, fr, &st[k].code, &st[k].state);
-        h = ((h << 7) | (h >> 57)) ^ st[k].code ^ (st[k].state * 0x9E3779B97F4A7C15ull);
+        uint64_t code, state;
+        pm_read(minor, fr, &code, &state);
+        h = ((h << 7) | (h >> 57)) ^ code ^ (state * 0x9E3779B97F4A7C15ull);
+        unsigned __int128 m = (unsigned __int128)(h2 ^ code) * (state ^ PM_K3);
+        h2 = (uint64_t)m ^ (uint64_t)(m >> 64);
         fr = *(const uintptr_t *)(fr + g.L.f_previous);
     }
     c->k = k;
     c->ended = !fr;
     h = (h ^ ((uint64_t)k << 1) ^ ((uint64_t)c->ended << 9)) * 0xC2B2AE3D27D4EB4Full;
     c->tag = (h ^ (h >> 29)) | 1;
+    unsigned __int128 m = (unsigned __int128)(h2 ^ (uint64_t)k ^ ((uint64_t)c->ended << 8)) * (h | PM_K3);
+    c->tag2 = (uint64_t)m ^ (uint64_t)(m >> 64);
     return 0;
 }
 
@@ -613,26 +624,16 @@ VT_AI uintptr_t top_frame(int safe, uintptr_t ts, int *bad)
 
 static int validate_late(void);
 
-/* The k steps of a and b are equal (no early exit: k is small and the
- * steps of a match nearly always). */
-VT_AI int pm_same(const pm_step *a, const pm_step *b, int k)
-{
-    uint64_t d = 0;
-    for (int i = 0; i < k; i++)
-        d |= (a[i].code ^ b[i].code) | (a[i].state ^ b[i].state);
-    return d == 0;
-}
-
-/* The frames of the memo's walk of chain c (steps st) when it holds one
- * for this cap (copied to out, or handed out in place), else -1. */
-VT_AI int pm_replay(pm_memo *pm, const pm_chain *c, const pm_step *st, int max, vt_pyframe *out,
-                    const vt_pyframe **frames, uint64_t *walk)
+/* The frames of the memo's walk of chain c when it holds one for this cap
+ * (copied to out, or handed out in place), else -1. */
+VT_AI int pm_replay(pm_memo *pm, const pm_chain *c, int max, vt_pyframe *out, const vt_pyframe **frames,
+                    uint64_t *walk)
 {
     const unsigned set = pm_set(c->tag);
     for (int w = 0; w < PM_WAYS; w++) {
         const pm_entry *m = &pm->e[set][w];
-        if (pm->tag[set][w] != c->tag || m->max != max || m->c.k != c->k || m->c.ended != c->ended ||
-            !pm_same(m->step, st, c->k))
+        if (pm->tag[set][w] != c->tag || m->c.tag2 != c->tag2 || m->max != max || m->c.k != c->k ||
+            m->c.ended != c->ended)
             continue;
         if (frames)
             *frames = m->out; /* valid until this thread's next capture */
@@ -684,10 +685,9 @@ VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **
         return 0;
     const int minor = g.L.minor;
     pm_chain c;
-    pm_step st[PM_STEPS];
-    int n, keep = pm_scan(minor, f, &c, st) == 0;
+    int n, keep = pm_scan(minor, f, &c) == 0;
     pm_memo *pm = VT_TLS_ADDR(&t_pm);
-    if (keep && (n = pm_replay(pm, &c, st, max, out, frames, walk)) >= 0)
+    if (keep && (n = pm_replay(pm, &c, max, out, frames, walk)) >= 0)
         return n;
     pm_end end = {-1, 0};
     vt_frame_ent *cache = VT_TLS_ADDR(&t_frames[0]); /* one TLS lookup, not one per frame */
@@ -707,7 +707,6 @@ VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **
                 w = i;
         pm_entry *m = &pm->e[set][w];
         m->c = c;
-        memcpy(m->step, st, (size_t)c.k * sizeof(st[0]));
         memcpy(m->out, out, (size_t)n * sizeof(vt_pyframe));
         m->n = n;
         m->max = max;
