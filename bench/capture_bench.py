@@ -5,8 +5,9 @@ of FRAMES frames (default 24: calls, methods, a generator, closures, as a
 module's forward reaches the allocator): ITERS rounds of host work over
 HOST_KIB KiB, each followed by MODE 0 (nothing), 1 (an event without
 stack) or 2 (the callback with native and Python stacks).  Prints ns per
-round.  bench/capture_pollution.sh runs it under cachegrind."""
+round.  bench/capture_pollution.sh runs it under callgrind."""
 import ctypes
+import os
 import sys
 
 LIB = ctypes.CDLL(sys.argv[1])
@@ -45,7 +46,12 @@ def depth():
     return n
 
 
-if LIB.vtcb_init(1, 1, 32) != 0:
+# initialized with the GIL held, as libvramtrace.so is by the thread that
+# initializes CUDA in PyTorch (3.12+: code objects named by address, a
+# code watcher counting their end); VTCB_NO_GIL=1: without it
+init = LIB if os.environ.get("VTCB_NO_GIL") == "1" else ctypes.PyDLL(sys.argv[1])
+init.vtcb_init.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+if init.vtcb_init(1, 1, 32) != 0:
     sys.exit("capture_bench.py: vtcb_init failed")
 ns = Layer().step(FRAMES - depth())
 LIB.vtcb_close()

@@ -8,7 +8,8 @@
 # and misses (inclusive) and the host's extra misses against mode 0 (what
 # the callback displaced).  The cache model: the H200 host's cores (48 KiB
 # L1d, 32 KiB L1i; their 2 MiB L2 as the last level).
-# PYTHON: the interpreter (default: pyenv's 3.12.1, as on the H200).
+# PYTHON: the interpreter (default: pyenv's 3.12.1, as on the H200);
+# VTCB_NO_GIL=1: the library initialized without the GIL (capture_bench.py).
 set -eu
 BUILD=${1:?usage: capture_pollution.sh BUILD [ITERS] [HOST_KIB...]}
 ITERS=${2:-2000}

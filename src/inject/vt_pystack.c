@@ -104,7 +104,8 @@ static struct {
     /* what every capture reads, in the first two lines */
     vt_pylayout L;
     int ready;
-    int validated; /* layouts checked on a real frame chain (atomic) */
+    int validated;  /* layouts checked on a real frame chain (atomic) */
+    int code_watch; /* 3.12+: code objects' destruction counted (watch_code): the memo names them by address */
     uintptr_t code_type, main_interp;
     void *(*get_tstate)(void);
     int (*is_initialized)(void);
@@ -321,7 +322,12 @@ VT_AI int table_line(int safe, int minor, uintptr_t lt, int first, int addr)
     return line;
 }
 
-/* The code key of `code` (type already checked); 0 if unreadable. */
+/* The code key of `code` (type already checked); 0 if unreadable.  The
+ * address and a tag of the file name, the name, the line table and the
+ * first line: objects freed together are often made again at the same
+ * addresses (a function redefined, code exec'd in a loop), so the name
+ * counts by its content too, its cached hash (names are interned, their
+ * hash is always there; PyASCIIObject.hash follows .length). */
 VT_AI uint64_t code_key(int safe, uintptr_t code, uintptr_t *lt, int *first)
 {
     const vt_pylayout *L = &g.L;
@@ -330,9 +336,13 @@ VT_AI uint64_t code_key(int safe, uintptr_t code, uintptr_t *lt, int *first)
     uintptr_t qn = rdp(safe, code + (L->co_qualname >= 0 ? L->co_qualname : L->co_name), &bad);
     *lt = rdp(safe, code + L->co_linetable, &bad);
     *first = rdi(safe, code + L->co_firstlineno, &bad);
-    if (bad || !ptr_ok(*lt))
+    if (bad || !ptr_ok(*lt) || !ptr_ok(qn))
+        return 0;
+    uint64_t qh = rdp(safe, qn + L->u_length + 8, &bad);
+    if (bad)
         return 0;
     uint64_t h = (fn ^ (qn << 7) ^ (*lt << 13) ^ (uint64_t)(uint32_t)*first) * 0x9E3779B97F4A7C15ull;
+    h = (h ^ qh) * 0xC2B2AE3D27D4EB4Full;
     return ((uint64_t)code >> 3) ^ ((h >> 44) << 44);
 }
 
@@ -401,6 +411,24 @@ VT_AI void boundary(vt_pyframe *out, int n)
 
 /* ---- per-thread memo of whole walks ---- */
 
+/* Code objects destroyed since init, counted by a code watcher (3.12+,
+ * PyCode_AddWatcher; watch_code).  While it is counted, the memo names a
+ * code object by its address alone: a frame holds a reference to its code,
+ * so every code object of a chain being read is alive, and one at the
+ * address a memo entry recorded is the one it recorded unless a code object
+ * was destroyed since (the entry keeps the count of its recording).  The
+ * watcher runs at the start of code_dealloc, with the GIL, before the
+ * memory can be reused. */
+static uint64_t g_code_epoch __attribute__((aligned(64)));
+
+static int on_code_event(int event, void *code)
+{
+    (void)code;
+    if (event == 1) /* PY_CODE_EVENT_DESTROY (3.12, 3.13) */
+        __atomic_add_fetch(&g_code_epoch, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
 /* What a walk decides at a frame depends only on the frame's code object,
  * instruction position, owner and entry mark (and on the code object, which
  * cannot change while a frame runs it: the frame holds a reference).  A
@@ -432,7 +460,8 @@ typedef struct {
 } pm_chain;
 typedef struct {
     pm_chain c;
-    int max; /* the capture's cap */
+    uint64_t epoch; /* g_code_epoch when recorded */
+    int max;        /* the capture's cap */
     int n;   /* frames in out */
     uint64_t walk;
     vt_pyframe out[PM_STEPS];
@@ -467,7 +496,9 @@ VT_AI void pm_read(int minor, uintptr_t frame, uint64_t *code, uint64_t *state)
 #ifdef VT_BENCH_PM_ADDR /* benchmarks only (bench/inject.cmake): nothing read of code objects */
     if (0) {
 #else
-    if (ptr_ok(c) && *(const uintptr_t *)(c + L->ob_type) == g.code_type) {
+    if (g.code_watch) { /* by address (g_code_epoch); 3.12's f_code is always a code object */
+        is_code = ptr_ok(c) && (minor == 12 || *(const uintptr_t *)(c + L->ob_type) == g.code_type);
+    } else if (ptr_ok(c) && *(const uintptr_t *)(c + L->ob_type) == g.code_type) {
 #endif
         uintptr_t lt;
         int first;
@@ -626,14 +657,14 @@ static int validate_late(void);
 
 /* The frames of the memo's walk of chain c when it holds one for this cap
  * (copied to out, or handed out in place), else -1. */
-VT_AI int pm_replay(pm_memo *pm, const pm_chain *c, int max, vt_pyframe *out, const vt_pyframe **frames,
-                    uint64_t *walk)
+VT_AI int pm_replay(pm_memo *pm, const pm_chain *c, uint64_t epoch, int max, vt_pyframe *out,
+                    const vt_pyframe **frames, uint64_t *walk)
 {
     const unsigned set = pm_set(c->tag);
     for (int w = 0; w < PM_WAYS; w++) {
         const pm_entry *m = &pm->e[set][w];
         if (pm->tag[set][w] != c->tag || m->c.tag2 != c->tag2 || m->max != max || m->c.k != c->k ||
-            m->c.ended != c->ended)
+            m->c.ended != c->ended || m->epoch != epoch)
             continue;
         if (frames)
             *frames = m->out; /* valid until this thread's next capture */
@@ -685,9 +716,10 @@ VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **
         return 0;
     const int minor = g.L.minor;
     pm_chain c;
+    const uint64_t epoch = __atomic_load_n(&g_code_epoch, __ATOMIC_ACQUIRE); /* before the chain is read */
     int n, keep = pm_scan(minor, f, &c) == 0;
     pm_memo *pm = VT_TLS_ADDR(&t_pm);
-    if (keep && (n = pm_replay(pm, &c, max, out, frames, walk)) >= 0)
+    if (keep && (n = pm_replay(pm, &c, epoch, max, out, frames, walk)) >= 0)
         return n;
     pm_end end = {-1, 0};
     vt_frame_ent *cache = VT_TLS_ADDR(&t_frames[0]); /* one TLS lookup, not one per frame */
@@ -707,6 +739,7 @@ VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **
                 w = i;
         pm_entry *m = &pm->e[set][w];
         m->c = c;
+        m->epoch = epoch;
         memcpy(m->out, out, (size_t)n * sizeof(vt_pyframe));
         m->n = n;
         m->max = max;
@@ -1176,6 +1209,32 @@ static int validate_late(void)
     return rc;
 }
 
+/* 3.12+: count destroyed code objects (g_code_epoch), if this thread holds
+ * the GIL now (as the thread that initializes CUDA in PyTorch does).  Never
+ * takes it: without it, or without a free watcher slot, the memo keeps
+ * naming code objects by their key. */
+static void watch_code(unsigned minor)
+{
+    if (minor < 12 || g.code_watch)
+        return;
+    void *(*current)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyThreadState_GetUnchecked"); /* 3.13 */
+    if (!current)
+        current = (void *(*)(void))dlsym(RTLD_DEFAULT, "_PyThreadState_UncheckedGet"); /* 3.12 */
+    int (*add)(int (*)(int, void *)) = (int (*)(int (*)(int, void *)))dlsym(RTLD_DEFAULT, "PyCode_AddWatcher");
+    void (*clear)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "PyErr_Clear");
+    /* the thread's state is attached (it holds the GIL) and is the one
+     * PyGILState knows for this thread */
+    void *ts = current ? current() : NULL;
+    if (!add || !clear || !ts || ts != g.get_tstate())
+        return;
+    if (add(on_code_event) < 0) {
+        clear(); /* no free slot: the exception it set is ours to drop */
+        return;
+    }
+    __atomic_add_fetch(&g_code_epoch, 1, __ATOMIC_RELEASE); /* entries recorded by key are void */
+    __atomic_store_n(&g.code_watch, 1, __ATOMIC_RELEASE);
+}
+
 static int do_init(void)
 {
     unsigned major = 0, minor = 0, micro = 0;
@@ -1240,6 +1299,7 @@ static int do_init(void)
     if (rc < 0)
         return rc;
     g.validated = rc; /* 0: no Python frame here, the first capture that has some checks */
+    watch_code(minor);
     return 0;
 }
 
@@ -1261,6 +1321,8 @@ int vt_pystack_init(char *why, size_t n)
 }
 
 int vt_pystack_ready(void) { return g.ready; }
+
+int vt_pystack_code_watch(void) { return __atomic_load_n(&g.code_watch, __ATOMIC_ACQUIRE); }
 
 const char *vt_pystack_version(void) { return g.version; }
 

@@ -181,4 +181,9 @@ int vt_pystack_test_set_interp(uint64_t start, uint64_t end);
  * while other threads capture.  Returns 0 or VT_ERR_INVALID. */
 int vt_pystack_test_reset(const char *field, long delta);
 
+/* 1 when the walk memo names code objects by address because a code
+ * watcher counts their destruction (3.12+, initialized by a thread that
+ * held the GIL); 0 when it reads each code object's key. */
+int vt_pystack_code_watch(void);
+
 #endif

@@ -6,10 +6,15 @@ around CUDA calls) from frames of every kind and asserts every frame's file,
 function and line: against Python's own introspection (sys._getframe) taken
 on the same line, and for the innermost frames against literal names and the
 line numbers of "# @marker" comments in this file.  Exit status 0 = pass.
+VTPT_INIT_GIL=1: init with the GIL held (ctypes.PyDLL), as the thread that
+initializes CUDA in PyTorch does: on 3.12+ the walk memo then names code
+objects by address, with a code watcher counting their destruction.
 """
 import asyncio
 import ctypes
 import functools
+import gc
+import os
 import random
 import sys
 import threading
@@ -33,6 +38,7 @@ LIB.vtpt_walk.argtypes = [ctypes.c_int]
 LIB.vtpt_walk.restype = ctypes.c_char_p
 LIB.vtpt_stack_twice.argtypes = [ctypes.c_int]
 LIB.vtpt_stack_twice.restype = ctypes.c_char_p
+INIT_GIL = os.environ.get("VTPT_INIT_GIL") == "1"
 
 V = sys.version_info[:2]
 QUAL = V >= (3, 11)          # co_qualname exists
@@ -528,6 +534,35 @@ def test_walks():
         fail("walks kept for 24 sites in turn: %d, want at least half" % kept)
 
 
+def test_code_recycle():
+    """Functions made, called and freed in turn, each with a name of its own
+    and the same size: their code objects often take the address of one
+    freed before (then a memo that named code by address alone would replay
+    the old name).  Every capture must name the function that runs."""
+    ns = {"walk_here": walk_here}
+    seen, reused, freed, walks = 0, 0, set(), set()
+    gc.collect()
+    for i in range(40):
+        name = "r%02d" % i
+        exec(compile("def %s():\n    return walk_here()\n" % name, "<recycle>", "exec"), ns)
+        addr = id(ns[name].__code__)
+        w, _, frames, _ = ns[name]()
+        got = frames[:2]  # the frames only: nothing that keeps the code alive
+        del frames
+        if w in walks:  # the frames' keys (and so the trace's names) would be another function's
+            fail("recycled code %s: the walk of an earlier function replayed (walk %d)" % (name, w))
+        walks.add(w)
+        reused += addr in freed
+        freed.add(addr)
+        seen += 1
+        if got[1][:3] != ("<recycle>", name, 2):
+            fail("recycled code %s: frames %s" % (name, got))
+        del ns[name]
+        gc.collect()  # frames of E() that referenced it sit in cycles
+    print("code recycling: %d functions, %d at the address of one freed before (code watcher %s)"
+          % (seen, reused, "on" if LIB.vtpt_code_watch() else "off"))
+
+
 def test_late_validation():
     """init where there is no Python frame: the first capture checks."""
     LIB.vtpt_reset.argtypes = [ctypes.c_char_p, ctypes.c_long]
@@ -572,7 +607,12 @@ def test_traced():
 
 def main():
     why = ctypes.create_string_buffer(200)
-    rc = LIB.vtpt_init(why, 200)
+    if INIT_GIL:  # the same library, called with the GIL held
+        gil = ctypes.PyDLL(sys.argv[1])
+        gil.vtpt_init.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        rc = gil.vtpt_init(why, 200)
+    else:
+        rc = LIB.vtpt_init(why, 200)
     ver = LIB.vtpt_version().decode()
     print("Python %s: vt_pystack_init -> %d %s (detected %s)" % (sys.version.split()[0], rc, why.value.decode(), ver))
     if rc != 0:
@@ -580,6 +620,8 @@ def main():
         return 1
     if ver != "%d.%d.%d" % sys.version_info[:3] or (WANT_VERSION and ver != WANT_VERSION):
         fail("version %s, running %s, wanted %s" % (ver, sys.version.split()[0], WANT_VERSION))
+    if LIB.vtpt_code_watch() != (INIT_GIL and V >= (3, 12)):
+        fail("code watcher %d, want %d" % (LIB.vtpt_code_watch(), INIT_GIL and V >= (3, 12)))
     run_cases()
     test_recursion()
     test_threads()
@@ -589,6 +631,7 @@ def main():
     merged_noeval_check()
     test_stack_twice()
     test_walks()
+    test_code_recycle()
     test_late_validation()
     test_traced()
     ns = LIB.vtpt_bench(200000, MAX)

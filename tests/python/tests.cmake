@@ -3,6 +3,8 @@
 #  - pystack_offsets_3XX: the layout table vs each version's own headers;
 #  - pystack_py_3XX: real interpreters (pyenv) calling the capture through
 #    ctypes from every kind of frame, threads, recursion, concurrency;
+#    pystack_py_gil_3XX: the same initialized with the GIL held (3.12+:
+#    code objects named by address, a code watcher counting their end);
 #  - pystack_trace_3XX: those stacks through vt_writer, `vramtrace dump`
 #    and tests/gpu/pylines_check.py (the GPU check's own checker);
 #  - pystack_py_system, pystack_trace_system: the same with /usr/bin/python3
@@ -61,6 +63,13 @@ foreach(v ${VT_PY_VERSIONS})
                      ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack.py
                      $<TARGET_FILE:vt_pystack_testlib> ${v})
     set_tests_properties(pystack_py_3${minor} PROPERTIES TIMEOUT 300)
+    # initialized with the GIL held: 3.12+ name code objects by address
+    # (a code watcher counts their destruction)
+    add_test(NAME pystack_py_gil_3${minor}
+             COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v} VTPT_INIT_GIL=1
+                     ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack.py
+                     $<TARGET_FILE:vt_pystack_testlib> ${v})
+    set_tests_properties(pystack_py_gil_3${minor} PROPERTIES TIMEOUT 300)
     # the same stacks through vt_writer, `vramtrace dump` and the GPU checker
     add_test(NAME pystack_trace_3${minor}
              COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v}

@@ -91,6 +91,10 @@ int main(void)
     expect("bytes_sval", offsetof(PyBytesObject, ob_sval));
     expect("u_length", offsetof(PyASCIIObject, length));
     expect("u_state", offsetof(PyASCIIObject, state));
+    if (offsetof(PyASCIIObject, hash) != offsetof(PyASCIIObject, length) + 8) { /* code_key reads it there */
+        printf("MISMATCH 3.%d PyASCIIObject.hash not after .length\n", PY_MINOR_VERSION);
+        failures++;
+    }
     expect("u_ascii_size", sizeof(PyASCIIObject));
     expect("u_compact_size", sizeof(PyCompactUnicodeObject));
     if (state_bits(0) != 0x1C || state_bits(1) != 0x20 || state_bits(2) != 0x40) {

@@ -240,6 +240,8 @@ VTPT_EXPORT int vtpt_native_depth(void)
 /* Test hook: forget init, get one layout field wrong for the next one. */
 VTPT_EXPORT int vtpt_reset(const char *field, long delta) { return vt_pystack_test_reset(field, delta); }
 
+VTPT_EXPORT int vtpt_code_watch(void) { return vt_pystack_code_watch(); }
+
 /* vt_pystack_init() on a new thread that has no Python thread state, so
  * that the layout check has to happen later, on the first capture that
  * finds Python frames. */
