@@ -72,7 +72,7 @@ while queue:
         res[c].append(d["ratio"])
         cpu[c].append(d["cpu_ratio"])
         for line in e.splitlines():
-            for key in ("self time:", "native stacks:", "benchmark gate"):
+            for key in ("self time:", "native stacks:", "python stacks:", "benchmark gate"):
                 if key in line:
                     notes.setdefault(f"{c} {key.rstrip(':')}", []).append(line.split("vramtrace: ", 1)[-1])
         print(f"{c} (gpu {slot[0]}): on {d['on_ms']:.3f} / off {d['off_ms']:.3f} ms = {d['ratio']:.3f};"

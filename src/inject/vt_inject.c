@@ -1531,6 +1531,15 @@ static int init_once(void)
         note(VT_SEV_INFO, text);
         /* not a Python process is the usual case: say nothing on stderr then */
     }
+    if (g.pystack) {
+        const char *how = vt_pystack_code_watch()
+                              ? "python stacks: code objects by address (a code watcher counts their end)"
+                              : "python stacks: code objects by their key (no code watcher: Python < 3.12, or "
+                                "initialized by a thread without the GIL)";
+        note(VT_SEV_INFO, how);
+        if (g.selftime)
+            say("vramtrace: %s", how);
+    }
 #else
     if (g.cfg.python_stacks)
         note(VT_SEV_INFO, "python stacks not built into this library");
