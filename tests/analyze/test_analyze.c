@@ -215,6 +215,17 @@ static void test_map_random(void **state)
     vt_map_free(&m);
 }
 
+/* the live blocks of the young table: its freed ones (unit VT_DEAD, which
+ * is UINT32_MAX in vt_replay.c) keep their slots and are counted only when
+ * the replay needs them, not kept */
+static size_t young_live(const vt_blockmap *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->cap; i++)
+        n += b->slots[i].addr && b->slots[i].unit != UINT32_MAX;
+    return n;
+}
+
 /* random allocs/frees over a recycled address set vs a reference; the
  * live set (~30 k) exceeds the young table, so blocks move to the old one */
 static void test_blocks_random(void **state)
@@ -242,7 +253,7 @@ static void test_blocks_random(void **state)
     vt_proc *p = a->procs[0];
     assert_true(p->old.used > 0);
     assert_int_equal(p->unknown_frees + p->double_frees + p->overlap_allocs, 0);
-    assert_int_equal(p->blocks.used - p->blocks.dead + p->old.used, (size_t)vt_unit_live_count(unit_of(a, 1)));
+    assert_int_equal(young_live(&p->blocks) + p->old.used, (size_t)vt_unit_live_count(unit_of(a, 1)));
     /* an allocation over a live block (its free lost), wherever it lives */
     int n_over = 0;
     for (int k = 0; k < NA && n_over < 50; k++)
@@ -297,7 +308,7 @@ static void test_blocks_freed_young(void **state)
         alloc(a, t++, 0x10000000 + i * 256, 1, 1);
         dofree(a, t++, 0x10000000 + i * 256);
     }
-    assert_int_equal(p->blocks.used - p->blocks.dead, 0);
+    assert_int_equal(young_live(&p->blocks), 0);
     assert_true(p->blocks.cap <= 4096);
     alloc(a, t++, A, 30, 1);
     /* 40 k long-lived blocks: A moves to the old table */
@@ -311,7 +322,7 @@ static void test_blocks_freed_young(void **state)
     assert_int_equal(p->double_frees, 2);
     assert_int_equal(p->unknown_frees, 0);
     assert_int_equal(p->overlap_allocs, 1);
-    assert_int_equal(p->blocks.used - p->blocks.dead + p->old.used, 40001);
+    assert_int_equal(young_live(&p->blocks) + p->old.used, 40001);
     assert_int_equal(vt_analysis_finish(a), 0);
     assert_int_equal(unit_of(a, 1)->live_bytes, 40000 * 2 + 50);
     assert_int_equal(unit_of(a, 1)->never_bytes, 40000 * 2 + 50);
