@@ -7,6 +7,7 @@ library once (ctypes, GIL released) which loops the capture inside C.
 Prints the min and the median of 7 runs of 1,000,000 calls each (the
 machine is shared: the min is the uncontended cost)."""
 import ctypes
+import os
 import statistics
 import sys
 
@@ -60,7 +61,11 @@ class Walker:
 
 def main():
     why = ctypes.create_string_buffer(200)
-    if LIB.vtpt_init(why, 200) != 0:
+    # VTPB_GIL=1: init with the GIL held (ctypes.PyDLL), as libvramtrace.so
+    # is in PyTorch: on 3.12+ code objects are then named by address
+    init = ctypes.PyDLL(sys.argv[1]) if os.environ.get("VTPB_GIL") == "1" else LIB
+    init.vtpt_init.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    if init.vtpt_init(why, 200) != 0:
         print("init failed:", why.value.decode())
         return 1
     base = depth()  # frames below Walker.step: main, <module>
