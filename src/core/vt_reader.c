@@ -1075,10 +1075,26 @@ static inline __attribute__((always_inline)) uint64_t varint_squeeze(uint64_t x)
         p++;                                                                  \
         FAST_VARINT(var);                                                     \
     }
+/* ... for a field that is nearly always there (a kernel's launch and
+ * duration), laid out in line, not jumped to and back */
+#define FAST_FIELD_L(n, var)                                                  \
+    if (__builtin_expect(*p == TAG(n, WT_VARINT), 1)) {                       \
+        p++;                                                                  \
+        FAST_VARINT(var);                                                     \
+    }
 /* The same for a field that is one byte in practice (enums, thread ids,
  * correlation deltas): that test is well predicted and cheaper. */
 #define FAST_FIELD1(n, var)                                                   \
     if (*p == TAG(n, WT_VARINT)) {                                            \
+        p++;                                                                  \
+        if (__builtin_expect(*p < 0x80, 1))                                   \
+            var = *p++;                                                       \
+        else                                                                  \
+            FAST_VARINT(var);                                                 \
+    }
+/* ... and one that is nearly always there (the thread), in line */
+#define FAST_FIELD1_L(n, var)                                                 \
+    if (__builtin_expect(*p == TAG(n, WT_VARINT), 1)) {                       \
         p++;                                                                  \
         if (__builtin_expect(*p < 0x80, 1))                                   \
             var = *p++;                                                       \
@@ -1152,6 +1168,15 @@ static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, 
         FAST_VARINT(v_);                                                      \
         dst = CAST v_;                                                        \
     }
+/* FAST_SET for a field that is nearly always there (an address, a size, a
+ * stack): its decoding laid out in line, not jumped to and back. */
+#define FAST_SET_L(n, dst, CAST)                                              \
+    if (__builtin_expect(*p == TAG(n, WT_VARINT), 1)) {                       \
+        uint64_t v_;                                                          \
+        p++;                                                                  \
+        FAST_VARINT(v_);                                                      \
+        dst = CAST v_;                                                        \
+    }
 #define FAST_SET1(n, dst, CAST)                                               \
     if (*p == TAG(n, WT_VARINT)) {                                            \
         uint64_t v_;                                                          \
@@ -1217,6 +1242,9 @@ static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, 
 #endif
 #undef FAST_FIELD
 #undef FAST_FIELD1
+#undef FAST_FIELD1_L
+#undef FAST_FIELD_L
+#undef FAST_SET_L
 #undef FAST_SET
 #undef FAST_SET1
 #undef FAST_SET1_PAIR

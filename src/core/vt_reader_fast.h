@@ -8,7 +8,7 @@
 FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, const uint8_t *end, vt_event *ev)
 {
     uint64_t ts = 0;
-    if (*p == TAG(1, WT_VARINT)) {
+    if (__builtin_expect(*p == TAG(1, WT_VARINT), 1)) { /* a time delta of 0 is rare */
         p++;
         FAST_VARINT(ts);
     }
@@ -26,8 +26,8 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
     if (__builtin_expect(body == TAG(VT_EV_KERNEL, WT_LEN), 1)) {
         ev->time_ns = fs->device_time + dt;
         uint64_t launch = 0, dur = 0, dc = 0, gid = 0;
-        FAST_FIELD(1, launch)
-        FAST_FIELD(2, dur)
+        FAST_FIELD_L(1, launch)
+        FAST_FIELD_L(2, dur)
         FAST_ZIGZAG1(3, dc)
         FAST_FIELD(4, gid)
         if (p != end)
@@ -53,14 +53,14 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
         vt_ev_alloc *a = &ev->u.alloc;
         uint64_t thr = 0, dc = 0;
         memset(a, 0, offsetof(vt_ev_alloc, site.fp));
-        FAST_SET(1, a->address, (uint64_t))
-        FAST_SET(2, a->size, (uint64_t))
+        FAST_SET_L(1, a->address, (uint64_t))
+        FAST_SET_L(2, a->size, (uint64_t))
         FAST_SET1(3, a->device, (uint32_t))
         FAST_SET1_PAIR(4, a->kind, (vt_memkind)(int32_t), a->api, (vt_allocapi)(int32_t))
         FAST_SET(6, a->stream, (uint64_t))
         FAST_SET(7, a->pool, (uint64_t))
-        FAST_FIELD1(8, thr)
-        FAST_SET(9, a->site.stack, (uint32_t))
+        FAST_FIELD1_L(8, thr)
+        FAST_SET_L(9, a->site.stack, (uint32_t))
         FAST_ZIGZAG1(10, dc)
         if (p != end)
             return 0;
@@ -70,12 +70,12 @@ FAST_ATTR int FAST_NAME(const vt_reader *r, fast_state *fs, const uint8_t *p, co
         vt_ev_free *a = &ev->u.free;
         uint64_t thr = 0, dc = 0;
         memset(a, 0, offsetof(vt_ev_free, site.fp));
-        FAST_SET(1, a->address, (uint64_t))
+        FAST_SET_L(1, a->address, (uint64_t))
         FAST_SET1(2, a->device, (uint32_t))
         FAST_SET1(3, a->kind, (vt_memkind)(int32_t))
         FAST_SET1(4, a->api, (vt_allocapi)(int32_t))
         FAST_SET(5, a->stream, (uint64_t))
-        FAST_FIELD1(6, thr)
+        FAST_FIELD1_L(6, thr)
         FAST_ZIGZAG1(7, dc)
         FAST_SET(8, a->site.stack, (uint32_t))
         if (p != end)
