@@ -5,7 +5,9 @@ library emits an alloc event with vt_pystack_stack()'s merged stack into a
 real vt_writer trace, as libvramtrace.so does), then `vramtrace dump --json
 --stacks` and tests/gpu/pylines_check.py, the same checker the GPU check
 uses, compare every allocation's Python frames with the stack Python
-reported on that line.  Exit 0 = pass."""
+reported on that line.  VTPT_UNWIND (see vt_pystack_tracelib.c) picks the
+native part; VTPT_INIT_GIL=1 initializes with the GIL held (ctypes.PyDLL),
+as libvramtrace.so is in PyTorch.  Exit 0 = pass."""
 import asyncio
 import ctypes
 import os
@@ -89,9 +91,18 @@ def deep(n):
     record("deep", a, rc=rc, s=s)
 
 
+def repeat():
+    for _ in range(3):  # one line, one stack: sent once, then referenced
+        a = addr()
+        rc, s = A(*a), here()
+        record("repeat", a, rc=rc, s=s)
+
+
 def main():
     why = ctypes.create_string_buffer(200)
-    if LIB.vtpt_init(why, 200) != 0:
+    init = ctypes.PyDLL(sys.argv[1]) if os.environ.get("VTPT_INIT_GIL") == "1" else LIB
+    init.vtpt_init.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    if init.vtpt_init(why, 200) != 0:
         print("FAIL: init:", why.value.decode())
         return 1
     os.makedirs(WORK, exist_ok=True)
@@ -101,6 +112,7 @@ def main():
         os.unlink(trace)
     assert LIB.vtpt_trace_open(trace.encode()) == 0
     plain()
+    repeat()
     Model().forward()
     for a, rc, s in gen():
         record("generator", a, rc=rc, s=s)

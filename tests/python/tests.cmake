@@ -7,6 +7,8 @@
 #    code objects named by address, a code watcher counting their end);
 #  - pystack_trace_3XX: those stacks through vt_writer, `vramtrace dump`
 #    and tests/gpu/pylines_check.py (the GPU check's own checker);
+#    pystack_trace_inner_3XX with the library's unwinder, and
+#    pystack_trace_lib_3XX with the library's whole capture (vt_capture.h);
 #  - pystack_py_system, pystack_trace_system: the same with /usr/bin/python3
 #    when it is 3.10-3.13 (a distribution build);
 #  - pystack_refuse_39: an unsupported version is refused with a reason;
@@ -29,6 +31,7 @@ target_link_libraries(vt_pystack_testlib PRIVATE vt_pystack vt_inject_common vt_
 set_target_properties(vt_pystack_testlib PROPERTIES C_VISIBILITY_PRESET hidden)
 # Debian's static protobuf-c is not PIC: bind its symbols inside the library.
 target_link_options(vt_pystack_testlib PRIVATE -Wl,-Bsymbolic)
+target_compile_definitions(vt_pystack_testlib PRIVATE VT_HAVE_PYSTACK=1) # vt_capture.h with Python frames
 
 add_executable(test_pystack_merge ${VT_PY_DIR}/test_pystack_merge.c)
 target_link_libraries(test_pystack_merge PRIVATE vt_pystack vt_cmocka)
@@ -84,6 +87,14 @@ foreach(v ${VT_PY_VERSIONS})
                      $<TARGET_FILE:vt_pystack_testlib> $<TARGET_FILE:vramtrace>
                      ${CMAKE_CURRENT_BINARY_DIR}/pystack_trace_inner)
     set_tests_properties(pystack_trace_inner_3${minor} PROPERTIES TIMEOUT 120)
+    # the library's own capture (vt_capture.h: memos, stack references),
+    # initialized with the GIL held as in PyTorch
+    add_test(NAME pystack_trace_lib_3${minor}
+             COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v} VTPT_UNWIND=library VTPT_INIT_GIL=1
+                     ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack_trace.py
+                     $<TARGET_FILE:vt_pystack_testlib> $<TARGET_FILE:vramtrace>
+                     ${CMAKE_CURRENT_BINARY_DIR}/pystack_trace_lib)
+    set_tests_properties(pystack_trace_lib_3${minor} PROPERTIES TIMEOUT 120)
     # a wrong layout table disables, never crashes
     add_test(NAME pystack_layout_3${minor}
              COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v}

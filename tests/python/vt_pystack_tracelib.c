@@ -4,8 +4,11 @@
  * callback, so tests can read them back with `vramtrace dump`.  Test-only.
  * VTPT_UNWIND=inner: the native part from the library's own unwinder,
  * ending at the first eval frame (vt_unwinder_stop_at, the library's
- * default); then no native frame may follow a Python frame.  Else glibc
- * backtrace(), every native frame (VRAMTRACE_NATIVE_STACKS=full).
+ * default); then no native frame may follow a Python frame.
+ * VTPT_UNWIND=library: the library's own capture (vt_capture.h: the same
+ * unwinder, the walk memos, stack references: a stack sent before travels
+ * as a reference).  Else glibc backtrace(), every native frame
+ * (VRAMTRACE_NATIVE_STACKS=full).
  */
 #define _GNU_SOURCE
 #include <execinfo.h>
@@ -13,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "vt_capture.h"
 #include "vt_error.h"
 #include "vt_pystack.h"
 #include "vt_unwind.h"
@@ -21,7 +25,8 @@
 #define VTPT_EXPORT __attribute__((visibility("default")))
 
 static vt_writer *g_w;
-static vt_unwinder *g_uw; /* VTPT_UNWIND=inner */
+static vt_unwinder *g_uw; /* VTPT_UNWIND=inner or library */
+static int g_library;     /* VTPT_UNWIND=library */
 
 static int define_code(void *ctx, uint64_t key, const char *file, const char *function)
 {
@@ -42,7 +47,8 @@ VTPT_EXPORT int vtpt_trace_open(const char *path)
     h.native_stacks = 1;
     h.clock = VT_CLOCK_MONOTONIC;
     const char *uw = getenv("VTPT_UNWIND");
-    if (uw && !strcmp(uw, "inner")) {
+    g_library = uw && !strcmp(uw, "library");
+    if (uw && (!strcmp(uw, "inner") || g_library)) {
         uint64_t es[8], ee[8];
         int ne = vt_pystack_eval_ranges(es, ee, 8);
         if (ne <= 0 || ne > 8) /* vtpt_init first; the eval loop must be known */
@@ -63,7 +69,14 @@ VTPT_EXPORT int vtpt_trace_alloc(unsigned long long addr, unsigned long long siz
     uint64_t ips[128];
     vt_frame fr[VT_PYSTACK_MAX_MERGED];
     int nips, n;
-    if (g_uw) { /* as the library does: Python frames first, keying the native walk */
+    vt_event ev;
+    memset(&ev, 0, sizeof ev);
+    if (g_library) { /* the library's capture, stack references included */
+        const vt_capture_cfg c = {g_w, g_uw, 1, 128, 1};
+        n = (int)vt_capture_stack(&c, NULL, fr, VT_PYSTACK_MAX_MERGED, ev.u.alloc.site.fp);
+        if (!n && !(ev.u.alloc.site.fp[0] | ev.u.alloc.site.fp[1]))
+            return VT_ERR_CORRUPT; /* no frames and no stack sent before */
+    } else if (g_uw) { /* as the library does: Python frames first, keying the native walk */
         static __thread vt_pyframe py[VT_PYSTACK_MAX_DEPTH];
         int npy = vt_pystack_capture(py, VT_PYSTACK_MAX_DEPTH);
         if (npy <= 0)
@@ -83,8 +96,6 @@ VTPT_EXPORT int vtpt_trace_alloc(unsigned long long addr, unsigned long long siz
     for (int i = 1; g_uw && i < n; i++) /* native frames, then Python frames only */
         if (fr[i].kind == VT_FRAME_NATIVE && fr[i - 1].kind == VT_FRAME_PYTHON)
             return VT_ERR_CORRUPT;
-    vt_event ev;
-    memset(&ev, 0, sizeof ev);
     ev.type = VT_EV_ALLOC;
     ev.u.alloc.address = addr;
     ev.u.alloc.size = size;
