@@ -10,6 +10,8 @@ import ctypes
 import os
 import sys
 
+import pyframes
+
 LIB = ctypes.CDLL(sys.argv[1])
 MODE, ITERS, HOST_KIB = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 FRAMES = int(sys.argv[5]) if len(sys.argv) > 5 else 24
@@ -22,30 +24,6 @@ def run():
     return LIB.vtcb_run(ITERS, HOST_KIB, MODE)
 
 
-class Layer:
-    """step(left): `left` more frames, then run() innermost."""
-    def step(self, left):
-        if left <= 1:
-            return run()
-        if left % 5 == 0:
-            return next(self.gen(left - 1))
-        if left % 7 == 0 and left > 2:
-            def closure():
-                return self.step(left - 2)
-            return closure()
-        return self.step(left - 1)
-
-    def gen(self, left):
-        yield self.step(left - 1)
-
-
-def depth():
-    f, n = sys._getframe(1), 0
-    while f is not None:
-        n, f = n + 1, f.f_back
-    return n
-
-
 # initialized with the GIL held, as libvramtrace.so is by the thread that
 # initializes CUDA in PyTorch (3.12+: code objects named by address, a
 # code watcher counting their end); VTCB_NO_GIL=1: without it
@@ -53,6 +31,6 @@ init = LIB if os.environ.get("VTCB_NO_GIL") == "1" else ctypes.PyDLL(sys.argv[1]
 init.vtcb_init.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
 if init.vtcb_init(1, 1, 32) != 0:
     sys.exit("capture_bench.py: vtcb_init failed")
-ns = Layer().step(FRAMES - depth())
+ns = pyframes.call_at(FRAMES, run)
 LIB.vtcb_close()
 print("mode %d: %d rounds over %d KiB: %.0f ns per round" % (MODE, ITERS, HOST_KIB, ns))

@@ -11,6 +11,8 @@ import os
 import statistics
 import sys
 
+import pyframes
+
 LIB = ctypes.CDLL(sys.argv[1])
 FRAMES = int(sys.argv[2]) if len(sys.argv) > 2 else 30
 LIB.vtpt_init.argtypes = [ctypes.c_char_p, ctypes.c_int]
@@ -24,13 +26,6 @@ LIB.vtpt_capture.restype = ctypes.c_char_p
 ITERS = 1000000
 
 
-def depth():
-    f, n = sys._getframe(1), 0
-    while f is not None:
-        n, f = n + 1, f.f_back
-    return n
-
-
 def measure():
     n = int(LIB.vtpt_capture(256).decode().split("\n")[0].split("=")[1])
     cap = [LIB.vtpt_bench(ITERS, 256) for _ in range(7)]
@@ -42,23 +37,6 @@ def measure():
     return n
 
 
-class Walker:
-    """step(left): a stack of exactly `left` more frames, measure() innermost."""
-    def step(self, left):
-        if left <= 2:
-            return measure()
-        if left % 5 == 0:
-            return next(self.gen(left - 1))
-        if left % 7 == 0 and left > 3:
-            def closure():
-                return self.step(left - 2)
-            return closure()
-        return self.step(left - 1)
-
-    def gen(self, left):
-        yield self.step(left - 1)
-
-
 def main():
     why = ctypes.create_string_buffer(200)
     # VTPB_GIL=1: init with the GIL held (ctypes.PyDLL), as libvramtrace.so
@@ -68,8 +46,7 @@ def main():
     if init.vtpt_init(why, 200) != 0:
         print("init failed:", why.value.decode())
         return 1
-    base = depth()  # frames below Walker.step: main, <module>
-    got = Walker().step(FRAMES - base)
+    got = pyframes.call_at(FRAMES, measure)
     if got != FRAMES:
         print("warning: stack had %d frames, wanted %d" % (got, FRAMES))
     return 0
