@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""report_rounds.py TRACE RECORDS ROUNDS BIN... - `BIN report --no-symbols
+TRACE` for each binary in turn, ROUNDS times (fresh processes, alternating
+so that the machine's load falls on all alike); prints per binary the
+CPU seconds (user + system, from wait4) min / median, as M records per
+CPU second, and the peak RSS.  RECORDS: the trace's record count
+(analyze_bench prints it).  For issue 4's goal (>= 30 M events/s per core)
+on machines without /usr/bin/time."""
+import os
+import statistics
+import subprocess
+import sys
+
+trace, records, rounds, bins = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+cpu = {b: [] for b in bins}
+rss = {b: 0 for b in bins}
+for r in range(rounds):
+    for b in bins:
+        p = subprocess.Popen([b, "report", "--no-symbols", trace], stdout=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        if status:
+            sys.exit("report_rounds.py: %s exited with %d" % (b, status))
+        cpu[b].append(ru.ru_utime + ru.ru_stime)
+        rss[b] = max(rss[b], ru.ru_maxrss)
+for b in bins:
+    lo, med = min(cpu[b]), statistics.median(cpu[b])
+    print("%s: %d rounds, CPU min %.2f s / median %.2f s = %.1f / %.1f M records/s per CPU second, peak RSS %.1f MiB"
+          % (b, rounds, lo, med, records / lo / 1e6, records / med / 1e6, rss[b] / 1024.0))
+if len(bins) == 2:
+    ratios = sorted(a / b for a, b in zip(cpu[bins[1]], cpu[bins[0]]))
+    print("paired %s / %s: median %.3f (min %.3f, max %.3f)" % (bins[1], bins[0], statistics.median(ratios),
+                                                                  ratios[0], ratios[-1]))
