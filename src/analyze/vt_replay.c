@@ -2060,7 +2060,7 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
  * alias them: three updates in memory per event); proc_feed() counts into
  * p itself.  p->t_last is only a maximum until the finish reads it, so
  * the merge at the end is the same as a merge per event. */
-int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
+__attribute__((aligned(64))) int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
 {
     uint64_t nalloc = 0, nfree = 0, nkernel = 0, t_last = p->t_last;
     int rc = 0, i = 0;

@@ -2126,7 +2126,12 @@ static __attribute__((noinline, target("bmi,bmi2"))) int next_pext(vt_reader *r,
     NEXT_BODY(fast_record_pext);
 }
 
-static __attribute__((noinline, target("bmi,bmi2"))) int next_batch_pext(vt_reader *r, vt_event *ev, int max)
+/* The batch loops start on a cache line (aligned(64)), here and in the
+ * replay's vt_proc_feed_batch: a change of code size elsewhere no longer
+ * moves their hot loops within a line, which alone moved a timing series
+ * by ~5 % (BENCHMARKS.md, `## analyze`, the replay's notes). */
+static __attribute__((noinline, target("bmi,bmi2"), aligned(64))) int next_batch_pext(vt_reader *r, vt_event *ev,
+                                                                                      int max)
 {
     BATCH_BODY(fast_record_pext);
 }
@@ -2141,7 +2146,7 @@ int vt_reader_next(vt_reader *r, vt_event *ev)
     NEXT_BODY(fast_record);
 }
 
-int vt_reader_next_batch(vt_reader *r, vt_event *ev, int max)
+__attribute__((aligned(64))) int vt_reader_next_batch(vt_reader *r, vt_event *ev, int max)
 {
     if (max <= 0)
         return VT_ERR_INVALID;
