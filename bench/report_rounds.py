@@ -12,21 +12,21 @@ import subprocess
 import sys
 
 trace, records, rounds, bins = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
-cpu = {b: [] for b in bins}
-rss = {b: 0 for b in bins}
+cpu = [[] for _ in bins]  # by position: the same binary may be given twice (a control)
+rss = [0 for _ in bins]
 for r in range(rounds):
-    for b in bins:
+    for i, b in enumerate(bins):
         p = subprocess.Popen([b, "report", "--no-symbols", trace], stdout=subprocess.DEVNULL)
         _, status, ru = os.wait4(p.pid, 0)
         if status:
             sys.exit("report_rounds.py: %s exited with %d" % (b, status))
-        cpu[b].append(ru.ru_utime + ru.ru_stime)
-        rss[b] = max(rss[b], ru.ru_maxrss)
-for b in bins:
-    lo, med = min(cpu[b]), statistics.median(cpu[b])
+        cpu[i].append(ru.ru_utime + ru.ru_stime)
+        rss[i] = max(rss[i], ru.ru_maxrss)
+for i, b in enumerate(bins):
+    lo, med = min(cpu[i]), statistics.median(cpu[i])
     print("%s: %d rounds, CPU min %.2f s / median %.2f s = %.1f / %.1f M records/s per CPU second, peak RSS %.1f MiB"
-          % (b, rounds, lo, med, records / lo / 1e6, records / med / 1e6, rss[b] / 1024.0))
+          % (b, rounds, lo, med, records / lo / 1e6, records / med / 1e6, rss[i] / 1024.0))
 if len(bins) == 2:
-    ratios = sorted(a / b for a, b in zip(cpu[bins[1]], cpu[bins[0]]))
+    ratios = sorted(a / b for a, b in zip(cpu[1], cpu[0]))
     print("paired %s / %s: median %.3f (min %.3f, max %.3f)" % (bins[1], bins[0], statistics.median(ratios),
                                                                   ratios[0], ratios[-1]))

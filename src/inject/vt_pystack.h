@@ -60,7 +60,8 @@
 typedef struct {
     uint64_t key;    /* code key for vt_frame.pc: code object address mixed
                       * with a tag of (filename, name, line table, first
-                      * line), so a reused address gives another key */
+                      * line, the name's hash), so a reused address gives
+                      * another key */
     uint64_t code;   /* the code object's address, for vt_pystack_describe() */
     uint32_t line;   /* line being executed; 0 if the table has none */
     uint16_t nentry; /* C-level eval calls (_PyEval_EvalFrameDefault) that
