@@ -1473,11 +1473,23 @@ static void on_nvtx(vt_analysis *a, vt_proc *p, const vt_ev_nvtx *e, uint64_t t)
     }
 }
 
-/* every kernel: counts, times, the view's bound */
-static inline __attribute__((always_inline)) void kernel_times(vt_proc *p, const vt_ev_kernel *e, uint64_t t)
+/* cand_raise for the auto view (view_bound_update's mode test done) */
+static inline __attribute__((always_inline)) void cand_raise_auto(vt_proc *p, uint64_t t)
+{
+    if (t > p->cand || !p->cand_set) { /* the common case first: kernels end later and later */
+        p->cand = t;
+        p->cand_set = 1;
+        p->view_below = p->tail_overflow ? 0 : t + (t != UINT64_MAX);
+    }
+}
+
+/* every kernel: counts, times, the view's bound; seen: a kernel came
+ * before (kernel_fast knows it), so kernel_first is set */
+static inline __attribute__((always_inline)) void kernel_times(vt_proc *p, const vt_ev_kernel *e, uint64_t t,
+                                                               const int seen)
 {
     uint64_t end = t + e->duration_ns;
-    if (!p->kernels || t < p->kernel_first)
+    if ((!seen && !p->kernels) || t < p->kernel_first)
         p->kernel_first = t;
     p->kernels++;
     if (end > p->kernel_last_end)
@@ -1485,7 +1497,7 @@ static inline __attribute__((always_inline)) void kernel_times(vt_proc *p, const
     if (end > p->t_last)
         p->t_last = end;
     if (p->view_mode == VT_AT_AUTO)
-        cand_raise(p, end);
+        cand_raise_auto(p, end);
 }
 
 /* a kernel of a launch signature seen before: the gap (in kernels) since
@@ -1517,7 +1529,7 @@ static inline __attribute__((always_inline)) void launch_again(vt_proc *p, vt_la
 
 static int on_kernel(vt_analysis *a, vt_proc *p, const vt_ev_kernel *e, uint64_t t)
 {
-    kernel_times(p, e, t);
+    kernel_times(p, e, t, 0);
     /* per launch signature: count and regularity of the gaps (in kernels) */
     uint64_t key = e->launch_id ? e->launch_id : ((uint64_t)e->name_id | (1ULL << 32));
     uint64_t *v, direct;
@@ -1975,20 +1987,7 @@ static inline __attribute__((always_inline)) int kernel_fast(vt_proc *p, const v
     const uint32_t li = p->lstat_by_launch[lid];
     if (__builtin_expect(!li, 0))
         return 0;
-    /* kernel_times, knowing that a kernel came before (this launch's) */
-    const uint64_t end = t + e->duration_ns;
-    if (t < p->kernel_first)
-        p->kernel_first = t;
-    p->kernels++;
-    if (end > p->kernel_last_end)
-        p->kernel_last_end = end;
-    if (end > p->t_last)
-        p->t_last = end;
-    if (p->view_mode == VT_AT_AUTO && (end > p->cand || !p->cand_set)) { /* cand_raise */
-        p->cand = end;
-        p->cand_set = 1;
-        p->view_below = p->tail_overflow ? 0 : end + (end != UINT64_MAX); /* view_bound_update */
-    }
+    kernel_times(p, e, t, 1); /* a kernel came before: this launch's */
     launch_again(p, &p->lstats[li - 1], t);
     return 1;
 }
