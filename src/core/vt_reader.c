@@ -1166,7 +1166,7 @@ static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, 
         uint64_t v_;                                                          \
         p++;                                                                  \
         FAST_VARINT(v_);                                                      \
-        dst = CAST v_;                                                        \
+        dst = CAST(v_);                                                       \
     }
 /* FAST_SET for a field that is nearly always there (an address, a size, a
  * stack): its decoding laid out in line, not jumped to and back. */
@@ -1175,7 +1175,7 @@ static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, 
         uint64_t v_;                                                          \
         p++;                                                                  \
         FAST_VARINT(v_);                                                      \
-        dst = CAST v_;                                                        \
+        dst = CAST(v_);                                                       \
     }
 #define FAST_SET1(n, dst, CAST)                                               \
     if (*p == TAG(n, WT_VARINT)) {                                            \
@@ -1185,22 +1185,13 @@ static inline __attribute__((always_inline)) void fast_site(const vt_reader *r, 
             v_ = *p++;                                                        \
         else                                                                  \
             FAST_VARINT(v_);                                                  \
-        dst = CAST v_;                                                        \
+        dst = CAST(v_);                                                       \
     }
 
 /* A correlation delta (zigzag, one byte in practice) into var, unzigzagged
  * where it is present: an absent one (a delta of 0, common) costs no
  * decoding at all. */
-#define FAST_ZIGZAG1(n, var)                                                  \
-    if (*p == TAG(n, WT_VARINT)) {                                            \
-        uint64_t z_;                                                          \
-        p++;                                                                  \
-        if (__builtin_expect(*p < 0x80, 1))                                   \
-            z_ = *p++;                                                        \
-        else                                                                  \
-            FAST_VARINT(z_);                                                  \
-        var = (uint64_t)unzigzag(z_);                                         \
-    }
+#define FAST_ZIGZAG1(n, var) FAST_SET1(n, var, (uint64_t)unzigzag)
 
 /* Two consecutive fields n and n + 1 that are one byte each in practice
  * (an allocation's kind and API): both tags and both values in one 4-byte
