@@ -37,21 +37,8 @@ function(vt_bench_variant name)
   if(NOT (VT_HAVE_CUPTI AND TARGET vramtrace_inject))
     return()
   endif()
-  set(srcs ${PROJECT_SOURCE_DIR}/src/inject/vt_inject.c)
-  if(TARGET vt_pystack)
-    list(APPEND srcs ${PROJECT_SOURCE_DIR}/src/inject/vt_pystack.c)
-  endif()
-  add_library(vt_bench_${name} SHARED ${srcs})
-  get_target_property(_vt_rpath vramtrace_inject BUILD_RPATH)
-  set_target_properties(vt_bench_${name} PROPERTIES OUTPUT_NAME vramtrace-${name} C_VISIBILITY_PRESET hidden
-    BUILD_RPATH "${_vt_rpath}")
-  target_include_directories(vt_bench_${name} PRIVATE ${PROJECT_SOURCE_DIR}/src/inject ${PROJECT_SOURCE_DIR}/src/core)
-  target_compile_options(vt_bench_${name} PRIVATE -O2)
-  target_compile_definitions(vt_bench_${name} PRIVATE ${ARGN} $<$<TARGET_EXISTS:vt_pystack>:VT_HAVE_PYSTACK=1>)
-  target_link_libraries(vt_bench_${name} PRIVATE vt_inject_common vt_core
-    CUDA::cupti CUDA::cuda_driver Threads::Threads ${CMAKE_DL_LIBS})
-  target_link_options(vt_bench_${name} PRIVATE
-    -Wl,--version-script=${PROJECT_SOURCE_DIR}/src/inject/exports.map -Wl,--no-undefined)
+  vt_inject_library(vt_bench_${name} ${ARGN}) # src/inject/inject.cmake
+  set_target_properties(vt_bench_${name} PROPERTIES OUTPUT_NAME vramtrace-${name})
 endfunction()
 vt_bench_variant(empty VT_BENCH_EMPTY_CALLBACKS)
 vt_bench_variant(empty-discard VT_BENCH_EMPTY_CALLBACKS VT_BENCH_DISCARD_ACTIVITY)

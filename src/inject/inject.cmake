@@ -12,23 +12,40 @@ target_link_libraries(vt_inject_common PUBLIC vt_core Threads::Threads ${CMAKE_D
 target_compile_options(vt_inject_common PRIVATE -fvisibility=hidden -O2)
 
 if(VT_HAVE_CUPTI)
-  add_library(vramtrace_inject SHARED ${CMAKE_CURRENT_SOURCE_DIR}/vt_inject.c)
-  set_target_properties(vramtrace_inject PROPERTIES
-    OUTPUT_NAME vramtrace
-    C_VISIBILITY_PRESET hidden
-    LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/exports.map
-    # libcupti.so.13 is found by soname: if the process already loaded one
-    # (PyTorch bundles its own), that copy is used; else these paths.
-    BUILD_RPATH "$ORIGIN;${CUDAToolkit_LIBRARY_DIR};/usr/local/cuda/lib64;/usr/local/cuda/targets/x86_64-linux/lib;/usr/local/cuda/extras/CUPTI/lib64"
-    INSTALL_RPATH "$ORIGIN;/usr/local/cuda/lib64;/usr/local/cuda/targets/x86_64-linux/lib;/usr/local/cuda/extras/CUPTI/lib64")
-  target_compile_definitions(vramtrace_inject PRIVATE
-    $<$<TARGET_EXISTS:vt_pystack>:VT_HAVE_PYSTACK=1>)
-  target_link_libraries(vramtrace_inject PRIVATE
-    vt_inject_common vt_core $<TARGET_NAME_IF_EXISTS:vt_pystack>
-    CUDA::cupti CUDA::cuda_driver Threads::Threads ${CMAKE_DL_LIBS})
-  target_link_options(vramtrace_inject PRIVATE
-    -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/exports.map
-    -Wl,--no-undefined -Wl,--build-id)
+  # An injection library from src/inject's sources: libvramtrace.so below,
+  # and the benchmarks' variants of it (bench/inject.cmake), which pass
+  # their experiment switches as ARGN (compile definitions) and compile
+  # vt_pystack.c in with them (a switch may reach into it).
+  function(vt_inject_library target)
+    set(dir ${CMAKE_CURRENT_FUNCTION_LIST_DIR}) # src/inject, wherever it is called from
+    set(srcs ${dir}/vt_inject.c)
+    if(ARGN AND TARGET vt_pystack)
+      list(APPEND srcs ${dir}/vt_pystack.c)
+    endif()
+    add_library(${target} SHARED ${srcs})
+    set_target_properties(${target} PROPERTIES
+      C_VISIBILITY_PRESET hidden
+      LINK_DEPENDS ${dir}/exports.map
+      # libcupti.so.13 is found by soname: if the process already loaded one
+      # (PyTorch bundles its own), that copy is used; else these paths.
+      BUILD_RPATH "$ORIGIN;${CUDAToolkit_LIBRARY_DIR};/usr/local/cuda/lib64;/usr/local/cuda/targets/x86_64-linux/lib;/usr/local/cuda/extras/CUPTI/lib64"
+      INSTALL_RPATH "$ORIGIN;/usr/local/cuda/lib64;/usr/local/cuda/targets/x86_64-linux/lib;/usr/local/cuda/extras/CUPTI/lib64")
+    target_compile_definitions(${target} PRIVATE ${ARGN}
+      $<$<TARGET_EXISTS:vt_pystack>:VT_HAVE_PYSTACK=1>)
+    set(pystack $<TARGET_NAME_IF_EXISTS:vt_pystack>)
+    if(ARGN)
+      target_compile_options(${target} PRIVATE -O2) # as vt_pystack's own -O2
+      set(pystack)
+    endif()
+    target_link_libraries(${target} PRIVATE
+      vt_inject_common vt_core ${pystack} CUDA::cupti CUDA::cuda_driver Threads::Threads ${CMAKE_DL_LIBS})
+    target_link_options(${target} PRIVATE
+      -Wl,--version-script=${dir}/exports.map
+      -Wl,--no-undefined -Wl,--build-id)
+  endfunction()
+
+  vt_inject_library(vramtrace_inject)
+  set_target_properties(vramtrace_inject PROPERTIES OUTPUT_NAME vramtrace)
   # build/libvramtrace.so, so that CUDA_INJECTION64_PATH=build/libvramtrace.so works.
   add_custom_command(TARGET vramtrace_inject POST_BUILD
     COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE:vramtrace_inject> ${CMAKE_BINARY_DIR}/libvramtrace.so
