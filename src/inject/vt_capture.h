@@ -44,6 +44,7 @@ typedef struct {
 } vt_capture_times;
 
 #ifdef VT_HAVE_PYSTACK
+/* vt_pystack's define callback (ctx: the writer) */
 static inline int vt_capture_define_code(void *ctx, uint64_t key, const char *file, const char *function)
 {
     return vt_writer_define_code((vt_writer *)ctx, key, file, function);

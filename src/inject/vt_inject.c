@@ -214,8 +214,6 @@ VT_HOT static void capture_site(vt_site *site, vt_frame *fr, int max)
     site->frames = site->nframes ? fr : NULL;
 }
 
-#define VT_FRAMES_MAX VT_CAPTURE_FRAMES_MAX
-
 /* ----------------------------------------------------------------- emit helpers */
 
 VT_HOT static void emit(vt_event *ev)
@@ -232,7 +230,7 @@ VT_HOT static void emit(vt_event *ev)
 VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api,
                               uint64_t stream, uint64_t pool, uint64_t corr)
 {
-    vt_frame fr[VT_FRAMES_MAX];
+    vt_frame fr[VT_CAPTURE_FRAMES_MAX];
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = VT_EV_ALLOC;
@@ -244,7 +242,7 @@ VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_mem
     ev.u.alloc.stream = stream;
     ev.u.alloc.pool = pool;
     ev.u.alloc.corr = corr;
-    capture_site(&ev.u.alloc.site, fr, VT_FRAMES_MAX);
+    capture_site(&ev.u.alloc.site, fr, VT_CAPTURE_FRAMES_MAX);
     emit(&ev);
     if (__builtin_expect(!atomic_load_explicit(&g.used, memory_order_relaxed), 0))
         atomic_store_explicit(&g.used, 1, memory_order_relaxed);
@@ -270,7 +268,7 @@ VT_HOT static void emit_free(uint64_t addr, uint32_t dev, vt_memkind kind, vt_al
 static void emit_failed(uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api, CUresult err, uint64_t stream,
                         uint64_t pool, uint64_t corr)
 {
-    vt_frame fr[VT_FRAMES_MAX];
+    vt_frame fr[VT_CAPTURE_FRAMES_MAX];
     const char *name = NULL;
     int saved = t_in.internal;
     t_in.internal = 1;
@@ -289,7 +287,7 @@ static void emit_failed(uint64_t size, uint32_t dev, vt_memkind kind, vt_allocap
     ev.u.alloc_failed.stream = stream;
     ev.u.alloc_failed.pool = pool;
     ev.u.alloc_failed.corr = corr;
-    capture_site(&ev.u.alloc_failed.site, fr, VT_FRAMES_MAX);
+    capture_site(&ev.u.alloc_failed.site, fr, VT_CAPTURE_FRAMES_MAX);
     emit(&ev);
     atomic_store_explicit(&g.used, 1, memory_order_relaxed);
 }
@@ -507,7 +505,7 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         P(cuMemPoolCreate_params);
         if (!ok) break;
         uint32_t pdev = p->poolProps && p->poolProps->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? (uint32_t)p->poolProps->location.id : dev;
-        vt_frame fr[VT_FRAMES_MAX];
+        vt_frame fr[VT_CAPTURE_FRAMES_MAX];
         vt_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = VT_EV_POOL;
@@ -515,7 +513,7 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         ev.u.pool.pool = (uint64_t)(uintptr_t)*p->pool;
         ev.u.pool.device = pdev;
         ev.u.pool.corr = corr;
-        capture_site(&ev.u.pool.site, fr, VT_FRAMES_MAX);
+        capture_site(&ev.u.pool.site, fr, VT_CAPTURE_FRAMES_MAX);
         emit(&ev);
         pool_track(ev.u.pool.pool, pdev);
         break;
@@ -553,14 +551,14 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
     case CB(cuMemAddressReserve): {
         P(cuMemAddressReserve_params);
         if (!ok) break;
-        vt_frame fr[VT_FRAMES_MAX];
+        vt_frame fr[VT_CAPTURE_FRAMES_MAX];
         vt_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = VT_EV_VMM_RESERVE;
         ev.u.vmm_range.address = *p->ptr;
         ev.u.vmm_range.size = p->size;
         ev.u.vmm_range.corr = corr;
-        capture_site(&ev.u.vmm_range.site, fr, VT_FRAMES_MAX);
+        capture_site(&ev.u.vmm_range.site, fr, VT_CAPTURE_FRAMES_MAX);
         emit(&ev);
         break;
     }
@@ -590,7 +588,7 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
             emit_failed(p->size, pdev, kind, VT_API_VMM, rc, 0, 0, corr);
             break;
         }
-        vt_frame fr[VT_FRAMES_MAX];
+        vt_frame fr[VT_CAPTURE_FRAMES_MAX];
         vt_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = VT_EV_VMM_CREATE;
@@ -599,7 +597,7 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         ev.u.vmm_create.device = pdev;
         ev.u.vmm_create.kind = kind;
         ev.u.vmm_create.corr = corr;
-        capture_site(&ev.u.vmm_create.site, fr, VT_FRAMES_MAX);
+        capture_site(&ev.u.vmm_create.site, fr, VT_CAPTURE_FRAMES_MAX);
         emit(&ev);
         break;
     }

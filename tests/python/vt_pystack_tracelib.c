@@ -28,11 +28,6 @@ static vt_writer *g_w;
 static vt_unwinder *g_uw; /* VTPT_UNWIND=inner or library */
 static int g_library;     /* VTPT_UNWIND=library */
 
-static int define_code(void *ctx, uint64_t key, const char *file, const char *function)
-{
-    return vt_writer_define_code((vt_writer *)ctx, key, file, function);
-}
-
 VTPT_EXPORT int vtpt_trace_open(const char *path)
 {
     vt_writer_config cfg;
@@ -84,12 +79,13 @@ VTPT_EXPORT int vtpt_trace_alloc(unsigned long long addr, unsigned long long siz
         nips = vt_unwind_capture_keyed(g_uw, ips, 128, vt_pystack_walk_key(py, npy), NULL, NULL);
         if (nips <= 0 || !vt_pystack_is_eval(ips[nips - 1])) /* the walk must end at the eval loop */
             return VT_ERR_CORRUPT;
-        n = vt_pystack_finish(ips, nips, py, npy, fr, VT_PYSTACK_MAX_MERGED, define_code, g_w);
+        n = vt_pystack_finish(ips, nips, py, npy, fr, VT_PYSTACK_MAX_MERGED, vt_capture_define_code, g_w);
     } else {
         nips = backtrace(raw, 128);
         for (int i = 0; i < nips; i++)
             ips[i] = (uint64_t)(uintptr_t)raw[i];
-        n = vt_pystack_stack(ips, nips, fr, VT_PYSTACK_MAX_MERGED, VT_PYSTACK_MAX_DEPTH, define_code, g_w);
+        n = vt_pystack_stack(ips, nips, fr, VT_PYSTACK_MAX_MERGED, VT_PYSTACK_MAX_DEPTH, vt_capture_define_code,
+                             g_w);
     }
     if (n < 0)
         return n;
