@@ -46,7 +46,8 @@ timeout 300 "$cli" record -o "$traces" -- \
 rc=$?
 cat "$work/stdout.txt" >>"$log"
 [ $rc -eq 0 ] || fail "vramtrace record exited $rc"
-[ "$(grep -c ' ok$' "$work/stdout.txt")" -eq 2 ] || fail "both ranks did not finish"
+# counted by match, not by line: two ranks' lines may still share one
+[ "$(grep -oE 'rank [01] pid [0-9]+ ok' "$work/stdout.txt" | sort -u | wc -l)" -eq 2 ] || fail "both ranks did not finish"
 
 mapfile -t files < <(cd "$traces" && ls -1 vramtrace.*.zst 2>/dev/null)
 [ ${#files[@]} -eq 2 ] || fail "expected 2 traces in $traces, found ${#files[@]}: ${files[*]:-none}"

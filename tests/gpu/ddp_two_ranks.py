@@ -32,8 +32,10 @@ def main():
     dist.all_reduce(t)
     ok = int(t.item()) == dist.get_world_size()
     torch.cuda.synchronize()
-    print(f"rank {dist.get_rank()} pid {os.getpid()} {'ok' if ok else 'BAD all_reduce'}",
-          flush=True)
+    # one write per line: with PYTHONUNBUFFERED=1 print() writes the text
+    # and its newline apart, and the two ranks' lines interleave
+    sys.stdout.write(f"rank {dist.get_rank()} pid {os.getpid()} {'ok' if ok else 'BAD all_reduce'}\n")
+    sys.stdout.flush()
     dist.barrier()
     dist.destroy_process_group()
     return 0 if ok else 1
