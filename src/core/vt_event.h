@@ -18,7 +18,10 @@
 #include <stdint.h>
 
 #define VT_FORMAT_MAGIC 0x54524d56u /* bytes "VMRT" */
-#define VT_FORMAT_VERSION 1u
+/* 2: allocations and frees in MemBlock records (a reader of version 1
+ * would skip them and lose every block); readers read 1 and 2 */
+#define VT_FORMAT_VERSION 2u
+#define VT_FORMAT_VERSION_MIN 1u
 #define VT_TOOL_VERSION "0.1.0"
 
 /* Values equal the proto enums. */

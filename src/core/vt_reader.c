@@ -144,6 +144,7 @@ struct vt_reader {
     char err[ERR_LEN];
     char why[WHY_LEN];
     vt_kbatch kb; /* kernels of a KernelBatch record not returned yet (vt_reader_batch.c) */
+    vt_mblock mb; /* allocations and frees of a MemBlock not returned yet (vt_reader_batch.c) */
 };
 
 /* ---- messages ------------------------------------------------------- */
@@ -1263,7 +1264,7 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
             ts = v;
         } else if ((tag & 7) == WT_LEN && (tag >> 3) >= 2 &&
                    ((tag >> 3) < VT_EV__MAX || (tag >> 3) == VT_REC_KERNEL_BATCH ||
-                    (tag >> 3) == VT_REC_KERNEL_BLOCK)) {
+                    (tag >> 3) == VT_REC_KERNEL_BLOCK || (tag >> 3) == VT_REC_MEM_BLOCK)) {
             const uint8_t *q;
             size_t n;
             if (rd_len(&p, end, r->hard, &q, &n))
@@ -1307,6 +1308,20 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
             return 0; /* empty */
         vt_kbatch_next(&r->kb, ev);
         kernel_resolve(r, &ev->u.kernel);
+        return 1;
+    case VT_REC_MEM_BLOCK:
+        /* n allocations and frees: the first now, the rest from vt_reader_next() */
+        rc = vt_mblock_decode(&r->mb, bp, be, r->hard, &r->host_time, &r->corr, &r->st.unknown_fields, r->why,
+                              sizeof(r->why));
+        if (rc)
+            return rc;
+        r->any_record = 1;
+        for (uint32_t k = 0; k < r->mb.nctx; k++) { /* the contexts' threads: Thread records come before */
+            vt_event *t = &r->mb.tmpl[k];
+            vt_site *st = t->type == VT_EV_ALLOC ? &t->u.alloc.site : &t->u.free.site;
+            st->tid = tid_of(r, st->thread);
+        }
+        vt_mblock_next(&r->mb, ev);
         return 1;
     case VT_EV_ALLOC:
         ZERO(&ev->u.alloc);
@@ -1629,10 +1644,10 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
                          h->magic, VT_FORMAT_MAGIC);
                 return VT_ERR_VERSION;
             }
-            if (h->format_version != VT_FORMAT_VERSION) {
+            if (h->format_version < VT_FORMAT_VERSION_MIN || h->format_version > VT_FORMAT_VERSION) {
                 snprintf(r->why, sizeof(r->why),
-                         "unsupported format version %u (this vramtrace reads version %u)", h->format_version,
-                         VT_FORMAT_VERSION);
+                         "unsupported format version %u (this vramtrace reads versions %u to %u)",
+                         h->format_version, VT_FORMAT_VERSION_MIN, VT_FORMAT_VERSION);
                 return VT_ERR_VERSION;
             }
             r->header = *h;
@@ -2012,6 +2027,10 @@ static int next_slow_(vt_reader *r, vt_event *ev);
             kernel_resolve(r, &ev->u.kernel);                                 \
             return 1;                                                         \
         }                                                                     \
+        if (r->mb.left) { /* the rest of a MemBlock */                        \
+            vt_mblock_next(&r->mb, ev);                                       \
+            return 1;                                                         \
+        }                                                                     \
         const uint8_t *p = r->raw + r->rpos, *pe = r->raw + r->rend;          \
         if (__builtin_expect(r->fast && pe - p >= 2 + FAST_SLACK && p[0] == 0x0A && p[1] < 0x80 && \
                                  pe - p >= 2 + FAST_SLACK + p[1], 1)) {       \
@@ -2065,6 +2084,40 @@ static inline __attribute__((always_inline)) int kb_drain(vt_reader *r, vt_event
     return (int)take;
 }
 
+/* Up to max pending events of a MemBlock (r->mb.left > 0) into ev, as
+ * vt_mblock_next() does one, with the columns in locals (as kb_drain). */
+static inline __attribute__((always_inline)) int mb_drain(vt_reader *r, vt_event *ev, int max)
+{
+    vt_mblock *const b = &r->mb;
+    const uint32_t left = b->left, take = left < (uint32_t)max ? left : (uint32_t)max;
+    const size_t i0 = b->n - left;
+    const uint64_t *const ctx = b->ctx + i0, *const time = b->time + i0;
+    const uint64_t *const addr = b->addr + i0, *const corr = b->corr + i0;
+    const uint64_t *const size = b->size + b->ai, *const stack = b->stack + b->ai;
+    const vt_event *const tmpl = b->tmpl;
+    uint32_t a = 0;
+    for (uint32_t j = 0; j < take; j++) {
+        vt_event *e = &ev[j];
+        const vt_event *t = &tmpl[ctx[j]];
+        e->type = t->type;
+        e->time_ns = time[j];
+        if (t->type == VT_EV_ALLOC) {
+            memcpy(&e->u.alloc, &t->u.alloc, offsetof(vt_ev_alloc, site.fp));
+            e->u.alloc.address = addr[j];
+            e->u.alloc.size = size[a];
+            e->u.alloc.site.stack = (uint32_t)stack[a++];
+            e->u.alloc.corr = corr[j];
+        } else {
+            memcpy(&e->u.free, &t->u.free, offsetof(vt_ev_free, site.fp));
+            e->u.free.address = addr[j];
+            e->u.free.corr = corr[j];
+        }
+    }
+    b->ai += a;
+    b->left = left - take;
+    return (int)take;
+}
+
 /* Bytes from a record's start that the batch loop needs readable: its two
  * bytes of entry, at most 127 of Record (a one-byte length) and
  * FAST_SLACK; so that a start at most BATCH_ROOM before the end is the
@@ -2080,7 +2133,7 @@ static inline __attribute__((always_inline)) int kb_drain(vt_reader *r, vt_event
  * valid and its errors come as from vt_reader_next(). */
 #define BATCH_BODY(FAST_RECORD)                                               \
     do {                                                                      \
-        int n = r->kb.left ? kb_drain(r, ev, max) : 0;                        \
+        int n = r->kb.left ? kb_drain(r, ev, max) : r->mb.left ? mb_drain(r, ev, max) : 0; \
         if (n == max)                                                         \
             return n;                                                         \
         if (__builtin_expect(r->fast && r->rpos + BATCH_ROOM <= r->rend, 1)) { \
@@ -2513,5 +2566,6 @@ void vt_reader_free(vt_reader *r)
     free(r->stack_frames);
     free(r->devices);
     vt_kbatch_free(&r->kb);
+    vt_mblock_free(&r->mb);
     free(r);
 }

@@ -354,25 +354,25 @@ static void unpack(const uint8_t *q, const uint8_t *qe, const uint8_t *hard, uns
 
 /* Column [q, qe) of m entries into out: width, base, bits (the length must
  * be exact).  Returns 0 or VT_ERR_CORRUPT with the reason. */
-static int bcol(const uint8_t *q, const uint8_t *qe, const uint8_t *hard, uint32_t m, uint64_t *out, int c,
-                char *why, size_t why_len)
+static int bcol(const uint8_t *q, const uint8_t *qe, const uint8_t *hard, uint32_t m, uint64_t *out,
+                const char *rec, const char *col, char *why, size_t why_len)
 {
     if (!q) {
         if (m)
-            return fail(why, why_len, "KernelBlock without its %s column", bcol_name[c]);
+            return fail(why, why_len, "%s without its %s column", rec, col);
         return 0;
     }
     if (q == qe)
-        return fail(why, why_len, "empty KernelBlock column %s", bcol_name[c]);
+        return fail(why, why_len, "empty %s column %s", rec, col);
     const unsigned width = *q++;
     if (width > 64)
-        return fail(why, why_len, "KernelBlock column %s with entries of %u bits", bcol_name[c], width);
+        return fail(why, why_len, "%s column %s with entries of %u bits", rec, col, width);
     uint64_t base;
     if (rd_varint(&q, qe, &base))
-        return fail(why, why_len, "bad base in KernelBlock column %s", bcol_name[c]);
+        return fail(why, why_len, "bad base in %s column %s", rec, col);
     const uint64_t need = ((uint64_t)m * width + 7) / 8;
     if ((uint64_t)(qe - q) < need)
-        return fail(why, why_len, "KernelBlock column %s has %llu bytes for %u entries of %u bits", bcol_name[c],
+        return fail(why, why_len, "%s column %s has %llu bytes for %u entries of %u bits", rec, col,
                     (unsigned long long)(qe - q), m, width);
     const uint8_t *x = q + need;
     unpack(q, x, hard, width, (uint64_t)unzigzag(base), out, m);
@@ -380,9 +380,9 @@ static int bcol(const uint8_t *q, const uint8_t *qe, const uint8_t *hard, uint32
     for (uint32_t i = 0; x < qe; i++) {
         uint64_t d, hi;
         if (rd_v(&x, qe, &d) || rd_v(&x, qe, &hi))
-            return fail(why, why_len, "bad exception in KernelBlock column %s", bcol_name[c]);
+            return fail(why, why_len, "bad exception in %s column %s", rec, col);
         if (width == 64 || d >= (uint64_t)(m - i))
-            return fail(why, why_len, "KernelBlock column %s: an exception past its %u entries", bcol_name[c], m);
+            return fail(why, why_len, "%s column %s: an exception past its %u entries", rec, col, m);
         i += (uint32_t)d;
         out[i] += hi << width;
     }
@@ -443,7 +443,7 @@ int vt_kblock_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const u
     uint64_t *out[NBCOL] = {b->launch, b->start + 1, b->dur, b->corr};
     for (int c = 0; c < NBCOL; c++) {
         const uint32_t m = (uint32_t)n - (c == B_GAP);
-        if (bcol(cq[c], ce[c], hard, m, out[c], c, why, why_len))
+        if (bcol(cq[c], ce[c], hard, m, out[c], "KernelBlock", bcol_name[c], why, why_len))
             return VT_ERR_CORRUPT;
     }
     b->start[0] = (uint64_t)unzigzag(start0);
@@ -472,6 +472,183 @@ int vt_kblock_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const u
     *unknown += nunknown;
     finish(b, (uint32_t)n, 0, device_time, corr);
     return 0;
+}
+
+/* ---- MemBlock (Record.body 30): allocations and frees ---------------- */
+
+enum { M_CTX, M_TIME, M_ADDR, M_SIZE, M_STACK, M_CORR, NMCOL };
+static const char *const mcol_name[NMCOL] = {"ctx", "time", "address", "size", "stack", "corr"};
+
+static int mreserve(vt_mblock *b, uint32_t n)
+{
+    if (n <= b->cap)
+        return 0;
+    uint32_t cap = b->cap ? b->cap : 256;
+    while (cap < n)
+        cap *= 2;
+    uint64_t **col[NMCOL] = {&b->ctx, &b->time, &b->addr, &b->size, &b->stack, &b->corr};
+    for (int c = 0; c < NMCOL; c++) {
+        uint64_t *x = realloc(*col[c], cap * sizeof(uint64_t));
+        if (!x)
+            return VT_ERR_NOMEM; /* the arrays that grew are kept; cap is unchanged */
+        *col[c] = x;
+    }
+    b->cap = cap;
+    return 0;
+}
+
+/* One MemContext message [p, end) into the template *t (zeroed before). */
+static int mcontext(const uint8_t *p, const uint8_t *end, vt_event *t, uint64_t *unknown, char *why,
+                    size_t why_len)
+{
+    uint64_t v[9] = {0};
+    while (p < end) {
+        uint64_t tag;
+        if (rd_v(&p, end, &tag))
+            return fail(why, why_len, "bad tag in MemContext");
+        const uint64_t f = tag >> 3;
+        if (f >= 1 && f <= 8 && (tag & 7) == 0) {
+            if (rd_v(&p, end, &v[f]))
+                return fail(why, why_len, "bad varint in MemContext field %llu", (unsigned long long)f);
+        } else if (f == 0) {
+            return fail(why, why_len, "invalid field number 0 in MemContext");
+        } else {
+            switch (wire_skip(&p, end, (unsigned)(tag & 7))) {
+            case WIRE_OK:
+                (*unknown)++;
+                break;
+            default:
+                return fail(why, why_len, "bad field %llu in MemContext", (unsigned long long)f);
+            }
+        }
+    }
+    /* enums through int32_t, as the reader's other paths */
+    if (v[1]) {
+        vt_ev_free *x = &t->u.free;
+        t->type = VT_EV_FREE;
+        x->device = (uint32_t)v[2];
+        x->kind = (vt_memkind)(int32_t)v[3];
+        x->api = (vt_allocapi)(int32_t)v[4];
+        x->stream = v[5];
+        x->site.thread = (uint32_t)v[7];
+        x->site.stack = (uint32_t)v[8];
+    } else {
+        vt_ev_alloc *x = &t->u.alloc;
+        t->type = VT_EV_ALLOC;
+        x->device = (uint32_t)v[2];
+        x->kind = (vt_memkind)(int32_t)v[3];
+        x->api = (vt_allocapi)(int32_t)v[4];
+        x->stream = v[5];
+        x->pool = v[6];
+        x->site.thread = (uint32_t)v[7];
+    }
+    return 0;
+}
+
+int vt_mblock_decode(vt_mblock *b, const uint8_t *p, const uint8_t *end, const uint8_t *hard, uint64_t *host_time,
+                     uint64_t *corr, uint64_t *unknown, char *why, size_t why_len)
+{
+    b->n = b->left = b->ai = b->nctx = 0;
+    uint64_t n = 0, nunknown = 0;
+    const uint8_t *cq[NMCOL] = {0}, *ce[NMCOL] = {0};
+    /* field number -> column (3 ctx, 4 time, 5 address, 6 size, 7 stack, 8 corr) */
+    static const int8_t col_of[9] = {-1, -1, -1, M_CTX, M_TIME, M_ADDR, M_SIZE, M_STACK, M_CORR};
+    uint32_t nctx = 0;
+    while (p < end) {
+        uint64_t tag, v;
+        if (rd_v(&p, end, &tag))
+            return fail(why, why_len, "bad tag in MemBlock");
+        const uint64_t f = tag >> 3;
+        const unsigned wt = (unsigned)(tag & 7);
+        if (f == 0)
+            return fail(why, why_len, "invalid field number 0 in MemBlock");
+        if (f == 1 && wt == 0) {
+            if (rd_v(&p, end, &n))
+                return fail(why, why_len, "bad varint in MemBlock field 1");
+        } else if (f >= 2 && f <= 8 && wt == 2) {
+            if (rd_v(&p, end, &v) || v > (uint64_t)(end - p))
+                return fail(why, why_len, "MemBlock field %llu runs past the end of the message",
+                            (unsigned long long)f);
+            if (f == 2) {
+                if (nctx == VT_MBLOCK_READ_CTX)
+                    return fail(why, why_len, "MemBlock with more than %u contexts", VT_MBLOCK_READ_CTX);
+                vt_event *t = &b->tmpl[nctx];
+                memset(t, 0, sizeof(*t));
+                if (mcontext(p, p + v, t, &nunknown, why, why_len))
+                    return VT_ERR_CORRUPT;
+                nctx++;
+            } else {
+                cq[col_of[f]] = p;
+                ce[col_of[f]] = p + v;
+            }
+            p += v;
+        } else {
+            switch (wire_skip(&p, end, wt)) {
+            case WIRE_OK:
+                nunknown++;
+                break;
+            case WIRE_BAD_VARINT:
+                return fail(why, why_len, "bad varint in MemBlock field %llu", (unsigned long long)f);
+            case WIRE_PAST_END:
+                return fail(why, why_len, "MemBlock field %llu runs past the end of the message",
+                            (unsigned long long)f);
+            default:
+                return fail(why, why_len, "invalid wire type %u in MemBlock (field %llu)", wt, (unsigned long long)f);
+            }
+        }
+    }
+    if (n == 0)
+        return fail(why, why_len, "MemBlock without events");
+    if (n > VT_MBLOCK_READ_MAX)
+        return fail(why, why_len, "MemBlock of %llu events (at most %u)", (unsigned long long)n, VT_MBLOCK_READ_MAX);
+    if (nctx == 0)
+        return fail(why, why_len, "MemBlock without contexts");
+    if (mreserve(b, (uint32_t)n))
+        return VT_ERR_NOMEM;
+    const uint32_t m = (uint32_t)n;
+    if (bcol(cq[M_CTX], ce[M_CTX], hard, m, b->ctx, "MemBlock", mcol_name[M_CTX], why, why_len))
+        return VT_ERR_CORRUPT;
+    uint32_t na = 0;
+    for (uint32_t i = 0; i < m; i++) {
+        if (b->ctx[i] >= nctx)
+            return fail(why, why_len, "MemBlock event %u names context %llu of %u", i,
+                        (unsigned long long)b->ctx[i], nctx);
+        na += b->tmpl[b->ctx[i]].type == VT_EV_ALLOC;
+    }
+    for (int c = M_TIME; c < NMCOL; c++) {
+        const uint32_t mc = c == M_SIZE || c == M_STACK ? na : m;
+        uint64_t *out[NMCOL] = {0, b->time, b->addr, b->size, b->stack, b->corr};
+        if (bcol(cq[c], ce[c], hard, mc, out[c], "MemBlock", mcol_name[c], why, why_len))
+            return VT_ERR_CORRUPT;
+    }
+    /* deltas -> absolute values */
+    uint64_t t = *host_time, k = *corr;
+    for (uint32_t i = 0; i < m; i++) {
+        t += b->time[i];
+        k += b->corr[i];
+        b->time[i] = t;
+        b->corr[i] = k;
+    }
+    *host_time = t;
+    *corr = k;
+    *unknown += nunknown;
+    b->nctx = nctx;
+    b->n = b->left = m;
+    return 0;
+}
+
+void vt_mblock_free(vt_mblock *b)
+{
+    if (!b)
+        return;
+    free(b->ctx);
+    free(b->time);
+    free(b->addr);
+    free(b->size);
+    free(b->stack);
+    free(b->corr);
+    b->ctx = b->time = b->addr = b->size = b->stack = b->corr = NULL;
+    b->n = b->left = b->cap = b->ai = b->nctx = 0;
 }
 
 void vt_kbatch_free(vt_kbatch *b)

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "vt_event.h"
 
@@ -67,5 +68,63 @@ static inline void vt_kbatch_next(vt_kbatch *b, vt_event *ev)
 
 /* Release the columns; the batch is empty and reusable afterwards. */
 void vt_kbatch_free(vt_kbatch *b);
+
+/* Record.body field number of MemBlock (allocations and frees). */
+#define VT_REC_MEM_BLOCK 30u
+/* Events and contexts per MemBlock a reader accepts (the writer writes at
+ * most 256 and 16). */
+#define VT_MBLOCK_READ_MAX 65536u
+#define VT_MBLOCK_READ_CTX 256u
+
+/* A decoded MemBlock: per event its context, absolute time and
+ * correlation id, address; per allocation (in order) size and stack; per
+ * context a template event (type, device, kind, API, stream, pool,
+ * thread, a free's stack; the rest zero), whose site.tid the reader
+ * fills in.  Memory: the columns of one block (at most
+ * VT_MBLOCK_READ_MAX events, 3 MiB) kept for reuse until vt_mblock_free(),
+ * and the templates (in place, ~60 KiB). */
+typedef struct {
+    uint32_t left;  /* events not yet returned */
+    uint32_t n;     /* events in the block */
+    uint32_t ai;    /* allocations returned */
+    uint32_t cap;   /* capacity of the columns */
+    uint32_t nctx;
+    uint64_t *ctx, *time, *addr, *corr; /* per event */
+    uint64_t *size, *stack;             /* per allocation */
+    vt_event tmpl[VT_MBLOCK_READ_CTX];
+} vt_mblock;
+
+/* Decode the MemBlock message [p, end) (bytes up to `hard` readable, as
+ * for vt_kbatch_decode).  On success returns 0: b->n = b->left = the
+ * number of events, *host_time and *corr those of its last event.  On
+ * failure VT_ERR_CORRUPT (reason in why) or VT_ERR_NOMEM; then b is empty
+ * and the bases unchanged.  *unknown counts skipped unknown fields. */
+int vt_mblock_decode(vt_mblock *b, const uint8_t *p, const uint8_t *end, const uint8_t *hard, uint64_t *host_time,
+                     uint64_t *corr, uint64_t *unknown, char *why, size_t why_len);
+
+/* The next pending event into *ev (b->left > 0): the template's head
+ * (everything before the site's fingerprint) and the event's own
+ * fields. */
+static inline void vt_mblock_next(vt_mblock *b, vt_event *ev)
+{
+    const uint32_t i = b->n - b->left--;
+    const vt_event *t = &b->tmpl[b->ctx[i]];
+    ev->type = t->type;
+    ev->time_ns = b->time[i];
+    if (t->type == VT_EV_ALLOC) {
+        memcpy(&ev->u.alloc, &t->u.alloc, offsetof(vt_ev_alloc, site.fp));
+        ev->u.alloc.address = b->addr[i];
+        ev->u.alloc.size = b->size[b->ai];
+        ev->u.alloc.site.stack = (uint32_t)b->stack[b->ai++];
+        ev->u.alloc.corr = b->corr[i];
+    } else {
+        memcpy(&ev->u.free, &t->u.free, offsetof(vt_ev_free, site.fp));
+        ev->u.free.address = b->addr[i];
+        ev->u.free.corr = b->corr[i];
+    }
+}
+
+/* Release the columns; the block is empty and reusable afterwards. */
+void vt_mblock_free(vt_mblock *b);
 
 #endif

@@ -16,7 +16,10 @@
  * VT_KBATCH_MIN as plain Kernel records): the batch goes out before any other record (so the
  * stream order of events and definitions is exactly that of one record per
  * kernel), when VT_KBATCH_MAX kernels are pending, and before every zstd
- * flush and frame end.
+ * flush and frame end.  Allocations and frees are held back the same way
+ * and written as one MemBlock per run (bit-packed columns; contexts for
+ * what repeats: device, kind, API, stream, pool, thread), a run shorter
+ * than VT_MBLOCK_MIN as Alloc and Free records.
  *
  * Touches: its output file descriptor, /proc/self/task/TID/comm (thread
  * names), stderr (one line when it disables itself).  Never exit/abort.
@@ -72,6 +75,22 @@
 #ifndef VT_KBATCH_MIN
 #define VT_KBATCH_MIN 16   /* shorter runs: Kernel records (as small, and faster to read) */
 #endif
+#define VT_MBLOCK_MAX 256  /* allocations and frees per MemBlock record */
+#define VT_MBLOCK_CTX 16   /* contexts per MemBlock (a 17th distinct one starts a new block) */
+#ifndef VT_MBLOCK_MIN
+#define VT_MBLOCK_MIN 16   /* shorter runs: Alloc and Free records */
+#endif
+#ifndef VT_MB_ADDR_BYTES
+#define VT_MB_ADDR_BYTES 1 /* MemBlock addresses in whole bytes from 0: zstd matches a reused address */
+#endif
+#define VT_MCOL_BYTES (1 + 10 + VT_MBLOCK_MAX * (8 + 2 * 10) + 8) /* a MemBlock column, as VT_KCOL_BYTES */
+
+/* What the events of a MemBlock share (proto MemContext). */
+typedef struct {
+    uint64_t stream, pool;
+    uint32_t device, thread, stack;
+    uint32_t free, kind, api;
+} vt_mctx;
 
 /* ---------------------------------------------------------------- ring */
 
@@ -239,6 +258,18 @@ struct vt_writer {
     int64_t kb_corr[VT_KBATCH_MAX];
     uint64_t kb_graph[VT_KBATCH_MAX];
     uint8_t kb_col[4][VT_KCOL_BYTES]; /* packed KernelBlock columns */
+    /* pending allocations and frees (deltas taken when queued, in stream
+     * order: the block goes out before any other record).  Part of the
+     * writer like the kernels. */
+    uint32_t mb_n, mb_na, mb_nctx;
+    uint64_t mb_ctx[VT_MBLOCK_MAX];
+    uint64_t mb_time[VT_MBLOCK_MAX]; /* host time deltas (int64) */
+    uint64_t mb_addr[VT_MBLOCK_MAX];
+    uint64_t mb_corr[VT_MBLOCK_MAX]; /* correlation id deltas (int64) */
+    uint64_t mb_size[VT_MBLOCK_MAX];  /* per allocation */
+    uint64_t mb_stack[VT_MBLOCK_MAX]; /* per allocation */
+    vt_mctx mb_cx[VT_MBLOCK_CTX];
+    uint8_t mb_col[6][VT_MCOL_BYTES]; /* packed MemBlock columns */
 };
 
 /* --------------------------------------------------------------- globals */
@@ -826,17 +857,29 @@ static inline int vt_rec_small(Vramtrace__Record__BodyCase c)
          * bits; an exception's index may take a byte more than counted) and
          * a 10-byte graph id, plus tags and lengths */
         return VT_KBATCH_MAX * 46 + 4 * 11 + 64 <= VT_SMALL_MAX;
+    case VRAMTRACE__RECORD__BODY_MEM_BLOCK:
+        /* six columns of at most 11 + 9 bytes per entry (width 64 is
+         * always cheaper than exceptions, which add at most the index's
+         * second byte), contexts of at most 2 + 7 * 11 bytes */
+        return 6 * (11 + 9 * VT_MBLOCK_MAX) + VT_MBLOCK_CTX * 79 + 64 <= VT_SMALL_MAX;
     default:
         return 1;
     }
 }
 
 static int vt_enc_kbatch(vt_writer *w);
+static int vt_enc_mblock(vt_writer *w);
 
 static int vt_enc_put(vt_writer *w, const Vramtrace__Record *r)
 {
     if (atomic_load_explicit(&w->err, memory_order_relaxed))
         return atomic_load(&w->err);
+    if (w->mb_n && r->body_case != VRAMTRACE__RECORD__BODY_MEM_BLOCK) {
+        /* pending allocations and frees first (their deltas are taken) */
+        int rc = vt_enc_mblock(w);
+        if (rc)
+            return rc;
+    }
     if (w->kb_n && r->body_case != VRAMTRACE__RECORD__BODY_KERNEL_BLOCK &&
         r->body_case != VRAMTRACE__RECORD__BODY_KERNEL) {
         /* pending kernels first: records keep the order of their events */
@@ -909,13 +952,21 @@ static int vt_enc_sync(vt_writer *w)
     return vt_enc_put(w, &r);
 }
 
+/* Write what is pending: allocations and frees, kernels (in the order
+ * they were queued: a kernel block puts the pending allocations first). */
+static int vt_enc_pending(vt_writer *w)
+{
+    int rc = vt_enc_kbatch(w);
+    return rc ? rc : vt_enc_mblock(w);
+}
+
 /* End the zstd frame when it holds frame_bytes of input; the next one
  * starts with a Sync. */
 static int vt_enc_frame_check(vt_writer *w)
 {
     if (w->frame_in < w->cfg.frame_bytes)
         return 0;
-    int rc = vt_enc_kbatch(w);
+    int rc = vt_enc_pending(w);
     if (!rc)
         rc = vt_enc_feed(w, ZSTD_e_end);
     if (rc)
@@ -925,7 +976,7 @@ static int vt_enc_frame_check(vt_writer *w)
 
 static int vt_enc_flush(vt_writer *w)
 {
-    int rc = vt_enc_kbatch(w);
+    int rc = vt_enc_pending(w);
     if (!rc)
         rc = vt_enc_feed(w, ZSTD_e_flush);
     w->dirty = 0;
@@ -1136,6 +1187,124 @@ static int vt_enc_kernel(vt_writer *w, uint32_t launch, const vt_ev_kernel *k, u
         w->dirty_since = vt_mono_ns();
     }
     return w->kb_n == VT_KBATCH_MAX ? vt_enc_kbatch(w) : 0;
+}
+
+/* Write the pending allocations and frees: Alloc and Free records for
+ * fewer than VT_MBLOCK_MIN, else a MemBlock (docs/FORMAT.md).  Their time
+ * and correlation deltas were taken when they were queued. */
+static int vt_enc_mblock(vt_writer *w)
+{
+    const uint32_t n = w->mb_n, na = w->mb_na, nctx = w->mb_nctx;
+    if (!n)
+        return 0;
+    w->mb_n = w->mb_na = w->mb_nctx = 0; /* before vt_enc_put, which flushes a pending block */
+    if (n < VT_MBLOCK_MIN) {
+        for (uint32_t i = 0, j = 0; i < n; i++) {
+            const vt_mctx *c = &w->mb_cx[w->mb_ctx[i]];
+            Vramtrace__Record r = VRAMTRACE__RECORD__INIT;
+            Vramtrace__Alloc a = VRAMTRACE__ALLOC__INIT;
+            Vramtrace__Free f = VRAMTRACE__FREE__INIT;
+            r.ts_delta = (int64_t)w->mb_time[i];
+            if (c->free) {
+                f.address = w->mb_addr[i];
+                f.device = c->device;
+                f.kind = (Vramtrace__MemoryKind)c->kind;
+                f.api = (Vramtrace__AllocApi)c->api;
+                f.stream = c->stream;
+                f.thread = c->thread;
+                f.stack = c->stack;
+                f.corr = (int64_t)w->mb_corr[i];
+                r.body_case = VRAMTRACE__RECORD__BODY_FREE;
+                r.free = &f;
+            } else {
+                a.address = w->mb_addr[i];
+                a.size = w->mb_size[j];
+                a.device = c->device;
+                a.kind = (Vramtrace__MemoryKind)c->kind;
+                a.api = (Vramtrace__AllocApi)c->api;
+                a.stream = c->stream;
+                a.pool = c->pool;
+                a.thread = c->thread;
+                a.stack = (uint32_t)w->mb_stack[j++];
+                a.corr = (int64_t)w->mb_corr[i];
+                r.body_case = VRAMTRACE__RECORD__BODY_ALLOC;
+                r.alloc = &a;
+            }
+            int rc = vt_enc_put(w, &r);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
+    Vramtrace__MemContext cm[VT_MBLOCK_CTX], *cp[VT_MBLOCK_CTX];
+    for (uint32_t k = 0; k < nctx; k++) {
+        const vt_mctx *c = &w->mb_cx[k];
+        Vramtrace__MemContext x = VRAMTRACE__MEM_CONTEXT__INIT;
+        x.free = c->free;
+        x.device = c->device;
+        x.kind = (Vramtrace__MemoryKind)c->kind;
+        x.api = (Vramtrace__AllocApi)c->api;
+        x.stream = c->stream;
+        x.pool = c->pool;
+        x.thread = c->thread;
+        x.stack = c->stack;
+        cm[k] = x;
+        cp[k] = &cm[k];
+    }
+    Vramtrace__MemBlock b = VRAMTRACE__MEM_BLOCK__INIT;
+    b.count = n;
+    b.n_context = nctx;
+    b.context = cp;
+    b.ctx.data = w->mb_col[0];
+    b.ctx.len = vt_kcol(w->mb_col[0], w->mb_ctx, n, 0, 0);
+    b.time.data = w->mb_col[1];
+    b.time.len = vt_kcol(w->mb_col[1], w->mb_time, n, 1, 0);
+    b.address.data = w->mb_col[2];
+    b.address.len = vt_kcol(w->mb_col[2], w->mb_addr, n, 0, VT_MB_ADDR_BYTES);
+    b.corr.data = w->mb_col[3];
+    b.corr.len = vt_kcol(w->mb_col[3], w->mb_corr, n, 1, 0);
+    if (na) {
+        b.size.data = w->mb_col[4];
+        b.size.len = vt_kcol(w->mb_col[4], w->mb_size, na, 0, 0);
+        b.stack.data = w->mb_col[5];
+        b.stack.len = vt_kcol(w->mb_col[5], w->mb_stack, na, 0, 0);
+    }
+    VT_REC(r, mem_block, MEM_BLOCK, b); /* ts_delta 0 */
+    return vt_enc_put(w, &r);
+}
+
+/* Queue one allocation (free = 0) or free of context *c (thread and
+ * stack interned): its deltas now, in stream order; the block goes out
+ * when full. */
+static int vt_enc_mem(vt_writer *w, const vt_mctx *c, uint64_t time, uint64_t address, uint64_t size,
+                      uint32_t stack, uint64_t corr)
+{
+    uint32_t k = 0;
+    while (k < w->mb_nctx && memcmp(&w->mb_cx[k], c, sizeof(*c)))
+        k++;
+    if (k == VT_MBLOCK_CTX) {
+        int rc = vt_enc_mblock(w);
+        if (rc)
+            return rc;
+        k = 0;
+    }
+    if (k == w->mb_nctx)
+        w->mb_cx[w->mb_nctx++] = *c;
+    const uint32_t i = w->mb_n++;
+    w->mb_ctx[i] = k;
+    w->mb_time[i] = (uint64_t)vt_d_host(w, time);
+    w->mb_addr[i] = address;
+    w->mb_corr[i] = (uint64_t)vt_d_corr(w, corr);
+    if (!c->free) {
+        w->mb_size[w->mb_na] = size;
+        w->mb_stack[w->mb_na++] = stack;
+    }
+    w->events++;
+    if (!w->dirty) { /* pending counts as unflushed data (flush_ms bound) */
+        w->dirty = 1;
+        w->dirty_since = vt_mono_ns();
+    }
+    return w->mb_n == VT_MBLOCK_MAX ? vt_enc_mblock(w) : 0;
 }
 
 /* ------------------------------------------------------------ interning
@@ -1614,8 +1783,6 @@ static int vt_enc_entry(vt_writer *w, vt_ring *ring, const vt_ent *e)
     Vramtrace__Record r = VRAMTRACE__RECORD__INIT;
     r.body_case = (Vramtrace__Record__BodyCase)e->type;
     union {
-        Vramtrace__Alloc alloc;
-        Vramtrace__Free free;
         Vramtrace__AllocFailed af;
         Vramtrace__VmmReserve vres;
         Vramtrace__VmmAddressFree vaf;
@@ -1632,35 +1799,15 @@ static int vt_enc_entry(vt_writer *w, vt_ring *ring, const vt_ent *e)
         Vramtrace__Note note;
     } m;
     switch (e->type) {
-    case VT_EV_ALLOC: {
-        Vramtrace__Alloc x = VRAMTRACE__ALLOC__INIT;
-        x.address = u.alloc.address;
-        x.size = u.alloc.size;
-        x.device = u.alloc.device;
-        x.kind = (Vramtrace__MemoryKind)u.alloc.kind;
-        x.api = (Vramtrace__AllocApi)u.alloc.api;
-        x.stream = u.alloc.stream;
-        x.pool = u.alloc.pool;
-        x.thread = thread;
-        x.stack = stack;
-        x.corr = vt_d_corr(w, u.alloc.corr);
-        m.alloc = x;
-        r.alloc = &m.alloc;
-        break;
+    case VT_EV_ALLOC: { /* joins the pending MemBlock */
+        vt_mctx c = {.stream = u.alloc.stream, .pool = u.alloc.pool, .device = u.alloc.device, .thread = thread,
+                     .kind = (uint32_t)u.alloc.kind, .api = (uint32_t)u.alloc.api};
+        return vt_enc_mem(w, &c, e->time, u.alloc.address, u.alloc.size, stack, u.alloc.corr);
     }
     case VT_EV_FREE: {
-        Vramtrace__Free x = VRAMTRACE__FREE__INIT;
-        x.address = u.free.address;
-        x.device = u.free.device;
-        x.kind = (Vramtrace__MemoryKind)u.free.kind;
-        x.api = (Vramtrace__AllocApi)u.free.api;
-        x.stream = u.free.stream;
-        x.thread = thread;
-        x.stack = stack;
-        x.corr = vt_d_corr(w, u.free.corr);
-        m.free = x;
-        r.free = &m.free;
-        break;
+        vt_mctx c = {.stream = u.free.stream, .device = u.free.device, .thread = thread, .stack = stack,
+                     .free = 1, .kind = (uint32_t)u.free.kind, .api = (uint32_t)u.free.api};
+        return vt_enc_mem(w, &c, e->time, u.free.address, 0, 0, u.free.corr);
     }
     case VT_EV_ALLOC_FAILED: {
         Vramtrace__AllocFailed x = VRAMTRACE__ALLOC_FAILED__INIT;

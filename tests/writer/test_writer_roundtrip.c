@@ -209,7 +209,7 @@ static void test_roundtrip_all_kinds(void **state)
     /* header */
     assert_non_null(t.header);
     assert_int_equal(t.header->magic, VT_FORMAT_MAGIC);
-    assert_int_equal(t.header->format_version, 1);
+    assert_int_equal(t.header->format_version, VT_FORMAT_VERSION);
     assert_string_equal(t.header->tool_version, VT_TOOL_VERSION);
     assert_int_equal(t.header->pid, 4242);
     assert_string_equal(t.header->hostname, "node7");

@@ -192,6 +192,83 @@ static void wt_block(wt_trace *t, wt_state *s, const Vramtrace__Record *r, int k
     free(l32);
 }
 
+static int wt_record(wt_trace *t, wt_state *s, Vramtrace__Record *r, int keep);
+
+/* A MemBlock: each event made up as the Alloc or Free record it stands
+ * for (ts_delta and corr the deltas such a record carries), then taken
+ * like one. */
+static void wt_mblock(wt_trace *t, wt_state *s, const Vramtrace__Record *r, int keep)
+{
+    const Vramtrace__MemBlock *mb = r->mem_block;
+    const size_t n = mb->count;
+    t->nmblocks++;
+    if (r->ts_delta)
+        wt_err(t, "MemBlock with ts_delta %lld", (long long)r->ts_delta);
+    if (n == 0 || n > 65536 || mb->n_context == 0) {
+        wt_err(t, "MemBlock of %zu events, %zu contexts", n, mb->n_context);
+        return;
+    }
+    uint64_t *cx = malloc(n * 8), *tm = malloc(n * 8), *ad = malloc(n * 8), *co = malloc(n * 8);
+    uint64_t *sz = malloc(n * 8), *sk = malloc(n * 8);
+    size_t na = 0;
+    int bad = wt_col(&mb->ctx, n, cx);
+    for (size_t i = 0; !bad && i < n; i++) {
+        if (cx[i] >= mb->n_context)
+            bad = 1;
+        else
+            na += !mb->context[cx[i]]->free;
+    }
+    if (bad || wt_col(&mb->time, n, tm) || wt_col(&mb->address, n, ad) || wt_col(&mb->corr, n, co) ||
+        wt_col(&mb->size, na, sz) || wt_col(&mb->stack, na, sk)) {
+        wt_err(t, "MemBlock with a malformed column");
+    } else {
+        t->nmblocked += n;
+        for (size_t i = 0, j = 0; i < n; i++) {
+            const Vramtrace__MemContext *c = mb->context[cx[i]];
+            Vramtrace__Record *x = malloc(sizeof(*x));
+            vramtrace__record__init(x);
+            x->ts_delta = (int64_t)tm[i];
+            if (c->free) {
+                Vramtrace__Free *f = malloc(sizeof(*f));
+                vramtrace__free__init(f);
+                f->address = ad[i];
+                f->device = c->device;
+                f->kind = c->kind;
+                f->api = c->api;
+                f->stream = c->stream;
+                f->thread = c->thread;
+                f->stack = c->stack;
+                f->corr = (int64_t)co[i];
+                x->body_case = VRAMTRACE__RECORD__BODY_FREE;
+                x->free = f;
+            } else {
+                Vramtrace__Alloc *a = malloc(sizeof(*a));
+                vramtrace__alloc__init(a);
+                a->address = ad[i];
+                a->size = sz[j];
+                a->device = c->device;
+                a->kind = c->kind;
+                a->api = c->api;
+                a->stream = c->stream;
+                a->pool = c->pool;
+                a->thread = c->thread;
+                a->stack = (uint32_t)sk[j++];
+                a->corr = (int64_t)co[i];
+                x->body_case = VRAMTRACE__RECORD__BODY_ALLOC;
+                x->alloc = a;
+            }
+            if (!wt_record(t, s, x, keep))
+                vramtrace__record__free_unpacked(x, NULL);
+        }
+    }
+    free(cx);
+    free(tm);
+    free(ad);
+    free(co);
+    free(sz);
+    free(sk);
+}
+
 /* Returns 1 if the record is kept (owned by t), 0 if it may be freed. */
 static int wt_record(wt_trace *t, wt_state *s, Vramtrace__Record *r, int keep)
 {
@@ -285,6 +362,9 @@ static int wt_record(wt_trace *t, wt_state *s, Vramtrace__Record *r, int keep)
         return 0;
     case VRAMTRACE__RECORD__BODY_KERNEL_BLOCK:
         wt_block(t, s, r, keep);
+        return 0;
+    case VRAMTRACE__RECORD__BODY_MEM_BLOCK:
+        wt_mblock(t, s, r, keep);
         return 0;
     default:
         break;

@@ -46,6 +46,7 @@ typedef struct {
     uint64_t nrecords, nsync, nzframes;
     uint64_t nbatches, nbatched; /* KernelBatch and KernelBlock records, kernels in them */
     uint64_t nblocks;            /* of them KernelBlock records */
+    uint64_t nmblocks, nmblocked; /* MemBlock records, allocations and frees in them */
     uint64_t dropped_queue;   /* sum of Dropped{WRITER_QUEUE}.count */
     uint64_t dropped_other;   /* sum of the other sources */
     int truncated;            /* the data stopped inside a frame or record */
