@@ -1,5 +1,5 @@
-/* test_reader_batch.c - KernelBatch and KernelBlock records (Record.body
- * 28 and 29) in the reader (src/core/vt_reader_batch.c and its hook in
+/* test_reader_batch.c - KernelBatch, KernelBlock and MemBlock records
+ * (Record.body 28, 29 and 30) in the reader (src/core/vt_reader_batch.c and its hook in
  * vt_reader.c): hand-built batches (protobuf-c packed, unpacked columns,
  * empty, unknown fields) and blocks (widths 0..64, exceptions, columns in
  * any order, graph ids in pieces) read as plain kernels with the shared
@@ -9,7 +9,12 @@
  * batches split by flushes, zstd frames and other events read back in
  * emission order, values of every size through the writer's packer,
  * random damage in the decompressed stream; truncation at every byte of a
- * batched trace. */
+ * batched trace.  MemBlocks: hand-built (contexts of both kinds, columns
+ * with exceptions and in any order, unknown fields, bases shared with
+ * Alloc records), corrupt ones, a writer trace of allocations and frees
+ * with more contexts than a block holds, kernels and flushes between,
+ * small frames, read with vt_reader_next() and vt_reader_next_batch(),
+ * and random damage. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -761,10 +766,31 @@ static void same_event(const vt_event *g, const vt_event *w, size_t i)
         assert_int_equal(a->graph_id, b->graph_id);
         assert_int_equal(a->duration_ns, b->duration_ns);
         assert_int_equal(a->corr, b->corr);
+    } else if (g->type == VT_EV_ALLOC) {
+        const vt_ev_alloc *a = &g->u.alloc, *b = &w->u.alloc;
+        assert_int_equal(a->address, b->address);
+        assert_int_equal(a->size, b->size);
+        assert_int_equal(a->corr, b->corr);
+        assert_int_equal(a->device, b->device);
+        assert_int_equal(a->kind, b->kind);
+        assert_int_equal(a->api, b->api);
+        assert_int_equal(a->stream, b->stream);
+        assert_int_equal(a->pool, b->pool);
+        if (b->site.tid)
+            assert_int_equal(a->site.tid, b->site.tid);
+        assert_int_equal(!!a->site.stack, !!b->site.nframes); /* frames sent: a stack */
     } else {
-        assert_int_equal(g->u.alloc.address, w->u.alloc.address);
-        assert_int_equal(g->u.alloc.size, w->u.alloc.size);
-        assert_int_equal(g->u.alloc.corr, w->u.alloc.corr);
+        const vt_ev_free *a = &g->u.free, *b = &w->u.free;
+        assert_int_equal(g->type, VT_EV_FREE);
+        assert_int_equal(a->address, b->address);
+        assert_int_equal(a->corr, b->corr);
+        assert_int_equal(a->device, b->device);
+        assert_int_equal(a->kind, b->kind);
+        assert_int_equal(a->api, b->api);
+        assert_int_equal(a->stream, b->stream);
+        if (b->site.tid)
+            assert_int_equal(a->site.tid, b->site.tid);
+        assert_int_equal(!!a->site.stack, !!b->site.nframes);
     }
 }
 
@@ -884,12 +910,8 @@ static void test_writer_block_values(void **state)
  * damage reaches the decoder): never a crash (ASan/UBSan builds), every
  * event of the records before the first changed byte as written, then
  * either more events or a clear error. */
-static void test_block_corruption(void **state)
+static void damage(const char *path, const sent *s, size_t n, const char *what)
 {
-    (void)state;
-    size_t n;
-    sent *s;
-    char *path = write_batched(3, &n, &s, 4u << 20, 0);
     FILE *f = fopen(path, "rb");
     static uint8_t comp[1 << 20];
     size_t csize = fread(comp, 1, sizeof(comp), f);
@@ -941,7 +963,7 @@ static void test_block_corruption(void **state)
             vt_reader_get_stats(r, &st);
             if (st.records > before || st.resyncs)
                 continue; /* from the damaged record on: anything, as long as nothing crashes */
-            if (ev.type != VT_EV_KERNEL && ev.type != VT_EV_ALLOC)
+            if (ev.type != VT_EV_KERNEL && ev.type != VT_EV_ALLOC && ev.type != VT_EV_FREE)
                 continue;
             assert_true(i < n);
             same_event(&ev, &s[i].ev, i);
@@ -955,8 +977,18 @@ static void test_block_corruption(void **state)
         }
         vt_reader_free(r);
     }
-    print_message("block corruption: %zu errors, %zu read through\n", corrupt, clean);
+    print_message("%s corruption: %zu errors, %zu read through\n", what, corrupt, clean);
     assert_true(corrupt > 0);
+}
+
+static void test_block_corruption(void **state)
+{
+    (void)state;
+    size_t n;
+    sent *s;
+    char *path = write_batched(3, &n, &s, 4u << 20, 0);
+    damage(path, s, n, "block");
+    unlink(path);
     free(s);
 }
 
@@ -1033,6 +1065,349 @@ static void test_batch_truncation(void **state)
     }
 }
 
+/* ---- MemBlock (Record.body 30) -------------------------------------- */
+
+/* A MemContext into b (field 2 of the MemBlock). */
+static void put_ctx(buf *b, int free_, uint32_t device, uint32_t kind, uint32_t api, uint64_t stream, uint64_t pool,
+                    uint32_t thread, uint32_t stack, int unknown)
+{
+    static buf c;
+    c.n = 0;
+    const uint64_t v[9] = {0, (uint64_t)free_, device, kind, api, stream, pool, thread, stack};
+    for (uint32_t f = 8; f >= 1; f--) { /* any order */
+        if (!v[f])
+            continue;
+        put_tag(&c, f, 0);
+        put_varint(&c, v[f]);
+    }
+    if (unknown) {
+        put_tag(&c, 77, 0);
+        put_varint(&c, 5);
+    }
+    put_msg(b, 2, &c);
+}
+
+static void expect_mem(vt_reader *r, vt_evtype type, uint64_t t, uint64_t address, uint64_t size, uint64_t corr,
+                       uint32_t device, uint32_t kind, uint32_t api, uint64_t stream, uint64_t pool, uint32_t tid,
+                       uint32_t stack)
+{
+    vt_event ev;
+    int rc = vt_reader_next(r, &ev);
+    if (rc != 1)
+        fail_msg("expected %s, got %d: %s", vt_evtype_name(type), rc, vt_reader_errmsg(r));
+    if (ev.type != type)
+        fail_msg("expected %s, got %s", vt_evtype_name(type), vt_evtype_name(ev.type));
+    assert_int_equal(ev.time_ns, t);
+    if (type == VT_EV_ALLOC) {
+        const vt_ev_alloc *a = &ev.u.alloc;
+        assert_int_equal(a->address, address);
+        assert_int_equal(a->size, size);
+        assert_int_equal(a->corr, corr);
+        assert_int_equal(a->device, device);
+        assert_int_equal(a->kind, kind);
+        assert_int_equal(a->api, api);
+        assert_int_equal(a->stream, stream);
+        assert_int_equal(a->pool, pool);
+        assert_int_equal(a->site.tid, tid);
+        assert_int_equal(a->site.stack, stack);
+        assert_null(a->site.frames);
+    } else {
+        const vt_ev_free *a = &ev.u.free;
+        assert_int_equal(a->address, address);
+        assert_int_equal(a->corr, corr);
+        assert_int_equal(a->device, device);
+        assert_int_equal(a->kind, kind);
+        assert_int_equal(a->api, api);
+        assert_int_equal(a->stream, stream);
+        assert_int_equal(a->site.tid, tid);
+        assert_int_equal(a->site.stack, stack);
+        (void)size;
+        (void)pool;
+    }
+}
+
+static void test_handmade_mblocks(void **state)
+{
+    (void)state;
+    vt_tenc *e = start_trace();
+    Vramtrace__Thread th = VRAMTRACE__THREAD__INIT;
+    th.id = 1;
+    th.tid = 4242;
+    vt_tenc_add(e, 0, VRAMTRACE__RECORD__BODY_THREAD, &th);
+    static buf b;
+    /* 1. four events of three contexts: allocations on device 1 (pool,
+     * stream, thread 1), a free of context 1 with a stack, a pinned
+     * allocation; a time column with an exception (a long idle gap) and
+     * a step back; addresses in bytes; an unknown field in the block and
+     * in a context */
+    uint64_t cx1[] = {0, 0, 1, 2};
+    uint64_t t1[] = {10, (uint64_t)-3, (1ull << 40) + 5, 0};
+    uint64_t a1[] = {0x7f0000001000ull, 0x7f0000002000ull, 0x7f0000001000ull, 0x200000ull};
+    uint64_t s1[] = {64, 1ull << 33, 4096}; /* per allocation */
+    uint64_t k1[] = {5, 6, 0};
+    uint64_t c1[] = {1, 1, (uint64_t)-1, 100};
+    b.n = 0;
+    put_tag(&b, 1, 0);
+    put_varint(&b, 4);
+    put_ctx(&b, 0, 1, 1, 3, 0x55, 0x77, 1, 0, 1);
+    put_ctx(&b, 1, 1, 1, 3, 0x55, 0, 1, 9, 0);
+    put_ctx(&b, 0, 0, 4, 6, 0, 0, 0, 0, 0);
+    put_col(&b, 3, 2, 0, cx1, 4);
+    put_col(&b, 4, 5, -3, t1, 4);
+    put_col(&b, 5, 48, 0, a1, 4);
+    put_tag(&b, 99, 0); /* unknown field of a newer writer */
+    put_varint(&b, 1);
+    put_col(&b, 6, 13, 64, s1, 3);
+    put_col(&b, 7, 3, 0, k1, 3);
+    put_col(&b, 8, 2, -1, c1, 4);
+    body_entry(e, 30, &b);
+    /* 2. an Alloc record between: time and correlation bases shared */
+    Vramtrace__Alloc a = VRAMTRACE__ALLOC__INIT;
+    a.address = 0x3000;
+    a.size = 8;
+    a.corr = 5;
+    vt_tenc_add(e, 20, VRAMTRACE__RECORD__BODY_ALLOC, &a);
+    /* 3. frees only (no size or stack column), columns in any order,
+     * width 0 */
+    uint64_t cx3[] = {0, 0, 0}, t3[] = {7, 7, 7}, a3[] = {0x3000, 0x3000, 0x3000}, c3[] = {2, 2, 2};
+    b.n = 0;
+    put_col(&b, 8, 0, 2, c3, 3);
+    put_col(&b, 5, 0, 0x3000, a3, 3);
+    put_ctx(&b, 1, 2, 3, 5, 0, 0, 1, 0, 0);
+    put_col(&b, 4, 0, 7, t3, 3);
+    put_col(&b, 3, 0, 0, cx3, 3);
+    put_tag(&b, 1, 0);
+    put_varint(&b, 3);
+    body_entry(e, 30, &b);
+    vt_tenc_end(e, 9);
+    vt_tenc_end_frame(e);
+
+    size_t size;
+    const uint8_t *d = vt_tenc_data(e, &size);
+    vt_reader *r;
+    assert_int_equal(vt_reader_open_mem(&r, d, size, "m.zst"), 0);
+    skip_defs(r);
+    expect_type(r, VT_EV_THREAD);
+    /* host base 1000 */
+    expect_mem(r, VT_EV_ALLOC, 1010, 0x7f0000001000ull, 64, 1, 1, 1, 3, 0x55, 0x77, 4242, 5);
+    expect_mem(r, VT_EV_ALLOC, 1007, 0x7f0000002000ull, 1ull << 33, 2, 1, 1, 3, 0x55, 0x77, 4242, 6);
+    expect_mem(r, VT_EV_FREE, 1012 + (1ull << 40), 0x7f0000001000ull, 0, 1, 1, 1, 3, 0x55, 0, 4242, 9);
+    expect_mem(r, VT_EV_ALLOC, 1012 + (1ull << 40), 0x200000, 4096, 101, 0, 4, 6, 0, 0, 0, 0);
+    expect_mem(r, VT_EV_ALLOC, 1032 + (1ull << 40), 0x3000, 8, 106, 0, 0, 0, 0, 0, 4242 * 0, 0);
+    for (uint64_t i = 1; i <= 3; i++)
+        expect_mem(r, VT_EV_FREE, 1032 + (1ull << 40) + 7 * i, 0x3000, 0, 106 + 2 * i, 2, 3, 5, 0, 0, 4242, 0);
+    expect_type(r, VT_EV_END);
+    vt_event ev;
+    assert_int_equal(vt_reader_next(r, &ev), 0);
+    vt_reader_stats st;
+    vt_reader_get_stats(r, &st);
+    assert_int_equal(st.unknown_fields, 2);
+    assert_int_equal(st.unknown_records, 0);
+    assert_true(st.complete);
+    vt_reader_free(r);
+    vt_tenc_free(e);
+}
+
+static void test_corrupt_mblocks(void **state)
+{
+    (void)state;
+    static buf b;
+    uint64_t v[4] = {1, 2, 3, 4}, z[4] = {0, 0, 0, 0}, cx[4] = {0, 1, 0, 2};
+#define MHEAD(K, NCTX)                                                        \
+    do {                                                                      \
+        b.n = 0;                                                              \
+        put_tag(&b, 1, 0);                                                    \
+        put_varint(&b, (K));                                                  \
+        for (int c_ = 0; c_ < (NCTX); c_++)                                   \
+            put_ctx(&b, c_ & 1, 0, 1, 3, (uint64_t)c_, 0, 0, 0, 0);          \
+    } while (0)
+    b.n = 0;
+    put_ctx(&b, 0, 0, 1, 3, 0, 0, 0, 0, 0);
+    put_col(&b, 3, 0, 0, z, 2);
+    check_corrupt_field(30, &b, "MemBlock without events");
+    MHEAD(65537, 1);
+    check_corrupt_field(30, &b, "MemBlock of 65537 events (at most 65536)");
+    MHEAD(2, 0);
+    put_col(&b, 3, 0, 0, z, 2);
+    check_corrupt_field(30, &b, "MemBlock without contexts");
+    MHEAD(4, 2); /* contexts 0 (alloc) and 1 (free): entry 3 names 2 */
+    put_col(&b, 3, 2, 0, cx, 4);
+    check_corrupt_field(30, &b, "MemBlock event 3 names context 2 of 2");
+    MHEAD(3, 2); /* 2 allocations, 1 free */
+    put_col(&b, 3, 2, 0, cx, 3);
+    put_col(&b, 4, 3, 0, v, 3);
+    put_col(&b, 6, 3, 0, v, 2);
+    put_col(&b, 7, 3, 0, v, 2);
+    put_col(&b, 8, 3, 0, v, 3);
+    check_corrupt_field(30, &b, "MemBlock without its address column");
+    MHEAD(3, 2);
+    put_col(&b, 3, 2, 0, cx, 3);
+    put_col(&b, 4, 3, 0, v, 3);
+    put_col(&b, 5, 3, 0, v, 3);
+    put_col(&b, 6, 8, 0, v, 1); /* one size for two allocations */
+    put_col(&b, 7, 3, 0, v, 2);
+    put_col(&b, 8, 3, 0, v, 3);
+    check_corrupt_field(30, &b, "MemBlock column size has 1 bytes for 2 entries of 8 bits");
+    MHEAD(1, 1);
+    put_col(&b, 3, 70, 0, z, 1);
+    check_corrupt_field(30, &b, "MemBlock column ctx with entries of 70 bits");
+    b.n = 0;
+    put_tag(&b, 1, 0);
+    put_varint(&b, 1);
+    static buf c;
+    c.n = 0;
+    put_tag(&c, 0, 0);
+    put_varint(&c, 1);
+    put_msg(&b, 2, &c);
+    check_corrupt_field(30, &b, "invalid field number 0 in MemContext");
+    c.n = 0;
+    put_tag(&c, 3, 0);
+    c.b[c.n++] = 0x80; /* a varint cut by the end of the context */
+    b.n = 0;
+    put_msg(&b, 2, &c);
+    check_corrupt_field(30, &b, "bad varint in MemContext field 3");
+    MHEAD(1, 1);
+    put_tag(&b, 5, 2);
+    put_varint(&b, 100); /* 100 bytes announced, none there */
+    check_corrupt_field(30, &b, "MemBlock field 5 runs past the end of the message");
+    MHEAD(1, 257);
+    check_corrupt_field(30, &b, "MemBlock with more than 256 contexts");
+#undef MHEAD
+}
+
+/* Allocations and frees through the writer's MemBlocks and back: two
+ * producer threads' tids given by the sites, 20 streams at random in
+ * half of the events (more contexts than a block holds), pinned and managed kinds, stacks on allocations
+ * and on some frees, kernels and flushes between, addresses and sizes of
+ * every size, small zstd frames; read with vt_reader_next() and with
+ * vt_reader_next_batch(). */
+static char *write_mem(uint64_t seed, size_t *n_out, sent **out, size_t frame_bytes)
+{
+    static char path[256];
+    snprintf(path, sizeof(path), "/tmp/vt_reader_mblock_%d_%llu.zst", (int)getpid(), (unsigned long long)seed);
+    unlink(path);
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.path = path;
+    cfg.frame_bytes = frame_bytes;
+    cfg.ring_bytes = 8u << 20;
+    cfg.clock = VT_CLOCK_MONOTONIC;
+    vt_writer *w;
+    vt_ev_header h = {.pid = 1, .ppid = 1, .hostname = "h", .program = "p", .kernels = 1, .native_stacks = 1,
+                      .trace_clock_ns = 1000000, .realtime_ns = 1};
+    assert_int_equal(vt_writer_create(&w, &cfg, &h), 0);
+    enum { N = 12000 };
+    sent *s = calloc(N, sizeof(*s));
+    static vt_frame fr[8][3];
+    for (int k = 0; k < 8; k++)
+        for (int j = 0; j < 3; j++)
+            fr[k][j] = (vt_frame){.kind = VT_FRAME_NATIVE, .pc = 0x400000ull + (uint64_t)k * 0x100 + (uint64_t)j};
+    uint64_t rng = seed, t = 2000000, corr = 10, live[64] = {0};
+    for (size_t i = 0; i < N; i++) {
+        vt_event *e = &s[i].ev;
+        memset(e, 0, sizeof(*e));
+        const uint64_t r = vt_tenc_rand(&rng);
+        t += r % 97 == 0 ? vt_tenc_rand(&rng) >> 20 : r % 5000;
+        corr += r % 61 == 0 ? vt_tenc_rand(&rng) >> 8 : 1;
+        e->time_ns = t;
+        const size_t slot = (size_t)(r >> 8) % 64;
+        if (i % 500 == 250) { /* a kernel between: the block goes out first */
+            mk_kernel(e, i);
+            e->time_ns = t;
+        } else if (!live[slot] || r % 3 == 0) {
+            e->type = VT_EV_ALLOC;
+            const unsigned scale = (unsigned)(vt_tenc_rand(&rng) % 48);
+            live[slot] = r % 41 == 0 ? vt_tenc_rand(&rng) : 0x7f0000000000ull + ((vt_tenc_rand(&rng) >> scale) & ~0xffull);
+            e->u.alloc = (vt_ev_alloc){.address = live[slot], .size = r % 29 == 0 ? vt_tenc_rand(&rng) : 512ull << (r % 20),
+                                       .device = (uint32_t)(r % 2), .kind = r % 11 == 0 ? VT_MEM_PINNED_HOST
+                                                                          : r % 13 == 0 ? VT_MEM_MANAGED : VT_MEM_DEVICE,
+                                       .api = r % 11 == 0 ? VT_API_HOST_ALLOC : VT_API_MALLOC_ASYNC,
+                                       .stream = 0x5000 + (i % 300 < 150 ? r % 20 : 0) * 16, .pool = r % 7 == 0 ? 0x9000 : 0,
+                                       .corr = corr};
+            e->u.alloc.site.tid = i % 1000 < 500 ? 1001 : 1002;
+            if (r % 4) {
+                e->u.alloc.site.frames = fr[r % 8];
+                e->u.alloc.site.nframes = 3;
+            }
+        } else {
+            e->type = VT_EV_FREE;
+            e->u.free = (vt_ev_free){.address = live[slot], .device = (uint32_t)(r % 2), .kind = VT_MEM_DEVICE,
+                                     .api = VT_API_MALLOC_ASYNC, .stream = 0x5000 + (i % 300 < 150 ? r % 20 : 0) * 16, .corr = corr};
+            e->u.free.site.tid = i % 1000 < 500 ? 1001 : 1002;
+            if (r % 50 == 0) {
+                e->u.free.site.frames = fr[r % 8];
+                e->u.free.site.nframes = 3;
+            }
+            live[slot] = 0;
+        }
+        while (vt_writer_emit(w, e) == VT_ERR_DROPPED)
+            usleep(100);
+        if (i % 2000 == 1999)
+            assert_int_equal(vt_writer_flush(w), 0); /* a block cut by a flush */
+    }
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+    *n_out = N;
+    *out = s;
+    return path;
+}
+
+static void test_writer_mblocks(void **state)
+{
+    (void)state;
+    size_t n;
+    sent *s;
+    for (int pass = 0; pass < 2; pass++) {
+        char *path = write_mem(5 + (uint64_t)pass, &n, &s, pass ? 4096 : 4u << 20);
+        vt_reader *r;
+        char msg[256];
+        /* one by one */
+        assert_int_equal(vt_reader_open(&r, path, msg, sizeof(msg)), 0);
+        vt_event ev;
+        size_t i = 0;
+        int rc;
+        while ((rc = vt_reader_next(r, &ev)) == 1) {
+            if (ev.type != VT_EV_KERNEL && ev.type != VT_EV_ALLOC && ev.type != VT_EV_FREE)
+                continue;
+            assert_true(i < n);
+            same_event(&ev, &s[i].ev, i);
+            i++;
+        }
+        if (rc)
+            fail_msg("%s", vt_reader_errmsg(r));
+        assert_int_equal(i, n);
+        vt_reader_stats st;
+        vt_reader_get_stats(r, &st);
+        print_message("mem blocks (frames of %s): %zu events in %llu records, %llu frames\n", pass ? "4 KiB" : "4 MiB",
+                      n, (unsigned long long)st.records, (unsigned long long)st.frames);
+        assert_true(st.records < n / 4); /* most came in blocks */
+        if (pass)
+            assert_true(st.frames > 10);
+        vt_reader_free(r);
+        /* in batches of 7 (blocks drained across calls) */
+        assert_int_equal(vt_reader_open(&r, path, msg, sizeof(msg)), 0);
+        vt_event evs[7];
+        i = 0;
+        while ((rc = vt_reader_next_batch(r, evs, 7)) > 0) {
+            for (int k = 0; k < rc; k++) {
+                if (evs[k].type != VT_EV_KERNEL && evs[k].type != VT_EV_ALLOC && evs[k].type != VT_EV_FREE)
+                    continue;
+                assert_true(i < n);
+                same_event(&evs[k], &s[i].ev, i);
+                i++;
+            }
+        }
+        if (rc)
+            fail_msg("%s", vt_reader_errmsg(r));
+        assert_int_equal(i, n);
+        vt_reader_free(r);
+        if (!pass)
+            damage(path, s, n, "mem block");
+        unlink(path);
+        free(s);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -1046,6 +1421,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_writer_block_values),
         cmocka_unit_test(test_block_corruption),
         cmocka_unit_test(test_batch_truncation),
+        cmocka_unit_test(test_handmade_mblocks),
+        cmocka_unit_test(test_corrupt_mblocks),
+        cmocka_unit_test(test_writer_mblocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
