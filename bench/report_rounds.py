@@ -4,7 +4,9 @@ TRACE` for each binary in turn, ROUNDS times (fresh processes, alternating
 so that the machine's load falls on all alike); prints per binary the
 CPU seconds (user + system, from wait4) min / median, as M records per
 CPU second, and the peak RSS.  RECORDS: the trace's record count
-(analyze_bench prints it).  For issue 4's goal (>= 30 M events/s per core)
+(analyze_bench prints it).  A BIN given as BIN=OTHER_TRACE reads that
+trace instead (the same events in another format: a format change timed
+side by side).  For issue 4's goal (>= 30 M events/s per core)
 on machines without /usr/bin/time."""
 import os
 import statistics
@@ -16,7 +18,8 @@ cpu = [[] for _ in bins]  # by position: the same binary may be given twice (a c
 rss = [0 for _ in bins]
 for r in range(rounds):
     for i, b in enumerate(bins):
-        p = subprocess.Popen([b, "report", "--no-symbols", trace], stdout=subprocess.DEVNULL)
+        exe, _, tr = b.partition("=")
+        p = subprocess.Popen([exe, "report", "--no-symbols", tr or trace], stdout=subprocess.DEVNULL)
         _, status, ru = os.wait4(p.pid, 0)
         if status:
             sys.exit("report_rounds.py: %s exited with %d" % (b, status))
