@@ -44,3 +44,11 @@ add_test(NAME reader.kbatch_fixture
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/golden.sh $<TARGET_FILE:vramtrace> ${CMAKE_CURRENT_LIST_DIR}/data
           ${CMAKE_CURRENT_LIST_DIR}/data/kbatch-gpu-alloc-basic.txt 0 dump --stacks kbatch-gpu-alloc-basic.zst)
 set_tests_properties(reader.kbatch_fixture PROPERTIES LABELS "reader;golden")
+
+# A real H200 trace of format 1 (tests/data/gpu-torch-async.zst before the
+# fixtures were recorded in format 2, with MemBlock records): reported
+# exactly as the vramtrace of format 1 (a73aeb6) did; golden made with it.
+add_test(NAME reader.v1_fixture
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/golden.sh $<TARGET_FILE:vramtrace> ${CMAKE_CURRENT_LIST_DIR}/data
+          ${CMAKE_CURRENT_LIST_DIR}/data/v1-gpu-torch-async.report.txt 0 report --no-symbols v1-gpu-torch-async.zst)
+set_tests_properties(reader.v1_fixture PROPERTIES LABELS "reader;golden")
