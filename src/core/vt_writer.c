@@ -881,8 +881,11 @@ static int vt_enc_put(vt_writer *w, const Vramtrace__Record *r)
             return rc;
     }
     if (w->kb_n && r->body_case != VRAMTRACE__RECORD__BODY_KERNEL_BLOCK &&
-        r->body_case != VRAMTRACE__RECORD__BODY_KERNEL) {
-        /* pending kernels first: records keep the order of their events */
+        r->body_case != VRAMTRACE__RECORD__BODY_KERNEL && r->body_case != VRAMTRACE__RECORD__BODY_MEM_BLOCK &&
+        r->body_case != VRAMTRACE__RECORD__BODY_ALLOC && r->body_case != VRAMTRACE__RECORD__BODY_FREE) {
+        /* pending kernels first: records keep the order of their events.
+         * Not before pending allocations and frees going out (above):
+         * those came first, since one queued flushes the kernels. */
         int rc = vt_enc_kbatch(w);
         if (rc)
             return rc;

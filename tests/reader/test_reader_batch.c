@@ -1298,7 +1298,7 @@ static char *write_mem(uint64_t seed, size_t *n_out, sent **out, size_t frame_by
                       .trace_clock_ns = 1000000, .realtime_ns = 1};
     assert_int_equal(vt_writer_create(&w, &cfg, &h), 0);
     enum { N = 12000 };
-    sent *s = calloc(N, sizeof(*s));
+    sent *s = calloc(N + 1, sizeof(*s));
     static vt_frame fr[8][3];
     for (int k = 0; k < 8; k++)
         for (int j = 0; j < 3; j++)
@@ -1343,12 +1343,31 @@ static char *write_mem(uint64_t seed, size_t *n_out, sent **out, size_t frame_by
         }
         while (vt_writer_emit(w, e) == VT_ERR_DROPPED)
             usleep(100);
-        if (i % 2000 == 1999)
+        if (i % 500 == 250 && i > 1000) {
+            /* an NVTX mark after the kernel (its launch known by now):
+             * allocations and a kernel pending at once meet another
+             * record, and go out in the order they came */
+            vt_event m;
+            memset(&m, 0, sizeof(m));
+            m.type = VT_EV_NVTX;
+            m.time_ns = t;
+            m.u.nvtx.op = VT_NVTX_MARK;
+            m.u.nvtx.message = "mark";
+            while (vt_writer_emit(w, &m) == VT_ERR_DROPPED)
+                usleep(100);
+        }
+        if (i % 2000 == 1999 && i + 1 < N)
             assert_int_equal(vt_writer_flush(w), 0); /* a block cut by a flush */
     }
+    /* the last event a kernel: allocations and a kernel pending at the
+     * close, written before End in the order they came */
+    mk_kernel(&s[N].ev, 250);
+    s[N].ev.time_ns = t;
+    while (vt_writer_emit(w, &s[N].ev) == VT_ERR_DROPPED)
+        usleep(100);
     assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
     vt_writer_free(w);
-    *n_out = N;
+    *n_out = N + 1;
     *out = s;
     return path;
 }
