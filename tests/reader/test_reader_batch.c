@@ -100,7 +100,7 @@ static void put_col(buf *b, uint32_t field, unsigned width, int64_t base, const 
     for (size_t j = 0; j < m; j++) {
         uint64_t x = v[j] - (uint64_t)base;
         for (unsigned k = 0; k < width; k++)
-            if (x >> k & 1)
+            if (k < 64 && (x >> k & 1)) /* a width over 64 (a corrupt column): zeros above */
                 col.b[col.n + (j * width + k) / 8] |= (uint8_t)(1u << ((j * width + k) % 8));
     }
     col.n += nbytes;
