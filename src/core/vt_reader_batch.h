@@ -1,13 +1,17 @@
-/* vt_reader_batch.h - the reader's decoder of KernelBatch records (src/core).
+/* vt_reader_batch.h - the reader's decoder of column records (src/core):
+ * KernelBatch, KernelBlock and MemBlock.
  *
  * A KernelBatch (Record.body field 28, proto/vramtrace.proto) is n kernels
- * in packed columns.  vt_reader.c decodes the whole record at once with
- * vt_kbatch_decode() (every column checked before any kernel is returned,
- * so a corrupt batch yields none of its kernels), then hands out one
- * ordinary VT_EV_KERNEL per vt_reader_next() call with vt_kbatch_next():
- * consumers never see a batch.  Memory: the columns of one batch, at most
- * VT_KBATCH_READ_MAX kernels (2.5 MiB), kept for reuse until
- * vt_kbatch_free().  Depends on the C library only.
+ * in packed columns, a KernelBlock (29) the same bit-packed, a MemBlock
+ * (30) n allocations and frees in bit-packed columns with contexts.
+ * vt_reader.c decodes the whole record at once with vt_kbatch_decode(),
+ * vt_kblock_decode() or vt_mblock_decode() (every column checked before
+ * any event is returned, so a corrupt record yields none of its events),
+ * then hands out ordinary VT_EV_KERNEL, VT_EV_ALLOC and VT_EV_FREE events
+ * (vt_kbatch_next(), vt_mblock_next(), or in batches): consumers never see
+ * a block.  Memory: the columns of one record, at most 65536 events
+ * (2.5 and 3 MiB), kept for reuse until vt_kbatch_free() and
+ * vt_mblock_free().  Depends on the C library only.
  */
 #ifndef VT_READER_BATCH_H
 #define VT_READER_BATCH_H
