@@ -858,10 +858,11 @@ static inline int vt_rec_small(Vramtrace__Record__BodyCase c)
          * a 10-byte graph id, plus tags and lengths */
         return VT_KBATCH_MAX * 46 + 4 * 11 + 64 <= VT_SMALL_MAX;
     case VRAMTRACE__RECORD__BODY_MEM_BLOCK:
-        /* six columns of at most 11 + 9 bytes per entry (width 64 is
-         * always cheaper than exceptions, which add at most the index's
-         * second byte), contexts of at most 2 + 7 * 11 bytes */
-        return 6 * (11 + 9 * VT_MBLOCK_MAX) + VT_MBLOCK_CTX * 79 + 64 <= VT_SMALL_MAX;
+        /* six columns of at most 12 + 9 bytes per entry (width byte, base,
+         * a partial last byte; width 64 is never dearer than exceptions,
+         * which add at most an index's second byte), contexts of at most
+         * 2 + 7 * 11 bytes */
+        return 6 * (12 + 9 * VT_MBLOCK_MAX) + VT_MBLOCK_CTX * 79 + 64 <= VT_SMALL_MAX;
     default:
         return 1;
     }
