@@ -502,7 +502,7 @@ typedef struct {
 #define L_SITE(T, m) (int16_t) offsetof(T, m)
 #define L_STR(T, m) (int16_t) offsetof(T, m)
 
-static const vt_layout *vt_layout_of(unsigned type)
+static inline const vt_layout *vt_layout_of(unsigned type)
 {
     static const vt_layout tab[] = {
         [VT_EV_ALLOC] = {sizeof(vt_ev_alloc), L_SITE(vt_ev_alloc, site), {-1, -1}, 1},
@@ -567,7 +567,13 @@ static uint32_t vt_frames_unpack(const uint64_t *wd, uint32_t nwords, vt_frame *
     return n;
 }
 
-VT_HOT static int vt_push(vt_writer *w, unsigned type, const void *payload, uint64_t time_ns)
+/* The push of one entry.  Always inlined: vt_writer_emit() has copies
+ * for allocations and frees (the type a constant: the layout, the
+ * payload's size and the string and module steps fold away, and the
+ * payload is copied in line instead of by a call to memcpy), vt_push()
+ * the one for any type. */
+static inline __attribute__((always_inline)) int vt_push_body(vt_writer *w, unsigned type, const void *payload,
+                                                             uint64_t time_ns)
 {
     const vt_layout *L = vt_layout_of(type);
     if (!L)
@@ -612,6 +618,7 @@ VT_HOT static int vt_push(vt_writer *w, unsigned type, const void *payload, uint
             total += (uint64_t)nframes * 16;
         }
     }
+#pragma GCC unroll 2 /* unrolled first, so that a constant type folds the layout's string slots away */
     for (int i = 0; i < 2; i++) {
         if (L->str[i] < 0)
             continue;
@@ -712,6 +719,12 @@ VT_HOT static int vt_push(vt_writer *w, unsigned type, const void *payload, uint
     return 0;
 }
 
+VT_HOT static __attribute__((noinline)) int vt_push(vt_writer *w, unsigned type, const void *payload,
+                                                    uint64_t time_ns)
+{
+    return vt_push_body(w, type, payload, time_ns);
+}
+
 VT_HOT int vt_writer_emit(vt_writer *w, const vt_event *ev)
 {
     if (!w)
@@ -720,7 +733,12 @@ VT_HOT int vt_writer_emit(vt_writer *w, const vt_event *ev)
         return VT_ERR_INVALID;
     if (vt_is_off(w))
         return VT_ERR_DISABLED;
-    if (ev->type == VT_ENT_CODE)
+    /* the allocation callbacks' events: their own copies */
+    if (ev->type == VT_EV_ALLOC)
+        return vt_push_body(w, VT_EV_ALLOC, &ev->u, ev->time_ns);
+    if (ev->type == VT_EV_FREE)
+        return vt_push_body(w, VT_EV_FREE, &ev->u, ev->time_ns);
+    if ((unsigned)ev->type == VT_ENT_CODE)
         return VT_ERR_INVALID;
     return vt_push(w, (unsigned)ev->type, &ev->u, ev->time_ns);
 }
