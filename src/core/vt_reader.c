@@ -1321,8 +1321,7 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
             vt_site *st = t->type == VT_EV_ALLOC ? &t->u.alloc.site : &t->u.free.site;
             st->tid = tid_of(r, st->thread);
         }
-        vt_mblock_next(&r->mb, ev);
-        return 1;
+        return vt_mblock_take(&r->mb, ev, 1);
     case VT_EV_ALLOC:
         ZERO(&ev->u.alloc);
         rc = dec_alloc(r, bp, be, &ev->u.alloc, &cd);
@@ -2028,8 +2027,7 @@ static int next_slow_(vt_reader *r, vt_event *ev);
             return 1;                                                         \
         }                                                                     \
         if (r->mb.left) { /* the rest of a MemBlock */                        \
-            vt_mblock_next(&r->mb, ev);                                       \
-            return 1;                                                         \
+            return vt_mblock_take(&r->mb, ev, 1);                             \
         }                                                                     \
         const uint8_t *p = r->raw + r->rpos, *pe = r->raw + r->rend;          \
         if (__builtin_expect(r->fast && pe - p >= 2 + FAST_SLACK && p[0] == 0x0A && p[1] < 0x80 && \
@@ -2084,40 +2082,6 @@ static inline __attribute__((always_inline)) int kb_drain(vt_reader *r, vt_event
     return (int)take;
 }
 
-/* Up to max pending events of a MemBlock (r->mb.left > 0) into ev, as
- * vt_mblock_next() does one, with the columns in locals (as kb_drain). */
-static inline __attribute__((always_inline)) int mb_drain(vt_reader *r, vt_event *ev, int max)
-{
-    vt_mblock *const b = &r->mb;
-    const uint32_t left = b->left, take = left < (uint32_t)max ? left : (uint32_t)max;
-    const size_t i0 = b->n - left;
-    const uint64_t *const ctx = b->ctx + i0, *const time = b->time + i0;
-    const uint64_t *const addr = b->addr + i0, *const corr = b->corr + i0;
-    const uint64_t *const size = b->size + b->ai, *const stack = b->stack + b->ai;
-    const vt_event *const tmpl = b->tmpl;
-    uint32_t a = 0;
-    for (uint32_t j = 0; j < take; j++) {
-        vt_event *e = &ev[j];
-        const vt_event *t = &tmpl[ctx[j]];
-        e->type = t->type;
-        e->time_ns = time[j];
-        if (t->type == VT_EV_ALLOC) {
-            memcpy(&e->u.alloc, &t->u.alloc, offsetof(vt_ev_alloc, site.fp));
-            e->u.alloc.address = addr[j];
-            e->u.alloc.size = size[a];
-            e->u.alloc.site.stack = (uint32_t)stack[a++];
-            e->u.alloc.corr = corr[j];
-        } else {
-            memcpy(&e->u.free, &t->u.free, offsetof(vt_ev_free, site.fp));
-            e->u.free.address = addr[j];
-            e->u.free.corr = corr[j];
-        }
-    }
-    b->ai += a;
-    b->left = left - take;
-    return (int)take;
-}
-
 /* Bytes from a record's start that the batch loop needs readable: its two
  * bytes of entry, at most 127 of Record (a one-byte length) and
  * FAST_SLACK; so that a start at most BATCH_ROOM before the end is the
@@ -2133,7 +2097,7 @@ static inline __attribute__((always_inline)) int mb_drain(vt_reader *r, vt_event
  * valid and its errors come as from vt_reader_next(). */
 #define BATCH_BODY(FAST_RECORD)                                               \
     do {                                                                      \
-        int n = r->kb.left ? kb_drain(r, ev, max) : r->mb.left ? mb_drain(r, ev, max) : 0; \
+        int n = r->kb.left ? kb_drain(r, ev, max) : r->mb.left ? vt_mblock_take(&r->mb, ev, max) : 0; \
         if (n == max)                                                         \
             return n;                                                         \
         if (__builtin_expect(r->fast && r->rpos + BATCH_ROOM <= r->rend, 1)) { \

@@ -8,7 +8,7 @@
  * vt_kblock_decode() or vt_mblock_decode() (every column checked before
  * any event is returned, so a corrupt record yields none of its events),
  * then hands out ordinary VT_EV_KERNEL, VT_EV_ALLOC and VT_EV_FREE events
- * (vt_kbatch_next(), vt_mblock_next(), or in batches): consumers never see
+ * (vt_kbatch_next(), vt_mblock_take(), or in batches): consumers never see
  * a block.  Memory: the columns of one record, at most 65536 events
  * (2.5 and 3 MiB), kept for reuse until vt_kbatch_free() and
  * vt_mblock_free().  Depends on the C library only.
@@ -106,26 +106,39 @@ typedef struct {
 int vt_mblock_decode(vt_mblock *b, const uint8_t *p, const uint8_t *end, const uint8_t *hard, uint64_t *host_time,
                      uint64_t *corr, uint64_t *unknown, char *why, size_t why_len);
 
-/* The next pending event into *ev (b->left > 0): the template's head
- * (everything before the site's fingerprint) and the event's own
- * fields. */
-static inline void vt_mblock_next(vt_mblock *b, vt_event *ev)
+/* Up to max pending events (b->left > 0) into ev[0 .. max): each its
+ * template's head (everything before the site's fingerprint) and its own
+ * fields, the columns in locals (stores into the events could alias b's
+ * fields).  Returns the count taken. */
+static inline __attribute__((always_inline)) int vt_mblock_take(vt_mblock *b, vt_event *ev, int max)
 {
-    const uint32_t i = b->n - b->left--;
-    const vt_event *t = &b->tmpl[b->ctx[i]];
-    ev->type = t->type;
-    ev->time_ns = b->time[i];
-    if (t->type == VT_EV_ALLOC) {
-        memcpy(&ev->u.alloc, &t->u.alloc, offsetof(vt_ev_alloc, site.fp));
-        ev->u.alloc.address = b->addr[i];
-        ev->u.alloc.size = b->size[b->ai];
-        ev->u.alloc.site.stack = (uint32_t)b->stack[b->ai++];
-        ev->u.alloc.corr = b->corr[i];
-    } else {
-        memcpy(&ev->u.free, &t->u.free, offsetof(vt_ev_free, site.fp));
-        ev->u.free.address = b->addr[i];
-        ev->u.free.corr = b->corr[i];
+    const uint32_t left = b->left, take = left < (uint32_t)max ? left : (uint32_t)max;
+    const size_t i0 = b->n - left;
+    const uint64_t *const ctx = b->ctx + i0, *const time = b->time + i0;
+    const uint64_t *const addr = b->addr + i0, *const corr = b->corr + i0;
+    const uint64_t *const size = b->size + b->ai, *const stack = b->stack + b->ai;
+    const vt_event *const tmpl = b->tmpl;
+    uint32_t a = 0;
+    for (uint32_t j = 0; j < take; j++) {
+        vt_event *e = &ev[j];
+        const vt_event *t = &tmpl[ctx[j]];
+        e->type = t->type;
+        e->time_ns = time[j];
+        if (t->type == VT_EV_ALLOC) {
+            memcpy(&e->u.alloc, &t->u.alloc, offsetof(vt_ev_alloc, site.fp));
+            e->u.alloc.address = addr[j];
+            e->u.alloc.size = size[a];
+            e->u.alloc.site.stack = (uint32_t)stack[a++];
+            e->u.alloc.corr = corr[j];
+        } else {
+            memcpy(&e->u.free, &t->u.free, offsetof(vt_ev_free, site.fp));
+            e->u.free.address = addr[j];
+            e->u.free.corr = corr[j];
+        }
     }
+    b->ai += a;
+    b->left = left - take;
+    return (int)take;
 }
 
 /* Release the columns; the block is empty and reusable afterwards. */
