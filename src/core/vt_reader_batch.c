@@ -43,19 +43,20 @@ static inline int column_of(uint64_t f, unsigned wt)
     return (int)f - 1;
 }
 
-/* Skip an unknown field (wire_skip(); groups are refused: proto3 has none). */
-static int skip(const uint8_t **pp, const uint8_t *end, uint64_t tag, char *why, size_t why_len)
+/* Skip an unknown field of message `msg` (wire_skip(); groups are
+ * refused: proto3 has none). */
+static int skip(const uint8_t **pp, const uint8_t *end, uint64_t tag, const char *msg, char *why, size_t why_len)
 {
     switch (wire_skip(pp, end, (unsigned)(tag & 7))) {
     case WIRE_OK:
         return 0;
     case WIRE_BAD_VARINT:
-        return fail(why, why_len, "bad varint in KernelBatch field %llu", (unsigned long long)(tag >> 3));
+        return fail(why, why_len, "bad varint in %s field %llu", msg, (unsigned long long)(tag >> 3));
     case WIRE_PAST_END:
-        return fail(why, why_len, "KernelBatch field %llu runs past the end of the message",
+        return fail(why, why_len, "%s field %llu runs past the end of the message", msg,
                     (unsigned long long)(tag >> 3));
     default:
-        return fail(why, why_len, "invalid wire type %u in KernelBatch (field %llu)", (unsigned)(tag & 7),
+        return fail(why, why_len, "invalid wire type %u in %s (field %llu)", (unsigned)(tag & 7), msg,
                     (unsigned long long)(tag >> 3));
     }
 }
@@ -253,7 +254,7 @@ int vt_kbatch_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const u
             return fail(why, why_len, "invalid field number 0 in KernelBatch");
         int c = column_of(tag >> 3, (unsigned)(tag & 7));
         if (c < 0) {
-            if (skip(&p, end, tag, why, why_len))
+            if (skip(&p, end, tag, "KernelBatch", why, why_len))
                 return VT_ERR_CORRUPT;
             nunknown++;
             continue;
@@ -427,7 +428,7 @@ int vt_kblock_decode(vt_kbatch *b, const uint8_t *p, const uint8_t *end, const u
                 ce[f - 3] = p + v;
             }
             p += v;
-        } else if (skip(&p, end, tag, why, why_len)) {
+        } else if (skip(&p, end, tag, "KernelBatch", why, why_len)) { /* sic: what it has always said */
             return VT_ERR_CORRUPT;
         } else {
             nunknown++;
@@ -512,14 +513,10 @@ static int mcontext(const uint8_t *p, const uint8_t *end, vt_event *t, uint64_t 
                 return fail(why, why_len, "bad varint in MemContext field %llu", (unsigned long long)f);
         } else if (f == 0) {
             return fail(why, why_len, "invalid field number 0 in MemContext");
+        } else if (skip(&p, end, tag, "MemContext", why, why_len)) {
+            return VT_ERR_CORRUPT;
         } else {
-            switch (wire_skip(&p, end, (unsigned)(tag & 7))) {
-            case WIRE_OK:
-                (*unknown)++;
-                break;
-            default:
-                return fail(why, why_len, "bad field %llu in MemContext", (unsigned long long)f);
-            }
+            (*unknown)++;
         }
     }
     /* enums through int32_t, as the reader's other paths */
@@ -582,19 +579,10 @@ int vt_mblock_decode(vt_mblock *b, const uint8_t *p, const uint8_t *end, const u
                 ce[col_of[f]] = p + v;
             }
             p += v;
+        } else if (skip(&p, end, tag, "MemBlock", why, why_len)) {
+            return VT_ERR_CORRUPT;
         } else {
-            switch (wire_skip(&p, end, wt)) {
-            case WIRE_OK:
-                nunknown++;
-                break;
-            case WIRE_BAD_VARINT:
-                return fail(why, why_len, "bad varint in MemBlock field %llu", (unsigned long long)f);
-            case WIRE_PAST_END:
-                return fail(why, why_len, "MemBlock field %llu runs past the end of the message",
-                            (unsigned long long)f);
-            default:
-                return fail(why, why_len, "invalid wire type %u in MemBlock (field %llu)", wt, (unsigned long long)f);
-            }
+            nunknown++;
         }
     }
     if (n == 0)
