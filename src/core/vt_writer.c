@@ -67,8 +67,9 @@
 #define VT_EMERGENCY_WAIT_MS 1000 /* a signal handler waits at most this for the writer thread */
 #define VT_EMERGENCY_DRAIN_NS (100ull * 1000000) /* the writer thread's drain budget then */
 #define VT_KBATCH_MAX 256  /* kernels per KernelBatch record (bounded: packed without a size pass) */
-/* a KernelBlock column: width, base, up to 64 bits per kernel, slack for the packer's 4-byte stores */
-#define VT_KCOL_BYTES (1 + 10 + VT_KBATCH_MAX * (8 + 2 * 10) + 8) /* + exceptions, at worst */
+/* a KernelBlock or MemBlock column of m entries (vt_kcol): width, base, up
+ * to 64 bits an entry, exceptions at worst, slack for the packer's 4-byte stores */
+#define VT_COL_BYTES(m) (1 + 10 + (m) * (8 + 2 * 10) + 8)
 #ifndef VT_ZSTD_RAW_LITERALS
 #define VT_ZSTD_RAW_LITERALS 1 /* zstd literals stored raw (faster to read; see vt_writer_create) */
 #endif
@@ -83,7 +84,6 @@
 #ifndef VT_MB_ADDR_BYTES
 #define VT_MB_ADDR_BYTES 1 /* MemBlock addresses in whole bytes from 0: zstd matches a reused address */
 #endif
-#define VT_MCOL_BYTES (1 + 10 + VT_MBLOCK_MAX * (8 + 2 * 10) + 8) /* a MemBlock column, as VT_KCOL_BYTES */
 
 /* What the events of a MemBlock share (proto MemContext). */
 typedef struct {
@@ -257,7 +257,7 @@ struct vt_writer {
     uint64_t kb_dur[VT_KBATCH_MAX];
     int64_t kb_corr[VT_KBATCH_MAX];
     uint64_t kb_graph[VT_KBATCH_MAX];
-    uint8_t kb_col[4][VT_KCOL_BYTES]; /* packed KernelBlock columns */
+    uint8_t kb_col[4][VT_COL_BYTES(VT_KBATCH_MAX)]; /* packed KernelBlock columns */
     /* pending allocations and frees (deltas taken when queued, in stream
      * order: the block goes out before any other record).  Part of the
      * writer like the kernels. */
@@ -269,7 +269,7 @@ struct vt_writer {
     uint64_t mb_size[VT_MBLOCK_MAX];  /* per allocation */
     uint64_t mb_stack[VT_MBLOCK_MAX]; /* per allocation */
     vt_mctx mb_cx[VT_MBLOCK_CTX];
-    uint8_t mb_col[6][VT_MCOL_BYTES]; /* packed MemBlock columns */
+    uint8_t mb_col[6][VT_COL_BYTES(VT_MBLOCK_MAX)]; /* packed MemBlock columns */
 };
 
 /* --------------------------------------------------------------- globals */
