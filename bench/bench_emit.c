@@ -4,7 +4,7 @@
  * writer thread running.  Compares clocks (CLOCK_MONOTONIC; CUPTI's
  * cuptiGetTimestamp when built with CUPTI).
  *   bench_emit [EVENTS] [DEPTH]            (writes a trace to /tmp)
- *   bench_emit push [EVENTS] [SITES] [COLD_KIB] [REFS]
+ *   bench_emit push [EVENTS] [SITES] [COLD_KIB] [REFS] [FREES]
  *     the push alone (vt_writer_emit) of an allocation whose stack is one
  *     of SITES stacks of 45 frames (29 native, 16 Python, as in a PyTorch
  *     transformer step), each push timed alone; with COLD_KIB > 0 that much
@@ -12,7 +12,10 @@
  *     the caches); REFS=1: with a fingerprint (vt_fp.h, computed in the
  *     timed part; the native part is a walk id, as when the unwinder
  *     replays its memo) and the frames only when vt_writer_site_sent() says no,
- *     as the library does.  Prints the min and median of 5 rounds. */
+ *     as the library does; FREES=1: each allocation followed by the free
+ *     of an earlier one (tensor-level mode), timed with it, the time per
+ *     push is then the mean of the two.  Events carry their time, as the
+ *     library's do.  Prints the min and median of 5 rounds. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +142,7 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double push_round(int nev, int sites, int cold_kib, unsigned char *cold, int refs)
+static double push_round(int nev, int sites, int cold_kib, unsigned char *cold, int refs, int frees)
 {
     enum { NAT = 29, PY = 16, NF = NAT + PY };
     char path[256];
@@ -192,7 +195,19 @@ static double push_round(int nev, int sites, int cold_kib, unsigned char *cold, 
             ev.u.alloc.site.frames = f;
             ev.u.alloc.site.nframes = NF;
         }
+        ev.time_ns = (uint64_t)t0;
         vt_writer_emit(W, &ev);
+        if (frees) {
+            vt_event fe;
+            memset(&fe, 0, sizeof(fe));
+            fe.type = VT_EV_FREE;
+            fe.time_ns = (uint64_t)t0 + 1;
+            fe.u.free.address = 0x7f0000000000ull + ((uint64_t)(i > 8 ? i - 8 : i) << 12);
+            fe.u.free.kind = VT_MEM_DEVICE;
+            fe.u.free.api = VT_API_MALLOC_ASYNC;
+            fe.u.free.corr = (uint64_t)i + 1;
+            vt_writer_emit(W, &fe);
+        }
         t += now() - t0;
         if (i % 500 == 499) {
             struct timespec ts = {0, 2000000};
@@ -203,7 +218,7 @@ static double push_round(int nev, int sites, int cold_kib, unsigned char *cold, 
     unlink(path);
     free(fr);
     free(cap);
-    return t / nev;
+    return t / nev / (frees ? 2 : 1);
 }
 
 static int run_push(int argc, char **argv)
@@ -212,6 +227,7 @@ static int run_push(int argc, char **argv)
     int sites = argc > 3 ? atoi(argv[3]) : 64;
     int cold_kib = argc > 4 ? atoi(argv[4]) : 0;
     int refs = argc > 5 ? atoi(argv[5]) : 0;
+    int frees = argc > 6 ? atoi(argv[6]) : 0;
     unsigned char *cold = cold_kib ? calloc((size_t)cold_kib, 1024) : NULL;
     double tnull = 1e9;
     for (int i = 0; i < 1000; i++) {
@@ -221,10 +237,10 @@ static int run_push(int argc, char **argv)
     }
     double r[5];
     for (int k = 0; k < 5; k++)
-        r[k] = push_round(nev, sites < 1 ? 1 : sites, cold_kib, cold, refs) - tnull;
+        r[k] = push_round(nev, sites < 1 ? 1 : sites, cold_kib, cold, refs, frees) - tnull / (frees ? 2 : 1);
     qsort(r, 5, sizeof(r[0]), cmp_double);
-    printf("push, 45 frames, %d sites, %d KiB touched between pushes, %s: min %.0f / median %.0f ns per push\n",
-           sites, cold_kib, refs ? "references" : "frames every time", r[0], r[2]);
+    printf("push, 45 frames, %d sites, %d KiB touched between pushes, %s%s: min %.0f / median %.0f ns per push\n",
+           sites, cold_kib, refs ? "references" : "frames every time", frees ? ", a free after each" : "", r[0], r[2]);
     free(cold);
     return 0;
 }

@@ -160,6 +160,32 @@ typedef struct {
     uint64_t time; /* event time (kernels: device start) */
 } vt_ent;
 
+/* Short entries: an allocation or a free (most of what a program in
+ * tensor-level mode sends) whose stack needs no frames in the ring (a slot
+ * reference, or none), with device, kind and API in a byte each.  64 bytes
+ * for an allocation, 48 for a free, where the generic entry takes 128 and
+ * 112: a producer writes and the encoder reads half the lines.  size,
+ * type, sref, tid and key are where vt_ent has them (the merge reads
+ * `key`); the event's time is the key.  vt_enc_entry() expands them. */
+#define VT_ENT_ALLOC_S 101
+#define VT_ENT_FREE_S 102
+typedef struct {
+    uint32_t size;
+    uint16_t type;
+    uint16_t sref; /* 0, or the referenced slot + 1 (never a definition) */
+    uint32_t tid;
+    uint8_t device, kind, api, pad;
+    uint64_t key;
+    uint64_t address, corr, stream;
+    uint64_t bytes, pool; /* allocations only */
+} vt_sent;
+#define VT_SENT_FREE_SIZE offsetof(vt_sent, bytes)
+_Static_assert(offsetof(vt_sent, size) == offsetof(vt_ent, size) && offsetof(vt_sent, type) == offsetof(vt_ent, type) &&
+                   offsetof(vt_sent, sref) == offsetof(vt_ent, sref) && offsetof(vt_sent, tid) == offsetof(vt_ent, tid) &&
+                   offsetof(vt_sent, key) == offsetof(vt_ent, key),
+               "a short entry's header fields are where vt_ent has them");
+_Static_assert(sizeof(vt_sent) == 64 && VT_SENT_FREE_SIZE == 48, "short entries: one line, three quarters");
+
 typedef struct {
     uint64_t key;
     const char *file;
@@ -567,6 +593,24 @@ static uint32_t vt_frames_unpack(const uint64_t *wd, uint32_t nwords, vt_frame *
     return n;
 }
 
+/* Publish an entry up to `newhead`; `event`: count it as emitted.
+ * Backlog over a quarter of the ring: wake the writer if it sleeps.  Only
+ * the producer that clears `sleeping` makes the syscall. */
+static inline __attribute__((always_inline)) void vt_publish(vt_writer *w, vt_ring *r, uint64_t newhead, int event)
+{
+    atomic_store_explicit(&r->head, newhead, memory_order_release);
+    if (event)
+        vt_count(&r->emitted);
+    if (__builtin_expect(newhead - r->cached_tail > r->cap / 4, 0)) {
+        r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (newhead - r->cached_tail > r->cap / 4 && atomic_load_explicit(&w->sleeping, memory_order_relaxed)) {
+            int one = 1;
+            if (atomic_compare_exchange_strong(&w->sleeping, &one, 0))
+                vt_wake(w);
+        }
+    }
+}
+
 /* The push of one entry.  Always inlined: vt_writer_emit() has copies
  * for allocations and frees (the type a constant: the layout, the
  * payload's size and the string and module steps fold away, and the
@@ -703,19 +747,68 @@ static inline __attribute__((always_inline)) int vt_push_body(vt_writer *w, unsi
             fpslot[1] = s->fp[1];
         }
     }
-    atomic_store_explicit(&r->head, newhead, memory_order_release);
-    if (type != VT_ENT_CODE) /* emitted == events in the stream; drops count every entry */
-        vt_count(&r->emitted);
-    /* Backlog over a quarter of the ring: wake the writer if it sleeps.
-     * Only the producer that clears `sleeping` makes the syscall. */
-    if (__builtin_expect(newhead - r->cached_tail > r->cap / 4, 0)) {
-        r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-        if (newhead - r->cached_tail > r->cap / 4 && atomic_load_explicit(&w->sleeping, memory_order_relaxed)) {
-            int one = 1;
-            if (atomic_compare_exchange_strong(&w->sleeping, &one, 0))
-                vt_wake(w);
-        }
+    vt_publish(w, r, newhead, type != VT_ENT_CODE); /* emitted == events in the stream; drops count every entry */
+    return 0;
+}
+
+/* The push of a short entry (vt_sent) for an allocation (alloc = 1) or a
+ * free, always inlined with alloc a constant.  Returns 1, having done
+ * nothing, when the event needs the generic entry: frames to send, a
+ * field over a byte, another thread's site. */
+static inline __attribute__((always_inline)) int vt_push_short(vt_writer *w, const vt_event *ev, int alloc)
+{
+    const vt_site *s = alloc ? &ev->u.alloc.site : &ev->u.free.site;
+    uint32_t dev = alloc ? ev->u.alloc.device : ev->u.free.device;
+    uint32_t kind = alloc ? (uint32_t)ev->u.alloc.kind : (uint32_t)ev->u.free.kind;
+    uint32_t api = alloc ? (uint32_t)ev->u.alloc.api : (uint32_t)ev->u.free.api;
+    int has_frames = s->frames && s->nframes;
+    if ((dev | kind | api) > 255 || s->tid || (has_frames && !(s->fp[0] | s->fp[1])))
+        return 1;
+    vt_tls *t = VT_TLS_ADDR(&t_tls);
+    vt_ring *r = vt_tls_ring(t, w);
+    if (!r) {
+        atomic_fetch_add_explicit(&w->noring_dropped, 1, memory_order_relaxed);
+        return VT_ERR_DROPPED;
     }
+    unsigned sref = 0;
+    if (s->fp[0] | s->fp[1]) {
+        unsigned k = vt_sref_slot(s->fp);
+        const uint64_t *f = vt_ring_fps(r) + 2 * k;
+        if (f[0] == s->fp[0] && f[1] == s->fp[1])
+            sref = k + 1;
+        else if (has_frames)
+            return 1; /* these frames define the slot */
+    }
+    const uint64_t size = alloc ? sizeof(vt_sent) : VT_SENT_FREE_SIZE;
+    uint64_t newhead;
+    vt_sent *e = (vt_sent *)vt_ring_reserve(r, size, &newhead);
+    if (!e) {
+        vt_count(&r->dropped);
+        return VT_ERR_DROPPED;
+    }
+    if (__builtin_expect(!t->tid, 0))
+        t->tid = (uint32_t)syscall(SYS_gettid);
+    e->size = (uint32_t)size;
+    e->type = alloc ? VT_ENT_ALLOC_S : VT_ENT_FREE_S;
+    e->sref = (uint16_t)sref;
+    e->tid = t->tid;
+    e->device = (uint8_t)dev;
+    e->kind = (uint8_t)kind;
+    e->api = (uint8_t)api;
+    e->pad = 0;
+    e->key = ev->time_ns ? ev->time_ns : vt_tnow(w);
+    if (alloc) {
+        e->address = ev->u.alloc.address;
+        e->corr = ev->u.alloc.corr;
+        e->stream = ev->u.alloc.stream;
+        e->bytes = ev->u.alloc.size;
+        e->pool = ev->u.alloc.pool;
+    } else {
+        e->address = ev->u.free.address;
+        e->corr = ev->u.free.corr;
+        e->stream = ev->u.free.stream;
+    }
+    vt_publish(w, r, newhead, 1);
     return 0;
 }
 
@@ -734,10 +827,14 @@ VT_HOT int vt_writer_emit(vt_writer *w, const vt_event *ev)
     if (vt_is_off(w))
         return VT_ERR_DISABLED;
     /* the allocation callbacks' events: their own copies */
-    if (ev->type == VT_EV_ALLOC)
-        return vt_push_body(w, VT_EV_ALLOC, &ev->u, ev->time_ns);
-    if (ev->type == VT_EV_FREE)
-        return vt_push_body(w, VT_EV_FREE, &ev->u, ev->time_ns);
+    if (ev->type == VT_EV_ALLOC) {
+        int rc = vt_push_short(w, ev, 1);
+        return rc != 1 ? rc : vt_push_body(w, VT_EV_ALLOC, &ev->u, ev->time_ns);
+    }
+    if (ev->type == VT_EV_FREE) {
+        int rc = vt_push_short(w, ev, 0);
+        return rc != 1 ? rc : vt_push_body(w, VT_EV_FREE, &ev->u, ev->time_ns);
+    }
     if ((unsigned)ev->type == VT_ENT_CODE)
         return VT_ERR_INVALID;
     return vt_push(w, (unsigned)ev->type, &ev->u, ev->time_ns);
@@ -1731,8 +1828,51 @@ static inline const void *vt_fix(const vt_ent *e, const void *field)
     return off ? (const unsigned char *)e + off : NULL;
 }
 
+static int vt_enc_entry(vt_writer *w, vt_ring *ring, const vt_ent *e);
+
+/* A short entry, expanded into the generic one it stands for. */
+static int vt_enc_short(vt_writer *w, vt_ring *ring, const vt_sent *s)
+{
+    struct {
+        vt_ent h;
+        union {
+            vt_ev_alloc alloc;
+            vt_ev_free free;
+        } u;
+    } x;
+    memset(&x, 0, sizeof(x));
+    x.h.size = sizeof(x);
+    x.h.sref = s->sref;
+    x.h.tid = s->tid;
+    x.h.key = x.h.time = s->key;
+    if (s->type == VT_ENT_ALLOC_S) {
+        x.h.type = VT_EV_ALLOC;
+        x.u.alloc.address = s->address;
+        x.u.alloc.size = s->bytes;
+        x.u.alloc.device = s->device;
+        x.u.alloc.kind = (vt_memkind)s->kind;
+        x.u.alloc.api = (vt_allocapi)s->api;
+        x.u.alloc.stream = s->stream;
+        x.u.alloc.pool = s->pool;
+        x.u.alloc.corr = s->corr;
+        x.u.alloc.site.tid = s->tid;
+    } else {
+        x.h.type = VT_EV_FREE;
+        x.u.free.address = s->address;
+        x.u.free.device = s->device;
+        x.u.free.kind = (vt_memkind)s->kind;
+        x.u.free.api = (vt_allocapi)s->api;
+        x.u.free.stream = s->stream;
+        x.u.free.corr = s->corr;
+        x.u.free.site.tid = s->tid;
+    }
+    return vt_enc_entry(w, ring, &x.h);
+}
+
 static int vt_enc_entry(vt_writer *w, vt_ring *ring, const vt_ent *e)
 {
+    if (e->type == VT_ENT_ALLOC_S || e->type == VT_ENT_FREE_S)
+        return vt_enc_short(w, ring, (const vt_sent *)e);
     const vt_layout *L = vt_layout_of(e->type);
     if (!L)
         return 0;

@@ -231,17 +231,11 @@ VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_mem
                               uint64_t stream, uint64_t pool, uint64_t corr)
 {
     vt_frame fr[VT_CAPTURE_FRAMES_MAX];
-    vt_event ev;
-    memset(&ev, 0, sizeof(ev));
+    vt_event ev; /* only what the writer reads of it: not the whole union zeroed */
     ev.type = VT_EV_ALLOC;
-    ev.u.alloc.address = addr;
-    ev.u.alloc.size = size;
-    ev.u.alloc.device = dev;
-    ev.u.alloc.kind = kind;
-    ev.u.alloc.api = api;
-    ev.u.alloc.stream = stream;
-    ev.u.alloc.pool = pool;
-    ev.u.alloc.corr = corr;
+    ev.time_ns = 0;
+    ev.u.alloc = (vt_ev_alloc){.address = addr, .size = size, .device = dev, .kind = kind, .api = api,
+                               .stream = stream, .pool = pool, .corr = corr};
     capture_site(&ev.u.alloc.site, fr, VT_CAPTURE_FRAMES_MAX);
     emit(&ev);
     if (__builtin_expect(!atomic_load_explicit(&g.used, memory_order_relaxed), 0))
@@ -253,15 +247,10 @@ VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_mem
 VT_HOT static void emit_free(uint64_t addr, uint32_t dev, vt_memkind kind, vt_allocapi api, uint64_t stream,
                              uint64_t corr)
 {
-    vt_event ev;
-    memset(&ev, 0, sizeof(ev));
+    vt_event ev; /* as in emit_alloc */
     ev.type = VT_EV_FREE;
-    ev.u.free.address = addr;
-    ev.u.free.device = dev;
-    ev.u.free.kind = kind;
-    ev.u.free.api = api;
-    ev.u.free.stream = stream;
-    ev.u.free.corr = corr;
+    ev.time_ns = 0;
+    ev.u.free = (vt_ev_free){.address = addr, .device = dev, .kind = kind, .api = api, .stream = stream, .corr = corr};
     emit(&ev);
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -902,6 +903,110 @@ static void test_stack_refs_threads(void **state)
     unlink(path);
 }
 
+/* Allocations and frees go through the ring in a short entry when their
+ * stack needs no frames there (a reference, or none) and device, kind and
+ * API fit a byte; otherwise in the generic one.  Both kinds, at the
+ * boundaries and with extreme values, come back with every field. */
+static void test_short_entries(void **state)
+{
+    (void)state;
+    char path[512];
+    wt_tmp_path(path, sizeof(path), "short.vt");
+    vt_writer *w = open_writer(path, NULL);
+    vt_frame fr[2] = {{0x400100, 0, VT_FRAME_NATIVE}, {0x400200, 0, VT_FRAME_NATIVE}};
+    const uint64_t FP0 = 0x1234, FP1 = 0x7777000000000001ull, BIG = ~0ull;
+    enum { N = 10 };
+    static const struct {
+        int alloc;
+        uint32_t device, kind, api, tid; /* tid: the site's (0: the calling thread) */
+        int stack;                       /* 0 none, 1 frames with the fingerprint, 2 the fingerprint sent before */
+    } c[N] = {
+        {1, 0, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, 0, 1},   /* defines the slot: generic */
+        {1, 255, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, 0, 2}, /* short, a reference */
+        {1, 256, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, 0, 2}, /* device over a byte: generic */
+        {1, 7, VT_MEM_MANAGED, VT_API_VMM, 0, 0},           /* short, no stack */
+        {1, 7, VT_MEM_DEVICE, VT_API_MALLOC, 4242, 2},      /* another thread's site: generic */
+        {0, 0, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, 0, 0},   /* short */
+        {0, 255, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0},
+        {0, 1000, VT_MEM_DEVICE, VT_API_MALLOC, 0, 0},      /* generic */
+        {0, 3, VT_MEM_DEVICE, VT_API_MALLOC, 4242, 0},      /* generic */
+        {0, 3, VT_MEM_DEVICE, VT_API_MALLOC, 0, 2},         /* short, a free with a stack reference */
+    };
+    for (int i = 0; i < N; i++) {
+        vt_event e;
+        memset(&e, 0, sizeof(e));
+        e.type = c[i].alloc ? VT_EV_ALLOC : VT_EV_FREE;
+        e.time_ns = 5000 + (uint64_t)i * 10;
+        vt_site site = {.tid = c[i].tid};
+        if (c[i].stack) {
+            site.fp[0] = FP0;
+            site.fp[1] = FP1;
+            assert_int_equal(vt_writer_site_sent(w, site.fp), c[i].stack == 2);
+        }
+        if (c[i].stack == 1) {
+            site.frames = fr;
+            site.nframes = 2;
+        }
+        if (c[i].alloc)
+            e.u.alloc = (vt_ev_alloc){.address = BIG - (uint64_t)i, .size = BIG - 7 - (uint64_t)i, .device = c[i].device,
+                                      .kind = (vt_memkind)c[i].kind, .api = (vt_allocapi)c[i].api,
+                                      .stream = BIG - 100 - (uint64_t)i, .pool = BIG - 200 - (uint64_t)i,
+                                      .corr = (uint64_t)1 << (40 + i), .site = site};
+        else
+            e.u.free = (vt_ev_free){.address = BIG - (uint64_t)i, .device = c[i].device, .kind = (vt_memkind)c[i].kind,
+                                    .api = (vt_allocapi)c[i].api, .stream = BIG - 100 - (uint64_t)i,
+                                    .corr = (uint64_t)1 << (40 + i), .site = site};
+        assert_int_equal(vt_writer_emit(w, &e), 0);
+    }
+    assert_int_equal(vt_writer_close(w, VT_END_NORMAL, 0), 0);
+    vt_writer_free(w);
+
+    wt_trace t;
+    assert_int_equal(wt_decode_file(path, &t, 1), 0);
+    assert_int_equal(t.errors, 0);
+    int j = 0;
+    const uint32_t self = (uint32_t)syscall(SYS_gettid);
+    for (size_t k = 0; k < t.nev; k++) {
+        const wt_ev *x = &t.ev[k];
+        if (x->type != VRAMTRACE__RECORD__BODY_ALLOC && x->type != VRAMTRACE__RECORD__BODY_FREE)
+            continue;
+        assert_true(j < N);
+        assert_int_equal(x->type, c[j].alloc ? VRAMTRACE__RECORD__BODY_ALLOC : VRAMTRACE__RECORD__BODY_FREE);
+        assert_int_equal(x->time, 5000 + (uint64_t)j * 10);
+        assert_int_equal(x->corr, (uint64_t)1 << (40 + j));
+        assert_int_equal(x->a, BIG - (uint64_t)j);
+        uint32_t device, kind, api;
+        uint64_t stream;
+        if (c[j].alloc) {
+            const Vramtrace__Alloc *a = x->rec->alloc;
+            assert_int_equal(a->size, BIG - 7 - (uint64_t)j);
+            assert_int_equal(a->pool, BIG - 200 - (uint64_t)j);
+            device = a->device, kind = (uint32_t)a->kind, api = (uint32_t)a->api, stream = a->stream;
+        } else {
+            const Vramtrace__Free *f = x->rec->free;
+            device = f->device, kind = (uint32_t)f->kind, api = (uint32_t)f->api, stream = f->stream;
+        }
+        assert_int_equal(device, c[j].device);
+        assert_int_equal(kind, c[j].kind);
+        assert_int_equal(api, c[j].api);
+        assert_int_equal(stream, BIG - 100 - (uint64_t)j);
+        assert_true(x->thread > 0 && x->thread <= t.nthread);
+        assert_int_equal(t.thread[x->thread]->tid, c[j].tid ? c[j].tid : self);
+        if (c[j].stack) {
+            uint32_t f[4];
+            assert_int_equal(wt_stack_frames(&t, x->stack, f, 4), 2);
+            assert_int_equal(t.frame[f[0]]->ip, 0x400100);
+            assert_int_equal(t.frame[f[1]]->ip, 0x400200);
+        } else {
+            assert_int_equal(x->stack, 0);
+        }
+        j++;
+    }
+    assert_int_equal(j, N);
+    wt_trace_free(&t);
+    unlink(path);
+}
+
 static uint64_t prng(uint64_t *x)
 {
     *x ^= *x << 13;
@@ -1043,6 +1148,7 @@ int main(void)
         cmocka_unit_test(test_redefinitions),
         cmocka_unit_test(test_redefinitions_refs),
         cmocka_unit_test(test_stack_refs_threads),
+        cmocka_unit_test(test_short_entries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
