@@ -139,7 +139,7 @@ vt_clocksrc vt_clock_init(int want_tsc)
     return VT_CLOCKSRC_MONOTONIC;
 }
 
-VT_HOT uint64_t vt_clock_now(void)
+VT_HOT uint64_t vt_clock_at(uint64_t tsc)
 {
 #if VT_HAVE_TSC
     if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC) {
@@ -152,8 +152,22 @@ VT_HOT uint64_t vt_clock_now(void)
             uint64_t m = atomic_load_explicit(&c.mult, memory_order_relaxed);
             atomic_thread_fence(memory_order_acquire);
             if (!(s & 1) && atomic_load_explicit(&c.seq, memory_order_relaxed) == s)
-                return map(tsc_read(), tb, nb, m);
+                return map(tsc, tb, nb, m);
         }
+    }
+#else
+    (void)tsc;
+#endif
+    return 0;
+}
+
+VT_HOT uint64_t vt_clock_now(void)
+{
+#if VT_HAVE_TSC
+    if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC) {
+        uint64_t t = vt_clock_at(tsc_read());
+        if (t)
+            return t;
     }
 #endif
     return mono_ns();

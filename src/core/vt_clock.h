@@ -36,6 +36,11 @@ vt_clocksrc vt_clock_init(int want_tsc);
  * clock_gettime(CLOCK_MONOTONIC). */
 uint64_t vt_clock_now(void);
 
+/* The time of a TSC value read earlier on this machine (__rdtsc()), in
+ * vt_clock_now()'s nanoseconds; 0 when the clock is not the TSC.  Lets a
+ * caller that reads the TSC anyway (to time itself) not read it twice. */
+uint64_t vt_clock_at(uint64_t tsc);
+
 /* Recalibrate the TSC map against CLOCK_MONOTONIC; call every 0.1-1 s
  * from one background thread.  Cheap; does nothing for the monotonic source. */
 void vt_clock_tick(void);

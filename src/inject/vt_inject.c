@@ -82,6 +82,7 @@ static struct {
     _Atomic int used;      /* a context was created or memory allocated: keep the trace */
     _Atomic int static_on; /* MEMORY2 activity enabled */
     int selftime, stack_depth, stack_refs; /* cfg's */
+    int tsc_events; /* the clock is vt_clock_now() on the TSC: an allocation's time from the callback's TSC read */
 
     vt_inject_config cfg;
     CUpti_SubscriberHandle sub;
@@ -119,16 +120,18 @@ static struct {
 /* Per-thread state, in one object so that a callback looks it up once
  * (VT_TLS_ADDR): `internal` nonzero: our own driver calls, or the sampler
  * thread; the last context seen and its device; self time, i.e. TSC cycles
- * spent in our driver callbacks, added to the totals every 64 callbacks
- * and reported in a Note at the end.  With VRAMTRACE_SELFTIME=1
- * (cfg.selftime) also per phase (stack walk, Python, writer push: each
- * rdtsc costs ~20 ns on a VM, 4 more per allocation, so not by default)
- * and on stderr. */
+ * spent in our driver callbacks (of one callback in 16, chosen by
+ * selftime_sampled(), or of all with VRAMTRACE_SELFTIME=1), added to the
+ * totals every 64 callbacks and reported in a Note at the end.  With
+ * VRAMTRACE_SELFTIME=1 (cfg.selftime) also per phase (stack walk, Python,
+ * writer push) and on stderr: each rdtsc costs ~20 ns on the GPU
+ * machine's VMs, so a callback reads the TSC once (at its start, which is
+ * also the time of its event) and a second time only when timed. */
 typedef struct {
     int internal;
     uint32_t dev;
     CUcontext ctx;
-    uint64_t cb_n, cb_cyc, push_cyc;
+    uint64_t cb_n, cb_timed, cb_cyc, push_cyc;
     vt_capture_times cap; /* stack capture, native walk */
 } inject_tls;
 static __thread inject_tls t_in;
@@ -137,7 +140,7 @@ static __thread inject_tls t_in;
  * while it forgets that device's pools (cudaDeviceReset destroys them: the
  * sampler must never query a dead handle). */
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint64_t g_cb_n, g_cb_cyc, g_stk_cyc, g_uw_cyc, g_push_cyc;
+static _Atomic uint64_t g_cb_n, g_cb_timed, g_cb_cyc, g_stk_cyc, g_uw_cyc, g_push_cyc;
 static uint64_t g_tsc0, g_ns0;
 
 static uint64_t mono_ns(void)
@@ -227,13 +230,14 @@ VT_HOT static void emit(vt_event *ev)
     t_in.push_cyc += __rdtsc() - c0;
 }
 
+/* now: the event's time (0: the writer reads the clock) */
 VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api,
-                              uint64_t stream, uint64_t pool, uint64_t corr)
+                              uint64_t stream, uint64_t pool, uint64_t corr, uint64_t now)
 {
     vt_frame fr[VT_CAPTURE_FRAMES_MAX];
     vt_event ev; /* only what the writer reads of it: not the whole union zeroed */
     ev.type = VT_EV_ALLOC;
-    ev.time_ns = 0;
+    ev.time_ns = now;
     ev.u.alloc = (vt_ev_alloc){.address = addr, .size = size, .device = dev, .kind = kind, .api = api,
                                .stream = stream, .pool = pool, .corr = corr};
     capture_site(&ev.u.alloc.site, fr, VT_CAPTURE_FRAMES_MAX);
@@ -245,11 +249,11 @@ VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_mem
 }
 
 VT_HOT static void emit_free(uint64_t addr, uint32_t dev, vt_memkind kind, vt_allocapi api, uint64_t stream,
-                             uint64_t corr)
+                             uint64_t corr, uint64_t now)
 {
     vt_event ev; /* as in emit_alloc */
     ev.type = VT_EV_FREE;
-    ev.time_ns = 0;
+    ev.time_ns = now;
     ev.u.free = (vt_ev_free){.address = addr, .device = dev, .kind = kind, .api = api, .stream = stream, .corr = corr};
     emit(&ev);
 }
@@ -343,8 +347,10 @@ static const CUpti_CallbackId k_driver_ids[] = {
     CB(cuMemMap), CB(cuMemUnmap),
 };
 
-VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_CallbackData *cd)
+/* tsc: read at the callback's start */
+VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, uint64_t tsc)
 {
+    const uint64_t now = g.tsc_events ? vt_clock_at(tsc) : 0;
     CUresult rc = cd->functionReturnValue ? *(const CUresult *)cd->functionReturnValue : CUDA_SUCCESS;
     int ok = rc == CUDA_SUCCESS;
     uint64_t corr = cd->correlationId;
@@ -353,81 +359,81 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
     switch (cbid) {
     case CB(cuMemAlloc_v2): {
         P(cuMemAlloc_v2_params);
-        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, 0, 0, corr);
+        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, 0, 0, corr, now);
         else emit_failed(p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemAlloc): {
         P(cuMemAlloc_params);
-        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, 0, 0, corr);
+        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, 0, 0, corr, now);
         else emit_failed(p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemAllocPitch_v2): {
         P(cuMemAllocPitch_v2_params);
-        if (ok) emit_alloc(*p->dptr, (uint64_t)*p->pPitch * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, 0, 0, corr);
+        if (ok) emit_alloc(*p->dptr, (uint64_t)*p->pPitch * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, 0, 0, corr, now);
         else emit_failed((uint64_t)p->WidthInBytes * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemAllocPitch): {
         P(cuMemAllocPitch_params);
-        if (ok) emit_alloc(*p->dptr, (uint64_t)*p->pPitch * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, 0, 0, corr);
+        if (ok) emit_alloc(*p->dptr, (uint64_t)*p->pPitch * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, 0, 0, corr, now);
         else emit_failed((uint64_t)p->WidthInBytes * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemFree_v2): {
         P(cuMemFree_v2_params);
-        if (ok && p->dptr) emit_free(p->dptr, dev, VT_MEM_UNKNOWN, VT_API_MALLOC, 0, corr);
+        if (ok && p->dptr) emit_free(p->dptr, dev, VT_MEM_UNKNOWN, VT_API_MALLOC, 0, corr, now);
         break;
     }
     case CB(cuMemFree): {
         P(cuMemFree_params);
-        if (ok && p->dptr) emit_free(p->dptr, dev, VT_MEM_UNKNOWN, VT_API_MALLOC, 0, corr);
+        if (ok && p->dptr) emit_free(p->dptr, dev, VT_MEM_UNKNOWN, VT_API_MALLOC, 0, corr, now);
         break;
     }
     case CB(cuMemAllocHost_v2): {
         P(cuMemAllocHost_v2_params);
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr);
+        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr, now);
         else emit_failed(p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemAllocHost): {
         P(cuMemAllocHost_params);
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr);
+        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr, now);
         else emit_failed(p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemHostAlloc): {
         P(cuMemHostAlloc_params);
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr);
+        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr, now);
         else emit_failed(p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemFreeHost): {
         P(cuMemFreeHost_params);
-        if (ok && p->p) emit_free((uint64_t)(uintptr_t)p->p, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, corr);
+        if (ok && p->p) emit_free((uint64_t)(uintptr_t)p->p, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, corr, now);
         break;
     }
     case CB(cuMemHostRegister_v2): {
         P(cuMemHostRegister_v2_params);
-        if (ok) emit_alloc((uint64_t)(uintptr_t)p->p, p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, 0, 0, corr);
+        if (ok) emit_alloc((uint64_t)(uintptr_t)p->p, p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, 0, 0, corr, now);
         else emit_failed(p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemHostRegister): {
         P(cuMemHostRegister_params);
-        if (ok) emit_alloc((uint64_t)(uintptr_t)p->p, p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, 0, 0, corr);
+        if (ok) emit_alloc((uint64_t)(uintptr_t)p->p, p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, 0, 0, corr, now);
         else emit_failed(p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemHostUnregister): {
         P(cuMemHostUnregister_params);
-        if (ok) emit_free((uint64_t)(uintptr_t)p->p, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, 0, corr);
+        if (ok) emit_free((uint64_t)(uintptr_t)p->p, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, 0, corr, now);
         break;
     }
     case CB(cuMemAllocManaged): {
         P(cuMemAllocManaged_params);
-        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_MANAGED, VT_API_MALLOC_MANAGED, 0, 0, corr);
+        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_MANAGED, VT_API_MALLOC_MANAGED, 0, 0, corr, now);
         else emit_failed(p->bytesize, dev, VT_MEM_MANAGED, VT_API_MALLOC_MANAGED, rc, 0, 0, corr);
         break;
     }
@@ -435,7 +441,7 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         P(cuArrayCreate_v2_params);
         const CUDA_ARRAY_DESCRIPTOR *d = p->pAllocateArray;
         uint64_t sz = d ? array_bytes(d->Format, d->NumChannels, d->Width, d->Height, 1) : 0;
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr);
+        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr, now);
         else emit_failed(sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, rc, 0, 0, corr);
         break;
     }
@@ -443,7 +449,7 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         P(cuArray3DCreate_v2_params);
         const CUDA_ARRAY3D_DESCRIPTOR *d = p->pAllocateArray;
         uint64_t sz = d ? array_bytes(d->Format, d->NumChannels, d->Width, d->Height, d->Depth) : 0;
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr);
+        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr, now);
         else emit_failed(sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, rc, 0, 0, corr);
         break;
     }
@@ -452,18 +458,18 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         const CUDA_ARRAY3D_DESCRIPTOR *d = p->pMipmappedArrayDesc;
         uint64_t sz = d ? array_bytes(d->Format, d->NumChannels, d->Width, d->Height, d->Depth) : 0;
         sz = sz + sz / 3; /* all levels: about 4/3 of the base */
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr);
+        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr, now);
         else emit_failed(sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, rc, 0, 0, corr);
         break;
     }
     case CB(cuArrayDestroy): {
         P(cuArrayDestroy_params);
-        if (ok) emit_free((uint64_t)(uintptr_t)p->hArray, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, corr);
+        if (ok) emit_free((uint64_t)(uintptr_t)p->hArray, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, corr, now);
         break;
     }
     case CB(cuMipmappedArrayDestroy): {
         P(cuMipmappedArrayDestroy_params);
-        if (ok) emit_free((uint64_t)(uintptr_t)p->hMipmappedArray, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, corr);
+        if (ok) emit_free((uint64_t)(uintptr_t)p->hMipmappedArray, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, corr, now);
         break;
     }
     case CB(cuMemAllocAsync):
@@ -471,14 +477,14 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         P(cuMemAllocAsync_params); /* same layout for _ptsz */
         if (dev < VT_MAX_DEVICES && !atomic_load_explicit(&g.async_seen[dev], memory_order_relaxed))
             atomic_store(&g.async_seen[dev], 1);
-        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, (uint64_t)(uintptr_t)p->hStream, 0, corr);
+        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, (uint64_t)(uintptr_t)p->hStream, 0, corr, now);
         else emit_failed(p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, rc, (uint64_t)(uintptr_t)p->hStream, 0, corr);
         break;
     }
     case CB(cuMemFreeAsync):
     case CB(cuMemFreeAsync_ptsz): {
         P(cuMemFreeAsync_params);
-        if (ok && p->dptr) emit_free(p->dptr, dev, VT_MEM_UNKNOWN, VT_API_MALLOC_ASYNC, (uint64_t)(uintptr_t)p->hStream, corr);
+        if (ok && p->dptr) emit_free(p->dptr, dev, VT_MEM_UNKNOWN, VT_API_MALLOC_ASYNC, (uint64_t)(uintptr_t)p->hStream, corr, now);
         break;
     }
     case CB(cuMemAllocFromPoolAsync):
@@ -486,7 +492,7 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         P(cuMemAllocFromPoolAsync_params);
         uint64_t pool = (uint64_t)(uintptr_t)p->pool;
         pool_track(pool, dev);
-        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_FROM_POOL, (uint64_t)(uintptr_t)p->hStream, pool, corr);
+        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_FROM_POOL, (uint64_t)(uintptr_t)p->hStream, pool, corr, now);
         else emit_failed(p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_FROM_POOL, rc, (uint64_t)(uintptr_t)p->hStream, pool, corr);
         break;
     }
@@ -792,6 +798,14 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *nd)
     }
 }
 
+/* Whether the n-th callback of a thread times itself: one in 16, by the
+ * top bits of a Weyl sequence (no short period, so that a program's own
+ * cycle of allocations and frees does not always land on the same kind). */
+static inline int selftime_sampled(uint64_t n)
+{
+    return (n * 0x9E3779B97F4A7C15ull) >> 60 == 0;
+}
+
 VT_HOT static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
     (void)ud;
@@ -807,15 +821,19 @@ VT_HOT static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpt
         const CUpti_CallbackData *cd = data;
         if (cd->callbackSite == CUPTI_API_EXIT) {
             uint64_t c0 = __rdtsc();
-            on_driver(T, cbid, cd);
-            T->cb_cyc += __rdtsc() - c0;
+            on_driver(T, cbid, cd, c0);
+            if (g.selftime || selftime_sampled(T->cb_n)) {
+                T->cb_cyc += __rdtsc() - c0;
+                T->cb_timed++;
+            }
             if ((++T->cb_n & 63) == 0) {
                 atomic_fetch_add_explicit(&g_cb_n, 64, memory_order_relaxed);
+                atomic_fetch_add_explicit(&g_cb_timed, T->cb_timed, memory_order_relaxed);
                 atomic_fetch_add_explicit(&g_cb_cyc, T->cb_cyc, memory_order_relaxed);
                 atomic_fetch_add_explicit(&g_stk_cyc, T->cap.stk_cyc, memory_order_relaxed);
                 atomic_fetch_add_explicit(&g_uw_cyc, T->cap.uw_cyc, memory_order_relaxed);
                 atomic_fetch_add_explicit(&g_push_cyc, T->push_cyc, memory_order_relaxed);
-                T->cb_cyc = T->cap.stk_cyc = T->cap.uw_cyc = T->push_cyc = 0;
+                T->cb_timed = T->cb_cyc = T->cap.stk_cyc = T->cap.uw_cyc = T->push_cyc = 0;
             }
         }
         break;
@@ -1152,17 +1170,18 @@ static void report_self_time(void)
     uint64_t tsc1 = __rdtsc(), ns1 = mono_ns();
     double ns_per_cyc = tsc1 > g_tsc0 ? (double)(ns1 - g_ns0) / (double)(tsc1 - g_tsc0) : 0;
     /* include this thread's pending counts */
-    uint64_t n = atomic_load(&g_cb_n) + (t_in.cb_n & 63);
+    uint64_t n = atomic_load(&g_cb_n) + (t_in.cb_n & 63), timed = atomic_load(&g_cb_timed) + t_in.cb_timed;
     uint64_t cb = atomic_load(&g_cb_cyc) + t_in.cb_cyc, stk = atomic_load(&g_stk_cyc) + t_in.cap.stk_cyc;
     uint64_t uw = atomic_load(&g_uw_cyc) + t_in.cap.uw_cyc, push = atomic_load(&g_push_cyc) + t_in.push_cyc;
     double per = n ? ns_per_cyc / (double)n : 0.0;
     char text[600];
     if (!g.selftime) {
+        double mean = timed ? cb * ns_per_cyc / (double)timed : 0.0; /* of the callbacks timed */
         snprintf(text, sizeof(text),
-                 "self time: %llu driver callbacks, mean %.0f ns, %.1f ms in all (VRAMTRACE_SELFTIME=1 splits it); "
-                 "activity: %llu buffers, %llu records, %.1f ms",
-                 (unsigned long long)n, cb * per, cb * ns_per_cyc / 1e6, (unsigned long long)act.buffers,
-                 (unsigned long long)act.records, act.cycles * ns_per_cyc / 1e6);
+                 "self time: %llu driver callbacks, mean %.0f ns (%llu of them timed), %.1f ms in all "
+                 "(VRAMTRACE_SELFTIME=1 times every one and splits it); activity: %llu buffers, %llu records, %.1f ms",
+                 (unsigned long long)n, mean, (unsigned long long)timed, mean * (double)n / 1e6,
+                 (unsigned long long)act.buffers, (unsigned long long)act.records, act.cycles * ns_per_cyc / 1e6);
         note(VT_SEV_INFO, text);
         return;
     }
@@ -1497,6 +1516,7 @@ static int init_once(void)
     wc.quiet = g.cfg.quiet;
     wc.clock = VT_CLOCK_CUPTI;
     wc.clock_fn = g.clk;
+    g.tsc_events = g.clk == vt_clock_now && vt_clock_source() == VT_CLOCKSRC_TSC;
     if (g.clk == vt_clock_now)
         wc.tick_fn = vt_clock_tick;
     wc.ring_bytes = 4u << 20; /* per producer thread; pages are touched only as used */
