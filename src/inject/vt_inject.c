@@ -809,6 +809,10 @@ static inline int selftime_sampled(uint64_t n)
 VT_HOT static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
     (void)ud;
+    /* half the driver callbacks are API entries, where nothing is done:
+     * they return before the thread-local lookup */
+    if (dom == CUPTI_CB_DOMAIN_DRIVER_API && ((const CUpti_CallbackData *)data)->callbackSite != CUPTI_API_EXIT)
+        return;
     inject_tls *T = VT_TLS_ADDR(&t_in);
     if (T->internal || !atomic_load_explicit(&g.active, memory_order_relaxed))
         return;
@@ -817,24 +821,21 @@ VT_HOT static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpt
         return;
 #endif
     switch (dom) {
-    case CUPTI_CB_DOMAIN_DRIVER_API: {
-        const CUpti_CallbackData *cd = data;
-        if (cd->callbackSite == CUPTI_API_EXIT) {
-            uint64_t c0 = __rdtsc();
-            on_driver(T, cbid, cd, c0);
-            if (g.selftime || selftime_sampled(T->cb_n)) {
-                T->cb_cyc += __rdtsc() - c0;
-                T->cb_timed++;
-            }
-            if ((++T->cb_n & 63) == 0) {
-                atomic_fetch_add_explicit(&g_cb_n, 64, memory_order_relaxed);
-                atomic_fetch_add_explicit(&g_cb_timed, T->cb_timed, memory_order_relaxed);
-                atomic_fetch_add_explicit(&g_cb_cyc, T->cb_cyc, memory_order_relaxed);
-                atomic_fetch_add_explicit(&g_stk_cyc, T->cap.stk_cyc, memory_order_relaxed);
-                atomic_fetch_add_explicit(&g_uw_cyc, T->cap.uw_cyc, memory_order_relaxed);
-                atomic_fetch_add_explicit(&g_push_cyc, T->push_cyc, memory_order_relaxed);
-                T->cb_timed = T->cb_cyc = T->cap.stk_cyc = T->cap.uw_cyc = T->push_cyc = 0;
-            }
+    case CUPTI_CB_DOMAIN_DRIVER_API: { /* an API's exit */
+        uint64_t c0 = __rdtsc();
+        on_driver(T, cbid, data, c0);
+        if (g.selftime || selftime_sampled(T->cb_n)) {
+            T->cb_cyc += __rdtsc() - c0;
+            T->cb_timed++;
+        }
+        if ((++T->cb_n & 63) == 0) {
+            atomic_fetch_add_explicit(&g_cb_n, 64, memory_order_relaxed);
+            atomic_fetch_add_explicit(&g_cb_timed, T->cb_timed, memory_order_relaxed);
+            atomic_fetch_add_explicit(&g_cb_cyc, T->cb_cyc, memory_order_relaxed);
+            atomic_fetch_add_explicit(&g_stk_cyc, T->cap.stk_cyc, memory_order_relaxed);
+            atomic_fetch_add_explicit(&g_uw_cyc, T->cap.uw_cyc, memory_order_relaxed);
+            atomic_fetch_add_explicit(&g_push_cyc, T->push_cyc, memory_order_relaxed);
+            T->cb_timed = T->cb_cyc = T->cap.stk_cyc = T->cap.uw_cyc = T->push_cyc = 0;
         }
         break;
     }
@@ -1174,7 +1175,9 @@ static void report_self_time(void)
     uint64_t cb = atomic_load(&g_cb_cyc) + t_in.cb_cyc, stk = atomic_load(&g_stk_cyc) + t_in.cap.stk_cyc;
     uint64_t uw = atomic_load(&g_uw_cyc) + t_in.cap.uw_cyc, push = atomic_load(&g_push_cyc) + t_in.push_cyc;
     double per = n ? ns_per_cyc / (double)n : 0.0;
-    char text[600];
+    char text[600], clk[64] = ""; /* the push reads the clock unless the callback's TSC read gives the time */
+    if (!g.tsc_events)
+        snprintf(clk, sizeof(clk), " incl. one %.0f ns clock read", g.clk_ns);
     if (!g.selftime) {
         double mean = timed ? cb * ns_per_cyc / (double)timed : 0.0; /* of the callbacks timed */
         snprintf(text, sizeof(text),
@@ -1187,9 +1190,9 @@ static void report_self_time(void)
     }
     snprintf(text, sizeof(text),
              "self time: %llu driver callbacks, mean %.0f ns (stack capture %.0f ns of it: native unwind %.0f, "
-             "python+merge %.0f; writer push %.0f incl. one %.0f ns clock read), %.1f ms in all; "
+             "python+merge %.0f; writer push %.0f%s), %.1f ms in all; "
              "activity: %llu buffers, %llu records, %.1f ms",
-             (unsigned long long)n, cb * per, stk * per, uw * per, (stk - uw) * per, push * per, g.clk_ns,
+             (unsigned long long)n, cb * per, stk * per, uw * per, (stk - uw) * per, push * per, clk,
              cb * ns_per_cyc / 1e6, (unsigned long long)act.buffers, (unsigned long long)act.records,
              act.cycles * ns_per_cyc / 1e6);
     note(VT_SEV_INFO, text);
