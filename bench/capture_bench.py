@@ -5,7 +5,8 @@ of FRAMES frames (default 24: calls, methods, a generator, closures, as a
 module's forward reaches the allocator): ITERS rounds of host work over
 HOST_KIB KiB, each followed by MODE 0 (nothing), 1 (an event without
 stack) or 2 (the callback with native and Python stacks).  Prints ns per
-round.  bench/capture_pollution.sh runs it under callgrind."""
+round; with VTCB_SELF=1 the callback's own ns instead (TSC-timed, the host's
+work excluded).  bench/capture_pollution.sh runs it under callgrind."""
 import ctypes
 import os
 import sys
