@@ -91,6 +91,7 @@ __attribute__((noinline)) static void callback(uint64_t addr, int stacks)
     vt_event ev;
     memset(&ev, 0, sizeof ev);
     ev.type = VT_EV_ALLOC;
+    ev.time_ns = __rdtsc(); /* given, as libvramtrace.so gives it (its TSC read at the callback's start) */
     ev.u.alloc.address = addr;
     ev.u.alloc.size = 4096;
     ev.u.alloc.kind = VT_MEM_DEVICE;
