@@ -51,8 +51,10 @@ def start(cfg, slot, tmp):
                        "VT_BENCH_STEPS": steps})
 
 
-# every config's processes spread over rounds and slots alike
-queue = [c for _ in range(procs) for c in cfgs]
+# every config's processes spread over rounds and slots alike: the order
+# rotates by one config per round, so that with an even number of configs
+# a config does not always land on the same GPU and cores
+queue = [cfgs[(i + r) % len(cfgs)] for r in range(procs) for i in range(len(cfgs))]
 res = {c: [] for c in cfgs}
 cpu = {c: [] for c in cfgs}
 notes = {}
