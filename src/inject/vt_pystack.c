@@ -475,8 +475,6 @@ typedef struct {
     uint64_t tag[PM_SETS][PM_WAYS]; /* 0: empty */
     uint32_t age[PM_SETS][PM_WAYS]; /* clock at the last use */
     uint32_t clock;
-    int nhint;
-    uintptr_t hint[PM_STEPS]; /* the frames the last scan read (pm_prefetch) */
     pm_entry e[PM_SETS][PM_WAYS];
 } pm_memo;
 static __thread pm_memo t_pm;
@@ -524,17 +522,14 @@ VT_AI void pm_read(int minor, uintptr_t frame, uint64_t *code, uint64_t *state)
  * state never has bits 58-63 set, so state ^ PM_K3 is never 0. */
 #define PM_K2 0xA0761D6478BD642Full
 #define PM_K3 0xE7037ED1A0B428DBull
-VT_AI int pm_scan(int minor, uintptr_t f, pm_chain *c, pm_memo *pm)
+VT_AI int pm_scan(int minor, uintptr_t f, pm_chain *c)
 {
     uint64_t h = 0, h2 = PM_K2;
     int k = 0;
     uintptr_t fr = f;
     for (; k < PM_STEPS && fr; k++) {
-        if (!ptr_ok(fr)) {
-            pm->nhint = k;
+        if (!ptr_ok(fr))
             return -1;
-        }
-        pm->hint[k] = fr;
         uint64_t code, state;
         pm_read(minor, fr, &code, &state);
         h = ((h << 7) | (h >> 57)) ^ code ^ (state * 0x9E3779B97F4A7C15ull);
@@ -542,7 +537,6 @@ VT_AI int pm_scan(int minor, uintptr_t f, pm_chain *c, pm_memo *pm)
         h2 = (uint64_t)m ^ (uint64_t)(m >> 64);
         fr = *(const uintptr_t *)(fr + g.L.f_previous);
     }
-    pm->nhint = k;
     c->k = k;
     c->ended = !fr;
     h = (h ^ ((uint64_t)k << 1) ^ ((uint64_t)c->ended << 9)) * 0xC2B2AE3D27D4EB4Full;
@@ -553,27 +547,6 @@ VT_AI int pm_scan(int minor, uintptr_t f, pm_chain *c, pm_memo *pm)
 }
 
 VT_AI unsigned pm_set(uint64_t tag) { return (unsigned)(tag >> 60) % PM_SETS; }
-
-/* The frames of a chain are a pointer chase: each one's address is read
- * from the one before.  Between two allocations the host runs its own code
- * for microseconds, and the outer frames (a training loop, the modules'
- * calls), untouched meanwhile, have left the first-level cache: read one
- * after the other, each waits for the last.  Most of a thread's chain is
- * the same from one allocation to the next, so the frames the last scan
- * read are requested at once, before this scan starts: their lines then
- * arrive together instead of one by one.  A stale address costs nothing
- * (a prefetch never faults); the chain itself is still read and checked. */
-VT_AI void pm_prefetch(const pm_memo *pm)
-{
-    const vt_pylayout *L = &g.L;
-    int far = L->f_previous > L->f_code ? L->f_previous : L->f_code;
-    far = far > L->f_instr + 7 ? far : L->f_instr + 7;
-    far = far > L->f_owner ? far : L->f_owner;
-    for (int i = 1; i < pm->nhint; i++) { /* the innermost frame is the one the host just ran */
-        __builtin_prefetch((const void *)pm->hint[i], 0, 3);
-        __builtin_prefetch((const void *)(pm->hint[i] + (uintptr_t)far), 0, 3);
-    }
-}
 
 /* Walk from `frame` (the innermost frame pointer read from the tstate).
  * safe: init-time validation, fault-tolerant reads, no cache, returns
@@ -743,10 +716,9 @@ VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **
         return 0;
     const int minor = g.L.minor;
     pm_chain c;
-    pm_memo *pm = VT_TLS_ADDR(&t_pm);
-    pm_prefetch(pm);
     const uint64_t epoch = __atomic_load_n(&g_code_epoch, __ATOMIC_ACQUIRE); /* before the chain is read */
-    int n, keep = pm_scan(minor, f, &c, pm) == 0;
+    int n, keep = pm_scan(minor, f, &c) == 0;
+    pm_memo *pm = VT_TLS_ADDR(&t_pm);
     if (keep && (n = pm_replay(pm, &c, epoch, max, out, frames, walk)) >= 0)
         return n;
     pm_end end = {-1, 0};
