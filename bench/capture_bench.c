@@ -87,7 +87,7 @@ __attribute__((noinline)) static uint64_t host_work(uint64_t *set, size_t words)
 /* What an allocation callback does: the stack, then the event. */
 __attribute__((noinline)) static void callback(uint64_t addr, int stacks)
 {
-    vt_frame fr[VT_CAPTURE_FRAMES_MAX];
+    static __thread vt_capture_scratch scratch; /* as the library's, per thread */
     vt_event ev;
     memset(&ev, 0, sizeof ev);
     ev.type = VT_EV_ALLOC;
@@ -97,8 +97,8 @@ __attribute__((noinline)) static void callback(uint64_t addr, int stacks)
     ev.u.alloc.kind = VT_MEM_DEVICE;
     ev.u.alloc.api = VT_API_MALLOC_ASYNC;
     if (stacks) {
-        ev.u.alloc.site.nframes = vt_capture_stack(&g_cfg, NULL, fr, VT_CAPTURE_FRAMES_MAX, ev.u.alloc.site.fp);
-        ev.u.alloc.site.frames = ev.u.alloc.site.nframes ? fr : NULL;
+        ev.u.alloc.site.nframes = vt_capture_stack(&g_cfg, NULL, &scratch, ev.u.alloc.site.fp);
+        ev.u.alloc.site.frames = ev.u.alloc.site.nframes ? scratch.fr : NULL;
     }
     vt_writer_emit(g_cfg.w, &ev);
 }

@@ -37,6 +37,22 @@ typedef struct {
     int refs;        /* stack references: a stack sent before is not merged again */
 } vt_capture_cfg;
 
+/* What a capture writes besides its fingerprint, per thread (the caller
+ * owns it): the native walk's return addresses and the Python walk's
+ * frames when their memos miss, and the merged frames when the writer
+ * needs them.  Not locals: these 14 KiB on the stack put the callback's
+ * frames pages below the host's, each call touching lines and pages the
+ * host never uses; with them here a callback's stack stays within a page,
+ * and a repeated stack writes none of them (both memos hand their frames
+ * out in place). */
+typedef struct {
+    uint64_t ips[260];
+#ifdef VT_HAVE_PYSTACK
+    vt_pyframe py[VT_PYSTACK_MAX_DEPTH];
+#endif
+    vt_frame fr[VT_CAPTURE_FRAMES_MAX]; /* the result */
+} vt_capture_scratch;
+
 /* TSC cycles per phase, added to when the caller times them. */
 typedef struct {
     uint64_t stk_cyc; /* the whole capture */
@@ -51,13 +67,15 @@ static inline int vt_capture_define_code(void *ctx, uint64_t key, const char *fi
 }
 #endif
 
-/* Capture into fr (at most max frames, innermost first) and fp; returns
- * the frame count, 0 when this thread has sent the same stack before.
- * times: NULL, or the phases' counters. */
-VT_HOT static inline uint32_t vt_capture_stack(const vt_capture_cfg *c, vt_capture_times *times, vt_frame *fr,
-                                               int max, uint64_t fp[2])
+/* Capture into s->fr (innermost first) and fp; returns the frame count,
+ * 0 when this thread has sent the same stack before.  times: NULL, or the
+ * phases' counters. */
+VT_HOT static inline uint32_t vt_capture_stack(const vt_capture_cfg *c, vt_capture_times *times,
+                                               vt_capture_scratch *s, uint64_t fp[2])
 {
-    uint64_t ips[260];
+    uint64_t *ips = s->ips;
+    vt_frame *fr = s->fr;
+    const int max = VT_CAPTURE_FRAMES_MAX;
     const uint64_t *nat = ips; /* where the native frames are: ips, or the unwinder's memo */
     ips[0] = 0;
     int depth = c->depth < 256 ? c->depth : 256;
@@ -66,9 +84,8 @@ VT_HOT static inline uint32_t vt_capture_stack(const vt_capture_cfg *c, vt_captu
     uint64_t xkey = 0, walk = 0, pywalk = 0;
     int npy = -1;
 #ifdef VT_HAVE_PYSTACK
-    vt_pyframe pybuf[VT_PYSTACK_MAX_DEPTH];
-    const vt_pyframe *py = pybuf; /* or the Python walk's memo */
-    npy = c->pystack ? vt_pystack_capture_walk(pybuf, depth < VT_PYSTACK_MAX_DEPTH ? depth : VT_PYSTACK_MAX_DEPTH,
+    const vt_pyframe *py = s->py; /* or the Python walk's memo */
+    npy = c->pystack ? vt_pystack_capture_walk(s->py, depth < VT_PYSTACK_MAX_DEPTH ? depth : VT_PYSTACK_MAX_DEPTH,
                                                &py, &pywalk)
                      : -1;
     xkey = vt_pystack_walk_key(py, npy);

@@ -133,6 +133,7 @@ typedef struct {
     CUcontext ctx;
     uint64_t cb_n, cb_timed, cb_cyc, push_cyc;
     vt_capture_times cap; /* stack capture, native walk */
+    vt_capture_scratch scratch; /* a capture's buffers (vt_capture.h) */
 } inject_tls;
 static __thread inject_tls t_in;
 
@@ -204,17 +205,11 @@ VT_HOT static uint32_t ctx_device(inject_tls *T, CUcontext ctx)
 
 /* The stack of the current allocation (vt_capture.h), with the library's
  * settings; phases timed with VRAMTRACE_SELFTIME=1. */
-VT_HOT static uint32_t capture_stack(vt_frame *fr, int max, uint64_t fp[2])
+VT_HOT static void capture_site(inject_tls *T, vt_site *site)
 {
     const vt_capture_cfg c = {g.w, g.uw, g.pystack, g.stack_depth, g.stack_refs};
-    vt_capture_times *times = g.selftime ? &VT_TLS_ADDR(&t_in)->cap : NULL;
-    return vt_capture_stack(&c, times, fr, max, fp);
-}
-
-VT_HOT static void capture_site(vt_site *site, vt_frame *fr, int max)
-{
-    site->nframes = capture_stack(fr, max, site->fp);
-    site->frames = site->nframes ? fr : NULL;
+    site->nframes = vt_capture_stack(&c, g.selftime ? &T->cap : NULL, &T->scratch, site->fp);
+    site->frames = site->nframes ? T->scratch.fr : NULL;
 }
 
 /* ----------------------------------------------------------------- emit helpers */
@@ -231,16 +226,15 @@ VT_HOT static void emit(vt_event *ev)
 }
 
 /* now: the event's time (0: the writer reads the clock) */
-VT_HOT static void emit_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api,
-                              uint64_t stream, uint64_t pool, uint64_t corr, uint64_t now)
+VT_HOT static void emit_alloc(inject_tls *T, uint64_t addr, uint64_t size, uint32_t dev, vt_memkind kind,
+                              vt_allocapi api, uint64_t stream, uint64_t pool, uint64_t corr, uint64_t now)
 {
-    vt_frame fr[VT_CAPTURE_FRAMES_MAX];
     vt_event ev; /* only what the writer reads of it: not the whole union zeroed */
     ev.type = VT_EV_ALLOC;
     ev.time_ns = now;
     ev.u.alloc = (vt_ev_alloc){.address = addr, .size = size, .device = dev, .kind = kind, .api = api,
                                .stream = stream, .pool = pool, .corr = corr};
-    capture_site(&ev.u.alloc.site, fr, VT_CAPTURE_FRAMES_MAX);
+    capture_site(T, &ev.u.alloc.site);
     emit(&ev);
     if (__builtin_expect(!atomic_load_explicit(&g.used, memory_order_relaxed), 0))
         atomic_store_explicit(&g.used, 1, memory_order_relaxed);
@@ -258,10 +252,9 @@ VT_HOT static void emit_free(uint64_t addr, uint32_t dev, vt_memkind kind, vt_al
     emit(&ev);
 }
 
-static void emit_failed(uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api, CUresult err, uint64_t stream,
-                        uint64_t pool, uint64_t corr)
+static void emit_failed(inject_tls *T, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api, CUresult err,
+                        uint64_t stream, uint64_t pool, uint64_t corr)
 {
-    vt_frame fr[VT_CAPTURE_FRAMES_MAX];
     const char *name = NULL;
     int saved = t_in.internal;
     t_in.internal = 1;
@@ -280,7 +273,7 @@ static void emit_failed(uint64_t size, uint32_t dev, vt_memkind kind, vt_allocap
     ev.u.alloc_failed.stream = stream;
     ev.u.alloc_failed.pool = pool;
     ev.u.alloc_failed.corr = corr;
-    capture_site(&ev.u.alloc_failed.site, fr, VT_CAPTURE_FRAMES_MAX);
+    capture_site(T, &ev.u.alloc_failed.site);
     emit(&ev);
     atomic_store_explicit(&g.used, 1, memory_order_relaxed);
 }
@@ -359,26 +352,26 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
     switch (cbid) {
     case CB(cuMemAlloc_v2): {
         P(cuMemAlloc_v2_params);
-        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, 0, 0, corr, now);
-        else emit_failed(p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, *p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, 0, 0, corr, now);
+        else emit_failed(T, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemAlloc): {
         P(cuMemAlloc_params);
-        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, 0, 0, corr, now);
-        else emit_failed(p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, *p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, 0, 0, corr, now);
+        else emit_failed(T, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemAllocPitch_v2): {
         P(cuMemAllocPitch_v2_params);
-        if (ok) emit_alloc(*p->dptr, (uint64_t)*p->pPitch * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, 0, 0, corr, now);
-        else emit_failed((uint64_t)p->WidthInBytes * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, *p->dptr, (uint64_t)*p->pPitch * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, 0, 0, corr, now);
+        else emit_failed(T, (uint64_t)p->WidthInBytes * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemAllocPitch): {
         P(cuMemAllocPitch_params);
-        if (ok) emit_alloc(*p->dptr, (uint64_t)*p->pPitch * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, 0, 0, corr, now);
-        else emit_failed((uint64_t)p->WidthInBytes * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, *p->dptr, (uint64_t)*p->pPitch * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, 0, 0, corr, now);
+        else emit_failed(T, (uint64_t)p->WidthInBytes * p->Height, dev, VT_MEM_DEVICE, VT_API_MALLOC_PITCH, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemFree_v2): {
@@ -393,20 +386,20 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
     }
     case CB(cuMemAllocHost_v2): {
         P(cuMemAllocHost_v2_params);
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr, now);
-        else emit_failed(p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, (uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr, now);
+        else emit_failed(T, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemAllocHost): {
         P(cuMemAllocHost_params);
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr, now);
-        else emit_failed(p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, (uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr, now);
+        else emit_failed(T, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemHostAlloc): {
         P(cuMemHostAlloc_params);
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr, now);
-        else emit_failed(p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, (uint64_t)(uintptr_t)*p->pp, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, 0, 0, corr, now);
+        else emit_failed(T, p->bytesize, dev, VT_MEM_PINNED_HOST, VT_API_HOST_ALLOC, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemFreeHost): {
@@ -416,14 +409,14 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
     }
     case CB(cuMemHostRegister_v2): {
         P(cuMemHostRegister_v2_params);
-        if (ok) emit_alloc((uint64_t)(uintptr_t)p->p, p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, 0, 0, corr, now);
-        else emit_failed(p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, (uint64_t)(uintptr_t)p->p, p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, 0, 0, corr, now);
+        else emit_failed(T, p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemHostRegister): {
         P(cuMemHostRegister_params);
-        if (ok) emit_alloc((uint64_t)(uintptr_t)p->p, p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, 0, 0, corr, now);
-        else emit_failed(p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, (uint64_t)(uintptr_t)p->p, p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, 0, 0, corr, now);
+        else emit_failed(T, p->bytesize, dev, VT_MEM_HOST_REGISTERED, VT_API_HOST_REGISTER, rc, 0, 0, corr);
         break;
     }
     case CB(cuMemHostUnregister): {
@@ -433,24 +426,24 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
     }
     case CB(cuMemAllocManaged): {
         P(cuMemAllocManaged_params);
-        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_MANAGED, VT_API_MALLOC_MANAGED, 0, 0, corr, now);
-        else emit_failed(p->bytesize, dev, VT_MEM_MANAGED, VT_API_MALLOC_MANAGED, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, *p->dptr, p->bytesize, dev, VT_MEM_MANAGED, VT_API_MALLOC_MANAGED, 0, 0, corr, now);
+        else emit_failed(T, p->bytesize, dev, VT_MEM_MANAGED, VT_API_MALLOC_MANAGED, rc, 0, 0, corr);
         break;
     }
     case CB(cuArrayCreate_v2): {
         P(cuArrayCreate_v2_params);
         const CUDA_ARRAY_DESCRIPTOR *d = p->pAllocateArray;
         uint64_t sz = d ? array_bytes(d->Format, d->NumChannels, d->Width, d->Height, 1) : 0;
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr, now);
-        else emit_failed(sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, (uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr, now);
+        else emit_failed(T, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, rc, 0, 0, corr);
         break;
     }
     case CB(cuArray3DCreate_v2): {
         P(cuArray3DCreate_v2_params);
         const CUDA_ARRAY3D_DESCRIPTOR *d = p->pAllocateArray;
         uint64_t sz = d ? array_bytes(d->Format, d->NumChannels, d->Width, d->Height, d->Depth) : 0;
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr, now);
-        else emit_failed(sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, (uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr, now);
+        else emit_failed(T, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, rc, 0, 0, corr);
         break;
     }
     case CB(cuMipmappedArrayCreate): {
@@ -458,8 +451,8 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         const CUDA_ARRAY3D_DESCRIPTOR *d = p->pMipmappedArrayDesc;
         uint64_t sz = d ? array_bytes(d->Format, d->NumChannels, d->Width, d->Height, d->Depth) : 0;
         sz = sz + sz / 3; /* all levels: about 4/3 of the base */
-        if (ok) emit_alloc((uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr, now);
-        else emit_failed(sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, rc, 0, 0, corr);
+        if (ok) emit_alloc(T, (uint64_t)(uintptr_t)*p->pHandle, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, 0, 0, corr, now);
+        else emit_failed(T, sz, dev, VT_MEM_ARRAY, VT_API_ARRAY, rc, 0, 0, corr);
         break;
     }
     case CB(cuArrayDestroy): {
@@ -477,8 +470,8 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         P(cuMemAllocAsync_params); /* same layout for _ptsz */
         if (dev < VT_MAX_DEVICES && !atomic_load_explicit(&g.async_seen[dev], memory_order_relaxed))
             atomic_store(&g.async_seen[dev], 1);
-        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, (uint64_t)(uintptr_t)p->hStream, 0, corr, now);
-        else emit_failed(p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, rc, (uint64_t)(uintptr_t)p->hStream, 0, corr);
+        if (ok) emit_alloc(T, *p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, (uint64_t)(uintptr_t)p->hStream, 0, corr, now);
+        else emit_failed(T, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, rc, (uint64_t)(uintptr_t)p->hStream, 0, corr);
         break;
     }
     case CB(cuMemFreeAsync):
@@ -492,15 +485,14 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         P(cuMemAllocFromPoolAsync_params);
         uint64_t pool = (uint64_t)(uintptr_t)p->pool;
         pool_track(pool, dev);
-        if (ok) emit_alloc(*p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_FROM_POOL, (uint64_t)(uintptr_t)p->hStream, pool, corr, now);
-        else emit_failed(p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_FROM_POOL, rc, (uint64_t)(uintptr_t)p->hStream, pool, corr);
+        if (ok) emit_alloc(T, *p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_FROM_POOL, (uint64_t)(uintptr_t)p->hStream, pool, corr, now);
+        else emit_failed(T, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC_FROM_POOL, rc, (uint64_t)(uintptr_t)p->hStream, pool, corr);
         break;
     }
     case CB(cuMemPoolCreate): {
         P(cuMemPoolCreate_params);
         if (!ok) break;
         uint32_t pdev = p->poolProps && p->poolProps->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? (uint32_t)p->poolProps->location.id : dev;
-        vt_frame fr[VT_CAPTURE_FRAMES_MAX];
         vt_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = VT_EV_POOL;
@@ -508,7 +500,7 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         ev.u.pool.pool = (uint64_t)(uintptr_t)*p->pool;
         ev.u.pool.device = pdev;
         ev.u.pool.corr = corr;
-        capture_site(&ev.u.pool.site, fr, VT_CAPTURE_FRAMES_MAX);
+        capture_site(T, &ev.u.pool.site);
         emit(&ev);
         pool_track(ev.u.pool.pool, pdev);
         break;
@@ -546,14 +538,13 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
     case CB(cuMemAddressReserve): {
         P(cuMemAddressReserve_params);
         if (!ok) break;
-        vt_frame fr[VT_CAPTURE_FRAMES_MAX];
         vt_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = VT_EV_VMM_RESERVE;
         ev.u.vmm_range.address = *p->ptr;
         ev.u.vmm_range.size = p->size;
         ev.u.vmm_range.corr = corr;
-        capture_site(&ev.u.vmm_range.site, fr, VT_CAPTURE_FRAMES_MAX);
+        capture_site(T, &ev.u.vmm_range.site);
         emit(&ev);
         break;
     }
@@ -580,10 +571,9 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
                 kind = VT_MEM_PINNED_HOST;
         }
         if (!ok) {
-            emit_failed(p->size, pdev, kind, VT_API_VMM, rc, 0, 0, corr);
+            emit_failed(T, p->size, pdev, kind, VT_API_VMM, rc, 0, 0, corr);
             break;
         }
-        vt_frame fr[VT_CAPTURE_FRAMES_MAX];
         vt_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = VT_EV_VMM_CREATE;
@@ -592,7 +582,7 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
         ev.u.vmm_create.device = pdev;
         ev.u.vmm_create.kind = kind;
         ev.u.vmm_create.corr = corr;
-        capture_site(&ev.u.vmm_create.site, fr, VT_CAPTURE_FRAMES_MAX);
+        capture_site(T, &ev.u.vmm_create.site);
         emit(&ev);
         break;
     }

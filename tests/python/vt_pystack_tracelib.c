@@ -62,13 +62,15 @@ VTPT_EXPORT int vtpt_trace_alloc(unsigned long long addr, unsigned long long siz
 {
     void *raw[128];
     uint64_t ips[128];
-    vt_frame fr[VT_PYSTACK_MAX_MERGED];
+    vt_frame frbuf[VT_PYSTACK_MAX_MERGED], *fr = frbuf;
     int nips, n;
     vt_event ev;
     memset(&ev, 0, sizeof ev);
     if (g_library) { /* the library's capture, stack references included */
+        static __thread vt_capture_scratch scratch;
         const vt_capture_cfg c = {g_w, g_uw, 1, 128, 1};
-        n = (int)vt_capture_stack(&c, NULL, fr, VT_PYSTACK_MAX_MERGED, ev.u.alloc.site.fp);
+        n = (int)vt_capture_stack(&c, NULL, &scratch, ev.u.alloc.site.fp);
+        fr = scratch.fr;
         if (!n && !(ev.u.alloc.site.fp[0] | ev.u.alloc.site.fp[1]))
             return VT_ERR_CORRUPT; /* no frames and no stack sent before */
     } else if (g_uw) { /* as the library does: Python frames first, keying the native walk */
