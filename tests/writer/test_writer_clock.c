@@ -1,7 +1,8 @@
 /* test_writer_clock.c - the producers' clock (src/core/vt_clock.c): close to
  * CLOCK_MONOTONIC after calibration and while ticking, never going back on
- * one thread while another recalibrates, the monotonic fallback, and the
- * writer thread calling tick_fn. */
+ * one thread while another recalibrates, the monotonic fallback, a TSC
+ * value mapped after it was read (vt_clock_at), and the writer thread
+ * calling tick_fn. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <x86intrin.h>
 
 #include "vt_clock.h"
 #include "vt_writer.h"
@@ -80,6 +82,40 @@ static void test_fallback(void **state)
     assert_string_equal(vt_clock_name(VT_CLOCKSRC_MONOTONIC), "monotonic");
     vt_clock_tick(); /* nothing to do */
     assert_tracks(TOL_NS);
+}
+
+/* vt_clock_at(): a TSC value read earlier maps to the time it was read
+ * (between two vt_clock_now() around the read, and before a later
+ * read's), in order for values in order; 0 when the clock is not the
+ * TSC, so that a caller falls back to reading the clock. */
+static void test_clock_at(void **state)
+{
+    (void)state;
+    if (vt_clock_init(1) != VT_CLOCKSRC_TSC) {
+        assert_int_equal(vt_clock_at(__rdtsc()), 0);
+        print_message("no TSC clock here: vt_clock_at() returns 0\n");
+        return;
+    }
+    uint64_t prev = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint64_t a = vt_clock_now();
+        uint64_t tsc = __rdtsc();
+        uint64_t b = vt_clock_now();
+        uint64_t t = vt_clock_at(tsc);
+        assert_true(t >= a && t <= b);
+        assert_true(t >= prev);
+        prev = t;
+        if (i % 100 == 0)
+            vt_clock_tick(); /* a map published between a read and its mapping */
+    }
+    uint64_t early = __rdtsc();
+    sleep_ms(5);
+    vt_clock_tick();
+    uint64_t late = vt_clock_now();
+    int64_t d = (int64_t)(late - vt_clock_at(early));
+    assert_true(d > 5000000ll - TOL_NS && d < 5000000ll + TOL_NS); /* mapped with the later map, still 5 ms back */
+    assert_int_equal(vt_clock_init(0), VT_CLOCKSRC_MONOTONIC);
+    assert_int_equal(vt_clock_at(__rdtsc()), 0);
 }
 
 static _Atomic int stop_readers;
@@ -150,6 +186,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tracks_monotonic),
         cmocka_unit_test(test_fallback),
+        cmocka_unit_test(test_clock_at),
         cmocka_unit_test(test_monotonic_under_ticks),
         cmocka_unit_test(test_writer_ticks),
     };
