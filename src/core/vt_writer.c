@@ -1840,32 +1840,18 @@ static int vt_enc_short(vt_writer *w, vt_ring *ring, const vt_sent *s)
             vt_ev_free free;
         } u;
     } x;
-    memset(&x, 0, sizeof(x));
-    x.h.size = sizeof(x);
-    x.h.sref = s->sref;
-    x.h.tid = s->tid;
-    x.h.key = x.h.time = s->key;
-    if (s->type == VT_ENT_ALLOC_S) {
-        x.h.type = VT_EV_ALLOC;
-        x.u.alloc.address = s->address;
-        x.u.alloc.size = s->bytes;
-        x.u.alloc.device = s->device;
-        x.u.alloc.kind = (vt_memkind)s->kind;
-        x.u.alloc.api = (vt_allocapi)s->api;
-        x.u.alloc.stream = s->stream;
-        x.u.alloc.pool = s->pool;
-        x.u.alloc.corr = s->corr;
-        x.u.alloc.site.tid = s->tid;
-    } else {
-        x.h.type = VT_EV_FREE;
-        x.u.free.address = s->address;
-        x.u.free.device = s->device;
-        x.u.free.kind = (vt_memkind)s->kind;
-        x.u.free.api = (vt_allocapi)s->api;
-        x.u.free.stream = s->stream;
-        x.u.free.corr = s->corr;
-        x.u.free.site.tid = s->tid;
-    }
+    const int alloc = s->type == VT_ENT_ALLOC_S;
+    x.h = (vt_ent){.size = sizeof(x), .type = alloc ? VT_EV_ALLOC : VT_EV_FREE, .sref = s->sref, .tid = s->tid,
+                   .key = s->key, .time = s->key};
+    const vt_site site = {.tid = s->tid};
+    const vt_memkind kind = (vt_memkind)s->kind;
+    const vt_allocapi api = (vt_allocapi)s->api;
+    if (alloc)
+        x.u.alloc = (vt_ev_alloc){.address = s->address, .size = s->bytes, .device = s->device, .kind = kind,
+                                  .api = api, .stream = s->stream, .pool = s->pool, .corr = s->corr, .site = site};
+    else
+        x.u.free = (vt_ev_free){.address = s->address, .device = s->device, .kind = kind, .api = api,
+                                .stream = s->stream, .corr = s->corr, .site = site};
     return vt_enc_entry(w, ring, &x.h);
 }
 
