@@ -143,9 +143,7 @@ VT_HOT uint64_t vt_clock_at(uint64_t tsc)
 {
 #if VT_HAVE_TSC
     if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC) {
-        /* A tick interrupted on this very thread (a signal handler calling
-         * us) would leave seq odd for good: give up after a few tries. */
-        for (int i = 0; i < 64; i++) {
+        for (int i = 0; i < 64; i++) { /* as vt_clock_now() */
             uint32_t s = atomic_load_explicit(&c.seq, memory_order_acquire);
             uint64_t tb = atomic_load_explicit(&c.tsc_base, memory_order_relaxed);
             uint64_t nb = atomic_load_explicit(&c.ns_base, memory_order_relaxed);
@@ -161,13 +159,28 @@ VT_HOT uint64_t vt_clock_at(uint64_t tsc)
     return 0;
 }
 
+/* The TSC is read after the map (not before, as a vt_clock_at() caller
+ * does): a value mapped by the newest map is then never older than its
+ * base, and two reads on one thread never go back, even when the map is
+ * republished between them with another rate.  (vt_clock_at() maps an
+ * older value back from the base at the new rate: off by the slew at most,
+ * 0.1 % of the value's age, which between two callbacks' reads can never
+ * put them out of order.) */
 VT_HOT uint64_t vt_clock_now(void)
 {
 #if VT_HAVE_TSC
     if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC) {
-        uint64_t t = vt_clock_at(tsc_read());
-        if (t)
-            return t;
+        /* A tick interrupted on this very thread (a signal handler calling
+         * us) would leave seq odd for good: give up after a few tries. */
+        for (int i = 0; i < 64; i++) {
+            uint32_t s = atomic_load_explicit(&c.seq, memory_order_acquire);
+            uint64_t tb = atomic_load_explicit(&c.tsc_base, memory_order_relaxed);
+            uint64_t nb = atomic_load_explicit(&c.ns_base, memory_order_relaxed);
+            uint64_t m = atomic_load_explicit(&c.mult, memory_order_relaxed);
+            atomic_thread_fence(memory_order_acquire);
+            if (!(s & 1) && atomic_load_explicit(&c.seq, memory_order_relaxed) == s)
+                return map(tsc_read(), tb, nb, m);
+        }
     }
 #endif
     return mono_ns();
