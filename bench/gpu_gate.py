@@ -10,10 +10,17 @@ mode), so both sides of the ratio share the process, its memory layout,
 its cores and its GPU.  Off = CUPTI subscribed with every callback and
 activity kind of the library disabled (the library loaded, its threads
 idle).  PROCS processes per config (default 4), one per GPU at a time;
-result per config: the median over processes of on/off step time.
+result per config: the median over processes of on/off step time, and
+of the "pairs" ratio: each traced block against the mean of the untraced
+blocks beside it, the median of those (robust to a process's slow drift
+and to a burst in one block: its spread over processes is ~17 % lower).
+A process's ratio is mostly block-to-block noise (its two halves
+correlate at 0.09 over 186 processes), so its spread falls as 1/sqrt of
+the blocks (16: +-4.5 %, 4: +-9.8 %): 64 blocks by default, which costs
+about 1.5x the wall time of 16 (a process's start dominates).
 Env: VT_GATE_CONFIGS (default "traced,floor,traced-nostacks"; names from
 bench/bench_configs.py), VT_PAIR_MODE (async|default), VT_GATE_SLOTS
-("0:2-9,1:18-25": gpu:cpus), VT_BENCH_BLOCKS (default 16),
+("0:2-9,1:18-25": gpu:cpus), VT_BENCH_BLOCKS (default 64),
 VT_BENCH_STEPS (steps per block, default 10).  Writes $OUT/gate.json and
 prints a table."""
 import json
@@ -41,7 +48,7 @@ slots = [s.split(":") for s in os.environ.get("VT_GATE_SLOTS", "0:2-9,1:18-25").
 ngpu = int(subprocess.run("nvidia-smi -L | grep -c '^GPU '", shell=True, capture_output=True,
                           text=True).stdout.strip() or "1")
 slots = slots[:max(1, min(ngpu, len(slots)))]
-blocks = os.environ.get("VT_BENCH_BLOCKS", "16")
+blocks = os.environ.get("VT_BENCH_BLOCKS", "64")
 steps = os.environ.get("VT_BENCH_STEPS", "10")
 
 
@@ -51,11 +58,25 @@ def start(cfg, slot, tmp):
                        "VT_BENCH_STEPS": steps})
 
 
+def pairs_ratio(per_block):
+    """Each traced block against the mean of the untraced blocks beside it;
+    the median of those ratios."""
+    r = []
+    for i, (on, ms) in enumerate(per_block):
+        if not on:
+            continue
+        nb = [per_block[j][1] for j in (i - 1, i + 1) if 0 <= j < len(per_block) and not per_block[j][0]]
+        if nb:
+            r.append(ms / statistics.mean(nb))
+    return statistics.median(r) if r else float("nan")
+
+
 # every config's processes spread over rounds and slots alike: the order
 # rotates by one config per round, so that with an even number of configs
 # a config does not always land on the same GPU and cores
 queue = [cfgs[(i + r) % len(cfgs)] for r in range(procs) for i in range(len(cfgs))]
 res = {c: [] for c in cfgs}
+pairs = {c: [] for c in cfgs}
 cpu = {c: [] for c in cfgs}
 notes = {}
 t_start = time.time()
@@ -72,26 +93,28 @@ while queue:
             continue
         d = json.loads(o.strip().splitlines()[-1])
         res[c].append(d["ratio"])
+        pairs[c].append(pairs_ratio(d["blocks"]))
         cpu[c].append(d["cpu_ratio"])
         for line in e.splitlines():
             for key in ("self time:", "native stacks:", "python stacks:", "benchmark gate"):
                 if key in line:
                     notes.setdefault(f"{c} {key.rstrip(':')}", []).append(line.split("vramtrace: ", 1)[-1])
-        print(f"{c} (gpu {slot[0]}): on {d['on_ms']:.3f} / off {d['off_ms']:.3f} ms = {d['ratio']:.3f};"
+        print(f"{c} (gpu {slot[0]}): on {d['on_ms']:.3f} / off {d['off_ms']:.3f} ms = {d['ratio']:.3f}"
+              f" (pairs {pairs[c][-1]:.3f});"
               f" main-thread CPU {d['on_cpu_ms']:.3f} / {d['off_cpu_ms']:.3f} ms = {d['cpu_ratio']:.3f};"
               f" blocks " + " ".join(f"{'+' if on else '-'}{ms:.2f}" for on, ms in d["blocks"]), flush=True)
         subprocess.run(["rm", "-rf", tmp])
 
 print(f"\n== in-process on/off, {mode} allocator, {procs} processes per config, {blocks} blocks of "
       f"{steps} steps, {time.time() - t_start:.0f} s")
-print(f"{'config':20s} {'on/off':>8s} {'CPU':>7s}  per process")
+print(f"{'config':20s} {'on/off':>8s} {'pairs':>7s} {'CPU':>7s}  per process (on/off)")
 for c in cfgs:
     if res[c]:
-        print(f"{c:20s} {statistics.median(res[c]):8.3f} {statistics.median(cpu[c]):7.3f}  "
-              + ", ".join("%.3f" % x for x in res[c]))
+        print(f"{c:20s} {statistics.median(res[c]):8.3f} {statistics.median(pairs[c]):7.3f} "
+              f"{statistics.median(cpu[c]):7.3f}  " + ", ".join("%.3f" % x for x in res[c]))
 for k, lines in notes.items():  # one per process
     for s in lines:
         print(f"{k}: {s}")
 with open(os.path.join(out, "gate.json"), "w") as f:
     json.dump({"mode": mode, "procs": procs, "blocks": blocks, "steps": steps, "ratio": res,
-               "cpu_ratio": cpu, "notes": notes}, f, indent=1)
+               "pairs_ratio": pairs, "cpu_ratio": cpu, "notes": notes}, f, indent=1)
