@@ -13,11 +13,11 @@ idle).  PROCS processes per config (default 4), one per GPU at a time;
 result per config: the median over processes of on/off step time, and
 of the "pairs" ratio: each traced block against the mean of the untraced
 blocks beside it, the median of those (robust to a process's slow drift
-and to a burst in one block: its spread over processes is ~17 % lower).
+and to a burst in one block: its spread over processes is ~15 % lower).
 A process's ratio is mostly block-to-block noise (its two halves
-correlate at 0.09 over 186 processes), so its spread falls as 1/sqrt of
-the blocks (16: +-4.5 %, 4: +-9.8 %): 64 blocks by default, which costs
-about 1.5x the wall time of 16 (a process's start dominates).
+correlate at 0.06 over 158 processes), so its spread falls as 1/sqrt of
+the blocks (16: +-4.4 %, 4: +-9.8 %; bench/gate_blocks.py): 64 blocks by
+default, about 1.5x the wall time of 16 (a process's start dominates).
 Env: VT_GATE_CONFIGS (default "traced,floor,traced-nostacks"; names from
 bench/bench_configs.py), VT_PAIR_MODE (async|default), VT_GATE_SLOTS
 ("0:2-9,1:18-25": gpu:cpus), VT_BENCH_BLOCKS (default 64),
