@@ -4,6 +4,7 @@ environment a benchmark process gets on top of its own.
 VT_PAIR_EXTRA / VT_BENCH_EXTRA='{"name": {VAR: VALUE}}' add traced variants."""
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -75,3 +76,17 @@ def start_step(config_env, tag, slot, tmp, alloc_conf, extra, wrap=()):
     step = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_step.py")
     cmd = list(wrap) + ["taskset", "-c", slot[1], sys.executable, step, tag]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def block_pair_ratios(per_block):
+    """A gate process's blocks [(traced, ms), ...]: each traced block against
+    the mean of the untraced blocks beside it (bench/gpu_gate.py,
+    bench/gate_blocks.py)."""
+    r = []
+    for i, (on, ms) in enumerate(per_block):
+        if not on:
+            continue
+        nb = [per_block[j][1] for j in (i - 1, i + 1) if 0 <= j < len(per_block) and not per_block[j][0]]
+        if nb:
+            r.append(ms / statistics.mean(nb))
+    return r

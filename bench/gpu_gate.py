@@ -35,7 +35,7 @@ build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 procs = int(sys.argv[2] if len(sys.argv) > 2 else "4")
 out = os.environ.get("OUT", "/tmp")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_configs import configs as bench_configs, start_step  # noqa: E402
+from bench_configs import block_pair_ratios, configs as bench_configs, start_step  # noqa: E402
 
 configs = bench_configs(build)
 cfgs = os.environ.get("VT_GATE_CONFIGS", "traced,floor,traced-nostacks").split(",")
@@ -59,15 +59,8 @@ def start(cfg, slot, tmp):
 
 
 def pairs_ratio(per_block):
-    """Each traced block against the mean of the untraced blocks beside it;
-    the median of those ratios."""
-    r = []
-    for i, (on, ms) in enumerate(per_block):
-        if not on:
-            continue
-        nb = [per_block[j][1] for j in (i - 1, i + 1) if 0 <= j < len(per_block) and not per_block[j][0]]
-        if nb:
-            r.append(ms / statistics.mean(nb))
+    """The median of block_pair_ratios(), NaN without a pair."""
+    r = block_pair_ratios(per_block)
     return statistics.median(r) if r else float("nan")
 
 
