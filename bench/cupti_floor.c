@@ -10,11 +10,14 @@
  *                  `backend:cudaMallocAsync` step calls);
  *   unused         cuArrayCreate_v2 only (a PyTorch step never calls it:
  *                  the cost of the driver domain being on at all);
- *   runtime-async  cudaMallocAsync and cudaFreeAsync in the runtime domain. */
+ *   runtime-async  cudaMallocAsync and cudaFreeAsync in the runtime domain.
+ * VT_BENCH_CUPTI_ATTRS: CUPTI activity attributes (src/inject/vt_bench_cupti.h). */
 #include <cupti.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "vt_bench_cupti.h"
 #include "vt_gate.h"
 
 #define CB(n) CUPTI_DRIVER_TRACE_CBID_##n
@@ -95,6 +98,9 @@ int InitializeInjection(void)
     if (callbacks_on)
         set_callbacks(1);
     kernels_on = !getenv("VT_FLOOR_NO_KERNELS");
+    char bad[64];
+    if (vt_bench_cupti_attrs(getenv("VT_BENCH_CUPTI_ATTRS"), bad, sizeof(bad)) < 0)
+        fprintf(stderr, "cupti_floor: VT_BENCH_CUPTI_ATTRS: %s refused\n", bad);
     if (kernels_on) {
         cuptiActivityRegisterCallbacks(buf_req, buf_done);
         cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);

@@ -71,6 +71,7 @@ queue = [cfgs[(i + r) % len(cfgs)] for r in range(procs) for i in range(len(cfgs
 res = {c: [] for c in cfgs}
 pairs = {c: [] for c in cfgs}
 cpu = {c: [] for c in cfgs}
+threads = {c: [] for c in cfgs}
 notes = {}
 t_start = time.time()
 while queue:
@@ -88,6 +89,7 @@ while queue:
         res[c].append(d["ratio"])
         pairs[c].append(pairs_ratio(d["blocks"]))
         cpu[c].append(d["cpu_ratio"])
+        threads[c].append(d.get("threads", {}))
         for line in e.splitlines():
             for key in ("self time:", "native stacks:", "python stacks:", "benchmark gate"):
                 if key in line:
@@ -105,9 +107,21 @@ for c in cfgs:
     if res[c]:
         print(f"{c:20s} {statistics.median(res[c]):8.3f} {statistics.median(pairs[c]):7.3f} "
               f"{statistics.median(cpu[c]):7.3f}  " + ", ".join("%.3f" % x for x in res[c]))
+# where the time goes, per thread (torch_step.py: schedstat around the timed
+# steps): medians over processes of ms per step, traced and untraced
+print("\nper thread, ms per step (median over processes): CPU on / off / +, run-queue wait on / off")
+for c in cfgs:
+    names = sorted({n for t in threads[c] for n in t}, key=lambda n: -max(
+        [t[n][0] for t in threads[c] if n in t] or [0]))
+    for n in names:
+        v = [t.get(n, [0, 0, 0, 0]) for t in threads[c]]
+        med = [statistics.median(x[i] for x in v) for i in range(4)]
+        dif = statistics.median(x[0] - x[1] for x in v)
+        if max(med[0], med[1]) >= 0.01 or max(med[2], med[3]) >= 0.01:
+            print(f"  {c:20s} {n:16s} {med[0]:7.3f} {med[1]:7.3f} {dif:+7.3f}   {med[2]:6.3f} {med[3]:6.3f}")
 for k, lines in notes.items():  # one per process
     for s in lines:
         print(f"{k}: {s}")
 with open(os.path.join(out, "gate.json"), "w") as f:
     json.dump({"mode": mode, "procs": procs, "blocks": blocks, "steps": steps, "ratio": res,
-               "pairs_ratio": pairs, "cpu_ratio": cpu, "notes": notes}, f, indent=1)
+               "pairs_ratio": pairs, "cpu_ratio": cpu, "threads": threads, "notes": notes}, f, indent=1)

@@ -7,7 +7,11 @@ after the warm-up, N blocks of STEPS steps each, tracing switched on and
 off between blocks in the order on, off, off, on, on, off, ... through
 the library's gate (src/inject/vt_gate.h); each block starts with one
 untimed step.  Prints the median step time of the on- and off-steps and
-their ratio: traced against untraced within one process."""
+their ratio: traced against untraced within one process, and per thread
+(the main thread as "main", others by name, e.g. pt_autograd_0 and the
+library's vt-writer / vt-drain) the CPU time and the run-queue wait per
+step of each side, from /proc/self/task/*/schedstat around the timed
+steps: where a traced step's extra time is spent."""
 import json
 import mmap
 import os
@@ -87,17 +91,44 @@ def timed_step():
     return time.perf_counter() - t0, c1 - c0
 
 
+def thread_times():
+    """{tid: (name, cpu_ns, runqueue_wait_ns)} of this process's threads."""
+    snap = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                run, wait = f.read().split()[:2]
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        snap[int(tid)] = ("main" if int(tid) == os.getpid() else name, int(run), int(wait))
+    return snap
+
+
+def add_thread_times(acc, s0, s1):
+    """acc[name] += [cpu ns, wait ns] between two thread_times()."""
+    for tid, (name, run, wait) in s1.items():
+        r0, w0 = s0[tid][1:] if tid in s0 else (0, 0)
+        a = acc.setdefault(name, [0, 0])
+        a[0] += run - r0
+        a[1] += wait - w0
+
+
 blocks = int(os.environ.get("VT_BENCH_BLOCKS", "0"))
 if gate_map and blocks:
     for i in range(warm):
         timed_step()
     res = {0: ([], []), 1: ([], [])}
     per_block = []
+    threads = {0: {}, 1: {}}
     for b in range(blocks):
         on = 1 if b % 4 in (0, 3) else 0
         gate(on)
         timed_step()  # the first step after a switch is not timed
+        s0 = thread_times()
         t = [timed_step() for _ in range(steps)]
+        add_thread_times(threads[on], s0, thread_times())
         res[on][0].extend(x[0] for x in t)
         res[on][1].extend(x[1] for x in t)
         per_block.append((on, statistics.median(x[0] for x in t) * 1e3))
@@ -107,6 +138,12 @@ if gate_map and blocks:
     print(json.dumps({"on_ms": on_ms, "off_ms": off_ms, "ratio": on_ms / off_ms,
                       "on_cpu_ms": on_cpu, "off_cpu_ms": off_cpu, "cpu_ratio": on_cpu / off_cpu,
                       "blocks": per_block, "steps": steps,
+                      # per thread name: [cpu ms, run-queue wait ms] per step, on and off
+                      "threads": {n: [threads[1].get(n, [0, 0])[0] / 1e6 / len(res[1][0]),
+                                      threads[0].get(n, [0, 0])[0] / 1e6 / len(res[0][0]),
+                                      threads[1].get(n, [0, 0])[1] / 1e6 / len(res[1][0]),
+                                      threads[0].get(n, [0, 0])[1] / 1e6 / len(res[0][0])]
+                                  for n in sorted(set(threads[0]) | set(threads[1]))},
                       "tag": sys.argv[1] if len(sys.argv) > 1 else ""}), flush=True)
     sys.exit(0)
 

@@ -71,6 +71,8 @@ int vt_gate_start(const char *path, vt_gate_apply_fn fn, void *arg)
     pthread_attr_setstacksize(&a, 64 * 1024);
     int rc = pthread_create(&g_gate.thread, &a, gate_main, NULL);
     pthread_attr_destroy(&a);
+    if (rc == 0)
+        pthread_setname_np(g_gate.thread, "vt-gate");
     if (rc != 0) {
         munmap(p, VT_GATE_SIZE);
         g_gate.word = NULL;

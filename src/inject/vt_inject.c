@@ -45,6 +45,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "vt_bench_cupti.h"
 #include "vt_capture.h"
 #include "vt_clock.h"
 #include "vt_config.h"
@@ -1616,9 +1617,22 @@ static int init_once(void)
     }
     g_tsc0 = __rdtsc();
     g_ns0 = mono_ns();
-    if ((g.cfg.kernels || g.static_on) && pthread_create(&act.thread, NULL, drain_main, NULL) == 0)
+    if ((g.cfg.kernels || g.static_on) && pthread_create(&act.thread, NULL, drain_main, NULL) == 0) {
         act.started = 1;
+        pthread_setname_np(act.thread, "vt-drain");
+    }
     if (g.cfg.kernels || g.static_on) {
+        const char *attrs = getenv("VT_BENCH_CUPTI_ATTRS"); /* benchmarks only (vt_bench_cupti.h) */
+        if (attrs && *attrs) {
+            char bad[64], msg[160];
+            int n = vt_bench_cupti_attrs(attrs, bad, sizeof(bad));
+            if (n < 0)
+                snprintf(msg, sizeof(msg), "benchmark: VT_BENCH_CUPTI_ATTRS: %s refused", bad);
+            else
+                snprintf(msg, sizeof(msg), "benchmark: CUPTI activity attributes %s", attrs);
+            note(n < 0 ? VT_SEV_WARNING : VT_SEV_INFO, msg);
+            say("vramtrace: %s", msg);
+        }
         if (cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed) != CUPTI_SUCCESS) {
             note(VT_SEV_WARNING, "CUPTI activity API unavailable: no kernels, no module globals");
         } else {
@@ -1637,8 +1651,10 @@ static int init_once(void)
         pthread_attr_t a;
         pthread_attr_init(&a);
         pthread_attr_setstacksize(&a, 256 * 1024);
-        if (pthread_create(&g.sampler, &a, sampler_main, NULL) == 0)
+        if (pthread_create(&g.sampler, &a, sampler_main, NULL) == 0) {
             g.sampler_started = 1;
+            pthread_setname_np(g.sampler, "vt-sampler");
+        }
         pthread_attr_destroy(&a);
     }
     const char *gate = getenv("VRAMTRACE_BENCH_GATE");
