@@ -488,7 +488,7 @@ static uint64_t g_pm_walks; /* the last id given to a recorded walk (atomic) */
  * other executable (3.13) by its address.  Instruction positions are
  * user-space pointers (< 2^47) or, on 3.10, an int: owner, entry mark and
  * "a code object" fit above them. */
-VT_AI void pm_read(int minor, uintptr_t frame, uint64_t *code, uint64_t *state)
+VT_AI void pm_read(int minor, int watch, uintptr_t frame, uint64_t *code, uint64_t *state)
 {
     const vt_pylayout *L = &g.L;
     uintptr_t c = *(const uintptr_t *)(frame + L->f_code);
@@ -496,8 +496,8 @@ VT_AI void pm_read(int minor, uintptr_t frame, uint64_t *code, uint64_t *state)
 #ifdef VT_BENCH_PM_ADDR /* benchmarks only (bench/inject.cmake): nothing read of code objects */
     if (0) {
 #else
-    if (g.code_watch) { /* by address (g_code_epoch); 3.12's f_code is always a code object */
-        is_code = ptr_ok(c) && (minor == 12 || *(const uintptr_t *)(c + L->ob_type) == g.code_type);
+    if (watch) { /* by address (g_code_epoch); 3.12's f_code is always a code object */
+        is_code = minor == 12 || (ptr_ok(c) && *(const uintptr_t *)(c + L->ob_type) == g.code_type);
     } else if (ptr_ok(c) && *(const uintptr_t *)(c + L->ob_type) == g.code_type) {
 #endif
         uintptr_t lt;
@@ -522,20 +522,21 @@ VT_AI void pm_read(int minor, uintptr_t frame, uint64_t *code, uint64_t *state)
  * state never has bits 58-63 set, so state ^ PM_K3 is never 0. */
 #define PM_K2 0xA0761D6478BD642Full
 #define PM_K3 0xE7037ED1A0B428DBull
-VT_AI int pm_scan(int minor, uintptr_t f, pm_chain *c)
+VT_AI int pm_scan_loop(int minor, int watch, uintptr_t f, pm_chain *c)
 {
     uint64_t h = 0, h2 = PM_K2;
     int k = 0;
     uintptr_t fr = f;
+    const long prev = g.L.f_previous;
     for (; k < PM_STEPS && fr; k++) {
         if (!ptr_ok(fr))
             return -1;
         uint64_t code, state;
-        pm_read(minor, fr, &code, &state);
+        pm_read(minor, watch, fr, &code, &state);
         h = ((h << 7) | (h >> 57)) ^ code ^ (state * 0x9E3779B97F4A7C15ull);
         unsigned __int128 m = (unsigned __int128)(h2 ^ code) * (state ^ PM_K3);
         h2 = (uint64_t)m ^ (uint64_t)(m >> 64);
-        fr = *(const uintptr_t *)(fr + g.L.f_previous);
+        fr = *(const uintptr_t *)(fr + prev);
     }
     c->k = k;
     c->ended = !fr;
@@ -545,6 +546,26 @@ VT_AI int pm_scan(int minor, uintptr_t f, pm_chain *c)
     c->tag2 = (uint64_t)m ^ (uint64_t)(m >> 64);
     return 0;
 }
+
+/* The code watcher's state is read once per scan, not per frame; on 3.12
+ * under it (PyTorch on the GPU machine) a frame is four loads and the two
+ * hashes, nothing else. */
+VT_AI int pm_scan(int minor, uintptr_t f, pm_chain *c)
+{
+    const int watch = __atomic_load_n(&g.code_watch, __ATOMIC_RELAXED);
+    if (minor == 12 && watch)
+        return pm_scan_loop(12, 1, f, c);
+    return pm_scan_loop(minor, watch, f, c);
+}
+
+/* One copy of the scan per version, as of the walk: the version's layout
+ * questions fold away (the scan is most of a repeated capture). */
+#define VT_SCAN_FOR(m) \
+    VT_HOT static __attribute__((noinline)) int pm_scan##m(uintptr_t f, pm_chain *c) { return pm_scan(m, f, c); }
+VT_SCAN_FOR(10)
+VT_SCAN_FOR(11)
+VT_SCAN_FOR(12)
+VT_SCAN_FOR(13)
 
 VT_AI unsigned pm_set(uint64_t tag) { return (unsigned)(tag >> 60) % PM_SETS; }
 
@@ -717,7 +738,14 @@ VT_HOT int vt_pystack_capture_walk(vt_pyframe *out, int max, const vt_pyframe **
     const int minor = g.L.minor;
     pm_chain c;
     const uint64_t epoch = __atomic_load_n(&g_code_epoch, __ATOMIC_ACQUIRE); /* before the chain is read */
-    int n, keep = pm_scan(minor, f, &c) == 0;
+    int sc;
+    switch (minor) {
+    case 10: sc = pm_scan10(f, &c); break;
+    case 11: sc = pm_scan11(f, &c); break;
+    case 12: sc = pm_scan12(f, &c); break;
+    default: sc = pm_scan13(f, &c); break;
+    }
+    int n, keep = sc == 0;
     pm_memo *pm = VT_TLS_ADDR(&t_pm);
     if (keep && (n = pm_replay(pm, &c, epoch, max, out, frames, walk)) >= 0)
         return n;
