@@ -41,6 +41,8 @@ def configs(build):
         "traced-captureonly": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench",
                                                                                "libvramtrace-captureonly.so")),
         "traced-pmaddr": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench", "libvramtrace-pmaddr.so")),
+        "traced-verify8": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench", "libvramtrace-verify8.so")),
+        "traced-uwnobp": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench", "libvramtrace-uwnobp.so")),
         # VRAMTRACE_SELFTIME=1 times every phase of every callback (4 more
         # TSC reads per allocation): only this config pays that
         "traced-phases": dict(traced, VRAMTRACE_SELFTIME="1"),

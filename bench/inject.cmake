@@ -32,7 +32,12 @@ endif()
 #   libvramtrace-captureonly.so  VT_BENCH_CAPTURE_ONLY: stacks captured and
 #       dropped (no fingerprint, no stack in the event);
 #   libvramtrace-pmaddr.so       VT_BENCH_PM_ADDR: the Python walk memo
-#       names code objects by address and reads nothing of them.
+#       names code objects by address and reads nothing of them;
+#   libvramtrace-verify8.so      VT_BENCH_UW_VERIFY=8: the native walk memo
+#       verifies only its first 8 steps' words (unsafe: where the cost of
+#       reading the host's outer stack is);
+#   libvramtrace-uwnobp.so       VT_BENCH_UW_NOBP: the memo does not verify
+#       the rbp loads a walk used (unsafe).
 function(vt_bench_variant name)
   if(NOT (VT_HAVE_CUPTI AND TARGET vramtrace_inject))
     return()
@@ -44,6 +49,8 @@ vt_bench_variant(empty VT_BENCH_EMPTY_CALLBACKS)
 vt_bench_variant(empty-discard VT_BENCH_EMPTY_CALLBACKS VT_BENCH_DISCARD_ACTIVITY)
 vt_bench_variant(captureonly VT_BENCH_CAPTURE_ONLY)
 vt_bench_variant(pmaddr VT_BENCH_PM_ADDR)
+vt_bench_variant(verify8 VT_BENCH_UW_VERIFY=8)
+vt_bench_variant(uwnobp VT_BENCH_UW_NOBP)
 
 # The callback's capture between rounds of host work, for
 # bench/capture_pollution.sh (cachegrind: what a capture displaces).

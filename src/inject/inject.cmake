@@ -22,6 +22,9 @@ if(VT_HAVE_CUPTI)
     if(ARGN AND TARGET vt_pystack)
       list(APPEND srcs ${dir}/vt_pystack.c)
     endif()
+    if(ARGN)
+      list(APPEND srcs ${dir}/vt_unwind.c) # its copy in vt_inject_common is then not linked
+    endif()
     add_library(${target} SHARED ${srcs})
     set_target_properties(${target} PROPERTIES
       C_VISIBILITY_PRESET hidden
