@@ -5,7 +5,8 @@ print (the `blocks +a -b ...` lines of $OUT/bench.log): the spread over
 processes of one config in one run for several estimators, a split-half
 test (is a process's ratio its own, or block noise?) and the spread
 against the number of blocks.  Default: bench/data/gate-*.log (the
-per-process lines of the eighth session's seven runs, BENCHMARKS.md)."""
+per-process lines of the eighth session's seven runs and the ninth
+session's five, BENCHMARKS.md)."""
 import glob
 import math
 import os

@@ -19,7 +19,7 @@ correlate at 0.06 over 158 processes), so its spread falls as 1/sqrt of
 the blocks (16: +-4.4 %, 4: +-9.8 %; bench/gate_blocks.py): 64 blocks by
 default, about 1.5x the wall time of 16 (a process's start dominates).
 Env: VT_GATE_CONFIGS (default "traced,floor,traced-nostacks"; names from
-bench/bench_configs.py), VT_PAIR_MODE (async|default), VT_GATE_SLOTS
+bench/bench_configs.py; a name given twice runs twice as many processes), VT_PAIR_MODE (async|default), VT_GATE_SLOTS
 ("0:2-9,1:18-25": gpu:cpus), VT_BENCH_BLOCKS (default 64),
 VT_BENCH_STEPS (steps per block, default 10).  Writes $OUT/gate.json and
 prints a table."""
@@ -103,6 +103,7 @@ while queue:
 print(f"\n== in-process on/off, {mode} allocator, {procs} processes per config, {blocks} blocks of "
       f"{steps} steps, {time.time() - t_start:.0f} s")
 print(f"{'config':20s} {'on/off':>8s} {'pairs':>7s} {'CPU':>7s}  per process (on/off)")
+cfgs = list(dict.fromkeys(cfgs))  # a config named twice ran twice as often: one row
 for c in cfgs:
     if res[c]:
         print(f"{c:20s} {statistics.median(res[c]):8.3f} {statistics.median(pairs[c]):7.3f} "
