@@ -4,6 +4,7 @@ environment a benchmark process gets on top of its own.
 VT_PAIR_EXTRA / VT_BENCH_EXTRA='{"name": {VAR: VALUE}}' add traced variants."""
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -92,3 +93,22 @@ def block_pair_ratios(per_block):
         if nb:
             r.append(ms / statistics.mean(nb))
     return r
+
+
+# one process's line in gpu_gate.py's log
+GATE_LINE = re.compile(r"^(\S+) \(gpu (\d)\): on ([\d.]+) / off ([\d.]+) ms = ([\d.]+)"
+                       r"(?: \(pairs ([\d.]+|nan)\))?;.* blocks (.*)$")
+
+
+def gate_log_processes(path):
+    """The processes of a bench/gpu_gate.py log (bench/data/gate-*.log):
+    [{config, ratio (on/off), pairs (None in logs before it), blocks: [(traced, ms), ...]}]."""
+    out = []
+    with open(path) as f:
+        for ln in f:
+            m = GATE_LINE.match(ln)
+            if m:
+                out.append({"config": m.group(1), "ratio": float(m.group(5)),
+                            "pairs": float(m.group(6)) if m.group(6) else None,
+                            "blocks": [(t[0] == "+", float(t[1:])) for t in m.group(7).split()]})
+    return out

@@ -10,23 +10,14 @@ session's five, BENCHMARKS.md)."""
 import glob
 import math
 import os
-import re
 import statistics as st
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_configs import block_pair_ratios  # noqa: E402
-
-LINE = re.compile(r"^(\S+) \(gpu (\d)\): on ([\d.]+) / off ([\d.]+) ms = ([\d.]+)(?: \(pairs [\d.na]+\))?;.* blocks (.*)$")
+from bench_configs import block_pair_ratios, gate_log_processes  # noqa: E402
 
 logs = sys.argv[1:] or sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gate-*.log")))
-rows = []  # (log, config, reported ratio, [(traced, ms), ...])
-for f in logs:
-    for ln in open(f):
-        m = LINE.match(ln)
-        if m:
-            blocks = [(t[0] == "+", float(t[1:])) for t in m.group(6).split()]
-            rows.append((f, m.group(1), float(m.group(5)), blocks))
+rows = [(f, p["config"], p["ratio"], p["blocks"]) for f in logs for p in gate_log_processes(f)]
 
 
 def on_off(bl):
@@ -84,7 +75,8 @@ for name, fn in ESTIMATORS.items():
 a, b = [], []
 for f, cfg, r, bl in rows:
     if len(bl) >= 16:
-        h1, h2 = block_pair_ratios(bl[:8]), block_pair_ratios(bl[8:])
+        half = len(bl) // 8 * 4  # whole on, off, off, on cycles in each half
+        h1, h2 = block_pair_ratios(bl[:half]), block_pair_ratios(bl[half:])
         if h1 and h2:
             a.append(st.median(h1))
             b.append(st.median(h2))
@@ -94,6 +86,8 @@ print("split-half n=%d corr %.3f  sd halves %.4f %.4f  sd of diff %.4f"
       % (len(a), cov / (st.stdev(a) * st.stdev(b)), st.stdev(a), st.stdev(b), st.stdev([x - y for x, y in zip(a, b)])))
 
 # how the per-process estimate's spread falls with blocks (pairs-median over the first k)
-for k in (4, 8, 12, 16):
+for k in (4, 8, 16, 32, 64):
+    if not any(len(bl) >= k for _, _, _, bl in rows):
+        break
     sd, _, _ = pooled_sd(lambda bl, k=k: st.median(block_pair_ratios(bl[:k])))
     print("first %2d blocks: within-group SD %.4f" % (k, sd))
