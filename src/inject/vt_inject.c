@@ -1145,13 +1145,20 @@ static void report_unwind_stats(void)
     vt_unwinder_get_stats(g.uw, &st);
     if (!g.uw || !st.captures)
         return;
-    char text[400];
+    char text[600], smp[200] = "";
+    if (st.sampled) {
+        double n = (double)st.sampled;
+        snprintf(smp, sizeof(smp), "; one replay in 64 read %.0f bytes of the stack on %.1f pages, checked %.1f rbp "
+                 "loads, found its entry at way %.1f of the memo",
+                 (double)st.sampled_span / n, (double)st.sampled_pages / n, (double)st.sampled_bp / n,
+                 (double)st.sampled_way / n);
+    }
     snprintf(text, sizeof(text),
              "native stacks: %llu captures, %llu frames, %llu rule-cache misses, %llu frame-pointer steps, %llu rescans; "
-             "%llu walks replayed whole from the per-thread memo, %llu steps replayed by the others",
+             "%llu walks replayed whole from the per-thread memo, %llu steps replayed by the others%s",
              (unsigned long long)st.captures, (unsigned long long)st.frames, (unsigned long long)st.cache_misses,
              (unsigned long long)st.fp_steps, (unsigned long long)st.rescans, (unsigned long long)st.memo_full,
-             (unsigned long long)st.memo_steps);
+             (unsigned long long)st.memo_steps, smp);
     note(VT_SEV_INFO, text);
     if (g.selftime)
         say("vramtrace: %s", text);

@@ -598,6 +598,8 @@ struct vt_unwinder {
     /* counters, added to by every capturing thread: a line of their own */
     _Alignas(64) _Atomic uint64_t st_captures, st_frames, st_misses, st_fp, st_rescans, st_unknown, st_memo_full,
         st_memo_steps;
+    /* one whole replay in 64, described (memo_sample) */
+    _Atomic uint64_t st_smp_n, st_smp_span, st_smp_pages, st_smp_bp, st_smp_way;
 };
 static _Atomic uint64_t g_unwinder_uids;
 
@@ -943,6 +945,11 @@ void vt_unwinder_get_stats(const vt_unwinder *u, vt_unwind_stats *st)
     st->stops_unknown = atomic_load(&w->st_unknown);
     st->memo_full = atomic_load(&w->st_memo_full) + (t_uw.memo_full & 63);
     st->memo_steps = atomic_load(&w->st_memo_steps);
+    st->sampled = atomic_load(&w->st_smp_n);
+    st->sampled_span = atomic_load(&w->st_smp_span);
+    st->sampled_pages = atomic_load(&w->st_smp_pages);
+    st->sampled_bp = atomic_load(&w->st_smp_bp);
+    st->sampled_way = atomic_load(&w->st_smp_way);
 }
 
 static _Atomic uint64_t g_walk_ids; /* the last id given to a recorded walk */
@@ -986,6 +993,33 @@ static inline int memo_verify(const memo *m)
 }
 
 #if defined(__x86_64__)
+/* What one whole replay read of the host's stack: from sp0 to the last
+ * word, the 4 KiB pages those words lie on (the words go up the stack in
+ * order), the rbp loads it checked, and where in the memo its entry was
+ * found (the tag scan's length).  Called for one replay in 64, in the
+ * branch that adds the batch of 64 to the totals: nothing on the others. */
+static __attribute__((noinline, cold)) void memo_sample(vt_unwinder *u, const memo *m, int way)
+{
+    uint64_t span = 0, pages = 0, page = ~0ull;
+    for (int i = 0; i < m->nsteps && i < MEMO_STEPS; i++) {
+        if (m->off[i] == MEMO_NONE)
+            continue;
+        uint64_t a = m->sp0 + m->off[i];
+        if (m->off[i] + 8ull > span)
+            span = m->off[i] + 8ull;
+        if (a >> 12 != page) {
+            pages++;
+            page = a >> 12;
+        }
+    }
+    uint64_t used = m->bp_used & (m->nsteps >= 64 ? ~0ull : (1ull << m->nsteps) - 1);
+    atomic_fetch_add_explicit(&u->st_smp_n, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&u->st_smp_span, span, memory_order_relaxed);
+    atomic_fetch_add_explicit(&u->st_smp_pages, pages, memory_order_relaxed);
+    atomic_fetch_add_explicit(&u->st_smp_bp, (uint64_t)__builtin_popcountll(used), memory_order_relaxed);
+    atomic_fetch_add_explicit(&u->st_smp_way, (uint64_t)way, memory_order_relaxed);
+}
+
 /* Counted per thread, added to the totals in batches: a shared counter
  * per capture would bounce a cache line between every allocating thread. */
 static inline void count_capture(uw_tls *T, vt_unwinder *u, int n)
@@ -1216,8 +1250,10 @@ static inline __attribute__((always_inline)) int unwind_from(vt_unwinder *u, uin
             if (walk)
                 *walk = m->walk;
             T->ages[w] = ++T->memo_age;
-            if ((++T->memo_full & 63) == 0) /* batched, as in count_capture */
+            if ((++T->memo_full & 63) == 0) { /* batched, as in count_capture */
                 atomic_fetch_add_explicit(&u->st_memo_full, 64, memory_order_relaxed);
+                memo_sample(u, m, w);
+            }
             count_capture(T, u, n);
             return n;
         }

@@ -111,6 +111,10 @@ typedef struct {
     uint64_t stops_unknown;  /* walks that ended on an unknown ip/rule */
     uint64_t memo_full;      /* walks replayed whole from the thread's memo (no rule lookups) */
     uint64_t memo_steps;     /* steps replayed from a memo by walks that then went on */
+    /* one whole replay in 64, described; sums over `sampled` replays: the
+     * host's stack read (bytes from the walk's start to its last word, 4 KiB
+     * pages), rbp loads checked, the memo way the entry was found in (0-31) */
+    uint64_t sampled, sampled_span, sampled_pages, sampled_bp, sampled_way;
 } vt_unwind_stats;
 void vt_unwinder_get_stats(const vt_unwinder *u, vt_unwind_stats *st);
 

@@ -265,6 +265,30 @@ static void test_memo(void **state)
     assert_string_equal(fn_of(r.ips[1]), "chain_y");
 }
 
+/* One whole replay in 64 is described (vt_unwind_stats.sampled*): what it
+ * read of this thread's stack lies within the stack, on at least one page
+ * and no more pages than words, and its entry in one of the 32 ways. */
+static void test_memo_sample(void **state)
+{
+    (void)state;
+    chain_result r;
+    memset(&r, 0, sizeof(r));
+    r.max = 64;
+    vt_unwind_stats s0, s1;
+    vt_unwinder_get_stats(g_u, &s0);
+    for (int k = 0; k < 256; k++)
+        chain_pick(g_u, &r, k & 1);
+    vt_unwinder_get_stats(g_u, &s1);
+    uint64_t n = s1.sampled - s0.sampled, whole = s1.memo_full - s0.memo_full;
+    assert_true(whole >= 200);
+    assert_true(n >= whole / 64 - 1 && n <= whole / 64 + 1);
+    uint64_t span = s1.sampled_span - s0.sampled_span, pages = s1.sampled_pages - s0.sampled_pages;
+    assert_true(span >= n * 8 * (uint64_t)(r.n - 1)); /* at least a word per step read */
+    assert_true(span <= n * (1u << 20));
+    assert_true(pages >= n && pages <= n * (uint64_t)r.n);
+    assert_true(s1.sampled_way - s0.sampled_way <= n * 31);
+}
+
 /* Walk ids (the writer's stack references rest on them): one id always
  * comes with the same ips, the two callers at one depth get different
  * ids, a repeated walk keeps its id, and a walk recorded again after the
@@ -487,6 +511,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depth_cap_and_recursion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memo_sample, setup, teardown),
         cmocka_unit_test_setup_teardown(test_walk_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memo_keys, setup, teardown),
