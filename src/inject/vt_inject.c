@@ -257,11 +257,11 @@ static void emit_failed(inject_tls *T, uint64_t size, uint32_t dev, vt_memkind k
                         uint64_t stream, uint64_t pool, uint64_t corr)
 {
     const char *name = NULL;
-    int saved = t_in.internal;
-    t_in.internal = 1;
+    int saved = T->internal; /* T is this thread's t_in */
+    T->internal = 1;
     if (cuGetErrorName(err, &name) != CUDA_SUCCESS)
         name = NULL;
-    t_in.internal = saved;
+    T->internal = saved;
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = VT_EV_ALLOC_FAILED;
