@@ -101,6 +101,24 @@ static void publish(uint64_t tsc_base, uint64_t ns_base, uint64_t mult)
     atomic_store_explicit(&c.seq, s + 2, memory_order_release);
 }
 
+/* The current map, read under the sequence lock: 0 when no consistent
+ * copy was had in 64 tries (a tick interrupted on this very thread, e.g.
+ * a signal handler calling us, would leave seq odd for good). */
+static inline __attribute__((always_inline)) int snapshot(uint64_t *tb, uint64_t *nb, uint64_t *m)
+{
+    for (int i = 0; i < 64; i++) {
+        uint32_t s = atomic_load_explicit(&c.seq, memory_order_acquire);
+        /* acquire: the second read of seq cannot come before them (what a
+         * fence after relaxed loads would do; TSan does not model fences) */
+        *tb = atomic_load_explicit(&c.tsc_base, memory_order_acquire);
+        *nb = atomic_load_explicit(&c.ns_base, memory_order_acquire);
+        *m = atomic_load_explicit(&c.mult, memory_order_acquire);
+        if (!(s & 1) && atomic_load_explicit(&c.seq, memory_order_relaxed) == s)
+            return 1;
+    }
+    return 0;
+}
+
 static inline uint64_t map(uint64_t tsc, uint64_t tb, uint64_t nb, uint64_t m)
 {
     __int128 d = (__int128)(int64_t)(tsc - tb) * (__int128)m;
@@ -142,17 +160,9 @@ vt_clocksrc vt_clock_init(int want_tsc)
 VT_HOT uint64_t vt_clock_at(uint64_t tsc)
 {
 #if VT_HAVE_TSC
-    if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC) {
-        for (int i = 0; i < 64; i++) { /* as vt_clock_now() */
-            uint32_t s = atomic_load_explicit(&c.seq, memory_order_acquire);
-            uint64_t tb = atomic_load_explicit(&c.tsc_base, memory_order_relaxed);
-            uint64_t nb = atomic_load_explicit(&c.ns_base, memory_order_relaxed);
-            uint64_t m = atomic_load_explicit(&c.mult, memory_order_relaxed);
-            atomic_thread_fence(memory_order_acquire);
-            if (!(s & 1) && atomic_load_explicit(&c.seq, memory_order_relaxed) == s)
-                return map(tsc, tb, nb, m);
-        }
-    }
+    uint64_t tb, nb, m;
+    if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC && snapshot(&tb, &nb, &m))
+        return map(tsc, tb, nb, m);
 #else
     (void)tsc;
 #endif
@@ -169,19 +179,9 @@ VT_HOT uint64_t vt_clock_at(uint64_t tsc)
 VT_HOT uint64_t vt_clock_now(void)
 {
 #if VT_HAVE_TSC
-    if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC) {
-        /* A tick interrupted on this very thread (a signal handler calling
-         * us) would leave seq odd for good: give up after a few tries. */
-        for (int i = 0; i < 64; i++) {
-            uint32_t s = atomic_load_explicit(&c.seq, memory_order_acquire);
-            uint64_t tb = atomic_load_explicit(&c.tsc_base, memory_order_relaxed);
-            uint64_t nb = atomic_load_explicit(&c.ns_base, memory_order_relaxed);
-            uint64_t m = atomic_load_explicit(&c.mult, memory_order_relaxed);
-            atomic_thread_fence(memory_order_acquire);
-            if (!(s & 1) && atomic_load_explicit(&c.seq, memory_order_relaxed) == s)
-                return map(tsc_read(), tb, nb, m);
-        }
-    }
+    uint64_t tb, nb, m;
+    if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC && snapshot(&tb, &nb, &m))
+        return map(tsc_read(), tb, nb, m);
 #endif
     return mono_ns();
 }
