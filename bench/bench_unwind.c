@@ -212,10 +212,12 @@ int main(int argc, char **argv)
            (unsigned long long)st.cache_misses, (unsigned long long)st.frames, (unsigned long long)st.memo_full,
            (unsigned long long)st.memo_steps);
     if (st.sampled)
-        printf("one whole replay in 64 (%llu): %.0f bytes of stack read on %.1f pages, %.1f rbp loads checked, way %.1f\n",
+        printf("one whole replay in 64 (%llu): %.0f bytes of stack read on %.1f pages, %.1f rbp loads checked, way %.1f "
+               "(predicted %.0f %%), %.2f other candidates (%.1f steps in vain)\n",
                (unsigned long long)st.sampled, (double)st.sampled_span / (double)st.sampled,
                (double)st.sampled_pages / (double)st.sampled, (double)st.sampled_bp / (double)st.sampled,
-               (double)st.sampled_way / (double)st.sampled);
+               (double)st.sampled_way / (double)st.sampled, 100.0 * (double)st.sampled_pred / (double)st.sampled,
+               (double)st.sampled_tried / (double)st.sampled, (double)st.sampled_wasted / (double)st.sampled);
     vt_unwinder_free(U);
     return 0;
 }

@@ -1145,13 +1145,15 @@ static void report_unwind_stats(void)
     vt_unwinder_get_stats(g.uw, &st);
     if (!g.uw || !st.captures)
         return;
-    char text[600], smp[200] = "";
+    char text[700], smp[300] = "";
     if (st.sampled) {
         double n = (double)st.sampled;
         snprintf(smp, sizeof(smp), "; one replay in 64 read %.0f bytes of the stack on %.1f pages, checked %.1f rbp "
-                 "loads, found its entry at way %.1f of the memo",
+                 "loads, found its entry at way %.1f of the memo (the predicted way in %.0f %%) after %.2f other "
+                 "candidates (%.1f steps verified in vain)",
                  (double)st.sampled_span / n, (double)st.sampled_pages / n, (double)st.sampled_bp / n,
-                 (double)st.sampled_way / n);
+                 (double)st.sampled_way / n, 100.0 * (double)st.sampled_pred / n, (double)st.sampled_tried / n,
+                 (double)st.sampled_wasted / n);
     }
     snprintf(text, sizeof(text),
              "native stacks: %llu captures, %llu frames, %llu rule-cache misses, %llu frame-pointer steps, %llu rescans; "

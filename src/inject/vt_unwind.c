@@ -599,7 +599,8 @@ struct vt_unwinder {
     _Alignas(64) _Atomic uint64_t st_captures, st_frames, st_misses, st_fp, st_rescans, st_unknown, st_memo_full,
         st_memo_steps;
     /* one whole replay in 64, described (memo_sample) */
-    _Atomic uint64_t st_smp_n, st_smp_span, st_smp_pages, st_smp_bp, st_smp_way;
+    _Atomic uint64_t st_smp_n, st_smp_span, st_smp_pages, st_smp_bp, st_smp_way, st_smp_pred, st_smp_tried,
+        st_smp_wasted;
 };
 static _Atomic uint64_t g_unwinder_uids;
 
@@ -877,6 +878,12 @@ typedef struct {
     uint64_t walk;    /* this recording's id (g_walk_ids) */
     uint32_t off[MEMO_STEPS];     /* the return address word step i read, as an offset from sp0 */
     uint64_t ip[MEMO_STEPS + 1];  /* ip[i]: step i's ip; ip[i + 1]: the word step i read */
+    /* the rbp loads in bp_used, as offsets from sp0 of where and what (a
+     * used rbp points into the stack above sp0): 8 bytes a check, in a
+     * row, where c[] would spread them over 24 */
+    struct {
+        uint32_t at, val;
+    } bpc[MEMO_STEPS];
     memo_cold c[MEMO_STEPS];
 } __attribute__((aligned(64))) memo;
 _Static_assert(MEMO_STEPS <= 64, "bp_used is a 64-bit mask");
@@ -896,6 +903,14 @@ typedef struct {
     uint64_t captures, frames, memo_full;
     uint64_t tag[MEMO_WAYS];
     uint32_t ages[MEMO_WAYS];
+    /* next[w]: the way this thread's capture after one in way w used last
+     * time; last: the way of the last capture.  A program repeats its
+     * sequence of allocations (a training step), so the way after `last`
+     * is tried first: sites at one depth with one key (threads without
+     * Python frames) share a tag, and each candidate tried in vain costs
+     * the steps it shares with the right one. */
+    uint8_t next[MEMO_WAYS];
+    uint32_t last;
     memo memo[MEMO_WAYS];
 } uw_tls;
 static __thread uw_tls t_uw;
@@ -950,6 +965,9 @@ void vt_unwinder_get_stats(const vt_unwinder *u, vt_unwind_stats *st)
     st->sampled_pages = atomic_load(&w->st_smp_pages);
     st->sampled_bp = atomic_load(&w->st_smp_bp);
     st->sampled_way = atomic_load(&w->st_smp_way);
+    st->sampled_pred = atomic_load(&w->st_smp_pred);
+    st->sampled_tried = atomic_load(&w->st_smp_tried);
+    st->sampled_wasted = atomic_load(&w->st_smp_wasted);
 }
 
 static _Atomic uint64_t g_walk_ids; /* the last id given to a recorded walk */
@@ -985,7 +1003,7 @@ static inline int memo_verify(const memo *m)
             break;
 #ifndef VT_BENCH_UW_NOBP /* benchmarks only: rbp loads not verified (unsafe) */
         if (__builtin_expect((m->bp_used >> i) & 1, 0) &&
-            *(const uint64_t *)(uintptr_t)m->c[i].bp_at != m->c[i].bp_val)
+            *(const uint64_t *)(const void *)(sp0 + m->bpc[i].at) != m->sp0 + m->bpc[i].val)
             break;
 #endif
     }
@@ -995,10 +1013,13 @@ static inline int memo_verify(const memo *m)
 #if defined(__x86_64__)
 /* What one whole replay read of the host's stack: from sp0 to the last
  * word, the 4 KiB pages those words lie on (the words go up the stack in
- * order), the rbp loads it checked, and where in the memo its entry was
- * found (the tag scan's length).  Called for one replay in 64, in the
- * branch that adds the batch of 64 to the totals: nothing on the others. */
-static __attribute__((noinline, cold)) void memo_sample(vt_unwinder *u, const memo *m, int way)
+ * order), the rbp loads it checked, where in the memo its entry was found
+ * (the tag scan's length), whether it was the predicted way, and the other
+ * candidates verified before it (same tag, a differing word) with the steps
+ * they verified.  Called for one replay in 64, in the branch that adds the
+ * batch of 64 to the totals: nothing on the others. */
+static __attribute__((noinline, cold)) void memo_sample(vt_unwinder *u, const memo *m, int way, int pred,
+                                                        uint32_t tried, uint32_t wasted)
 {
     uint64_t span = 0, pages = 0, page = ~0ull;
     for (int i = 0; i < m->nsteps && i < MEMO_STEPS; i++) {
@@ -1018,6 +1039,9 @@ static __attribute__((noinline, cold)) void memo_sample(vt_unwinder *u, const me
     atomic_fetch_add_explicit(&u->st_smp_pages, pages, memory_order_relaxed);
     atomic_fetch_add_explicit(&u->st_smp_bp, (uint64_t)__builtin_popcountll(used), memory_order_relaxed);
     atomic_fetch_add_explicit(&u->st_smp_way, (uint64_t)way, memory_order_relaxed);
+    atomic_fetch_add_explicit(&u->st_smp_pred, (uint64_t)(pred != 0), memory_order_relaxed);
+    atomic_fetch_add_explicit(&u->st_smp_tried, tried, memory_order_relaxed);
+    atomic_fetch_add_explicit(&u->st_smp_wasted, wasted, memory_order_relaxed);
 }
 
 /* Counted per thread, added to the totals in batches: a shared counter
@@ -1186,6 +1210,19 @@ static __attribute__((noinline)) int unwind_walk(uw_tls *T, vt_unwinder *u, uint
         }
     }
     if (clean && step <= MEMO_STEPS && first_rec >= 0) {
+        /* the used rbp loads, compact (a load or value out of reach: not memoized) */
+        for (uint64_t used = mm->bp_used & ((1ull << step) - 1); used; used &= used - 1) {
+            int k = __builtin_ctzll(used);
+            uint64_t at = mm->c[k].bp_at - sp0, val = mm->c[k].bp_val - sp0;
+            if (at > UINT32_MAX - 8 || val > UINT32_MAX) {
+                clean = 0;
+                break;
+            }
+            mm->bpc[k].at = (uint32_t)at;
+            mm->bpc[k].val = (uint32_t)val;
+        }
+    }
+    if (clean && step <= MEMO_STEPS && first_rec >= 0) {
         mm->sp0 = sp0;
         mm->ip0 = ip0;
         mm->xkey = xkey;
@@ -1200,6 +1237,8 @@ static __attribute__((noinline)) int unwind_walk(uw_tls *T, vt_unwinder *u, uint
         mm->walk = walk_id = atomic_fetch_add_explicit(&g_walk_ids, 1, memory_order_relaxed) + 1;
         ages[mw] = ++T->memo_age;
         tags[mw] = tag;
+        T->next[T->last] = (uint8_t)mw;
+        T->last = (uint32_t)mw;
     }
     if (walk)
         *walk = walk_id;
@@ -1233,8 +1272,12 @@ static inline __attribute__((always_inline)) int unwind_from(vt_unwinder *u, uin
     const uint64_t *tags = T->tag;
     const memo *best = NULL;
     int best_i = 0;
-    for (int w = 0; w < MEMO_WAYS; w++) {
-        if (tags[w] != tag)
+    uint32_t tried = 0, wasted = 0; /* candidates verified in vain, their steps */
+    /* the predicted way first, then the others in order */
+    const int p = T->next[T->last];
+    for (int k = -1; k < MEMO_WAYS; k++) {
+        const int w = k < 0 ? p : k;
+        if (tags[w] != tag || (k >= 0 && w == p))
             continue;
         memo *m = &T->memo[w];
         if (m->sp0 != sp || m->ip0 != ip || m->xkey != xkey || m->max != max || m->epoch != epoch ||
@@ -1250,13 +1293,17 @@ static inline __attribute__((always_inline)) int unwind_from(vt_unwinder *u, uin
             if (walk)
                 *walk = m->walk;
             T->ages[w] = ++T->memo_age;
+            T->next[T->last] = (uint8_t)w;
+            T->last = (uint32_t)w;
             if ((++T->memo_full & 63) == 0) { /* batched, as in count_capture */
                 atomic_fetch_add_explicit(&u->st_memo_full, 64, memory_order_relaxed);
-                memo_sample(u, m, w);
+                memo_sample(u, m, w, k < 0, tried, wasted);
             }
             count_capture(T, u, n);
             return n;
         }
+        tried++;
+        wasted += (uint32_t)i + 1;
         if (i > best_i) {
             best = m;
             best_i = i;

@@ -113,8 +113,12 @@ typedef struct {
     uint64_t memo_steps;     /* steps replayed from a memo by walks that then went on */
     /* one whole replay in 64, described; sums over `sampled` replays: the
      * host's stack read (bytes from the walk's start to its last word, 4 KiB
-     * pages), rbp loads checked, the memo way the entry was found in (0-31) */
-    uint64_t sampled, sampled_span, sampled_pages, sampled_bp, sampled_way;
+     * pages), rbp loads checked, the memo way the entry was found in (0-31),
+     * replays whose entry was the predicted way (the one that followed the
+     * thread's previous capture last time), other candidates verified in
+     * vain before it and the steps they verified */
+    uint64_t sampled, sampled_span, sampled_pages, sampled_bp, sampled_way, sampled_pred, sampled_tried,
+        sampled_wasted;
 } vt_unwind_stats;
 void vt_unwinder_get_stats(const vt_unwinder *u, vt_unwind_stats *st);
 

@@ -267,7 +267,12 @@ static void test_memo(void **state)
 
 /* One whole replay in 64 is described (vt_unwind_stats.sampled*): what it
  * read of this thread's stack lies within the stack, on at least one page
- * and no more pages than words, and its entry in one of the 32 ways. */
+ * and no more pages than words, and its entry in one of the 32 ways.  Two
+ * callers at one depth in turn share a tag: the way that followed the
+ * previous capture last time is tried first, so that every replay finds
+ * its entry first, with no candidate verified in vain.  With frame
+ * pointers, the replay checks the saved rbp that each frame's CFA rests on
+ * (chain_x's and chain_pick's at least). */
 static void test_memo_sample(void **state)
 {
     (void)state;
@@ -287,6 +292,11 @@ static void test_memo_sample(void **state)
     assert_true(span <= n * (1u << 20));
     assert_true(pages >= n && pages <= n * (uint64_t)r.n);
     assert_true(s1.sampled_way - s0.sampled_way <= n * 31);
+    assert_int_equal(s1.sampled_pred - s0.sampled_pred, n);
+    assert_int_equal(s1.sampled_tried - s0.sampled_tried, 0);
+    assert_int_equal(s1.sampled_wasted - s0.sampled_wasted, 0);
+    if (CHAIN_FP)
+        assert_true(s1.sampled_bp - s0.sampled_bp >= 2 * n);
 }
 
 /* Walk ids (the writer's stack references rest on them): one id always
