@@ -1044,6 +1044,15 @@ static __attribute__((noinline, cold)) void memo_sample(vt_unwinder *u, const me
     atomic_fetch_add_explicit(&u->st_smp_wasted, wasted, memory_order_relaxed);
 }
 
+/* Way w served this thread's capture: the most recently used, and the
+ * way that follows the previous capture's (tried first next time). */
+static inline void memo_used(uw_tls *T, int w)
+{
+    T->ages[w] = ++T->memo_age;
+    T->next[T->last] = (uint8_t)w;
+    T->last = (uint32_t)w;
+}
+
 /* Counted per thread, added to the totals in batches: a shared counter
  * per capture would bounce a cache line between every allocating thread. */
 static inline void count_capture(uw_tls *T, vt_unwinder *u, int n)
@@ -1209,20 +1218,19 @@ static __attribute__((noinline)) int unwind_walk(uw_tls *T, vt_unwinder *u, uint
             break;
         }
     }
-    if (clean && step <= MEMO_STEPS && first_rec >= 0) {
-        /* the used rbp loads, compact (a load or value out of reach: not memoized) */
-        for (uint64_t used = mm->bp_used & ((1ull << step) - 1); used; used &= used - 1) {
-            int k = __builtin_ctzll(used);
-            uint64_t at = mm->c[k].bp_at - sp0, val = mm->c[k].bp_val - sp0;
-            if (at > UINT32_MAX - 8 || val > UINT32_MAX) {
-                clean = 0;
-                break;
-            }
-            mm->bpc[k].at = (uint32_t)at;
-            mm->bpc[k].val = (uint32_t)val;
+    int keep = clean && step <= MEMO_STEPS && first_rec >= 0;
+    /* the used rbp loads, compact (a load or value out of reach: not memoized) */
+    for (uint64_t used = keep ? mm->bp_used & ((1ull << step) - 1) : 0; used; used &= used - 1) {
+        int k = __builtin_ctzll(used);
+        uint64_t at = mm->c[k].bp_at - sp0, val = mm->c[k].bp_val - sp0;
+        if (at > UINT32_MAX - 8 || val > UINT32_MAX) {
+            keep = 0;
+            break;
         }
+        mm->bpc[k].at = (uint32_t)at;
+        mm->bpc[k].val = (uint32_t)val;
     }
-    if (clean && step <= MEMO_STEPS && first_rec >= 0) {
+    if (keep) {
         mm->sp0 = sp0;
         mm->ip0 = ip0;
         mm->xkey = xkey;
@@ -1235,10 +1243,8 @@ static __attribute__((noinline)) int unwind_walk(uw_tls *T, vt_unwinder *u, uint
         mm->bp0_used = bp0_used;
         mm->n = n;
         mm->walk = walk_id = atomic_fetch_add_explicit(&g_walk_ids, 1, memory_order_relaxed) + 1;
-        ages[mw] = ++T->memo_age;
         tags[mw] = tag;
-        T->next[T->last] = (uint8_t)mw;
-        T->last = (uint32_t)mw;
+        memo_used(T, mw);
     }
     if (walk)
         *walk = walk_id;
@@ -1292,9 +1298,7 @@ static inline __attribute__((always_inline)) int unwind_from(vt_unwinder *u, uin
                 memcpy(ips, m->ip + m->first_rec, (size_t)n * sizeof(uint64_t));
             if (walk)
                 *walk = m->walk;
-            T->ages[w] = ++T->memo_age;
-            T->next[T->last] = (uint8_t)w;
-            T->last = (uint32_t)w;
+            memo_used(T, w);
             if ((++T->memo_full & 63) == 0) { /* batched, as in count_capture */
                 atomic_fetch_add_explicit(&u->st_memo_full, 64, memory_order_relaxed);
                 memo_sample(u, m, w, k < 0, tried, wasted);
