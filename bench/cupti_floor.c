@@ -11,6 +11,8 @@
  *   unused         cuArrayCreate_v2 only (a PyTorch step never calls it:
  *                  the cost of the driver domain being on at all);
  *   runtime-async  cudaMallocAsync and cudaFreeAsync in the runtime domain.
+ * VT_FLOOR_LAUNCH=1: also the launch APIs' callbacks (what
+ * VRAMTRACE_KERNELS=launch subscribes), with the same empty body.
  * VT_BENCH_CUPTI_ATTRS: CUPTI activity attributes (src/inject/vt_bench_cupti.h). */
 #include <cupti.h>
 #include <stdio.h>
@@ -33,6 +35,10 @@ static const CUpti_CallbackId unused_ids[] = {CB(cuArrayCreate_v2)};
 static const CUpti_CallbackId runtime_ids[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
     CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020};
+static const CUpti_CallbackId launch_ids[] = {
+    CB(cuLaunchKernel), CB(cuLaunchKernel_ptsz), CB(cuLaunchKernelEx), CB(cuLaunchKernelEx_ptsz),
+    CB(cuLaunchCooperativeKernel), CB(cuLaunchCooperativeKernel_ptsz), CB(cuGraphLaunch), CB(cuGraphLaunch_ptsz)};
+static int launch_on;
 static CUpti_SubscriberHandle sub;
 static int callbacks_on, kernels_on;
 static const CUpti_CallbackId *cb_ids = ids;
@@ -43,6 +49,8 @@ static void set_callbacks(int on)
 {
     for (size_t i = 0; i < cb_n; i++)
         cuptiEnableCallback((uint32_t)on, sub, cb_domain, cb_ids[i]);
+    for (size_t i = 0; launch_on && i < sizeof(launch_ids) / sizeof(launch_ids[0]); i++)
+        cuptiEnableCallback((uint32_t)on, sub, CUPTI_CB_DOMAIN_DRIVER_API, launch_ids[i]);
 }
 
 static void pick_callbacks(const char *which)
@@ -95,6 +103,7 @@ int InitializeInjection(void)
         return 1;
     callbacks_on = !getenv("VT_FLOOR_NO_CALLBACKS"); /* with both set: the cost of a subscriber alone */
     pick_callbacks(getenv("VT_FLOOR_CALLBACKS"));
+    launch_on = getenv("VT_FLOOR_LAUNCH") != NULL;
     if (callbacks_on)
         set_callbacks(1);
     kernels_on = !getenv("VT_FLOOR_NO_KERNELS");

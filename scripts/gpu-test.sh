@@ -34,7 +34,7 @@ want() { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; }
 if [ "${1:-}" = "--build-only" ]; then
     # compile the CUDA test programs here (no GPU needed) into $BUILD/gpu-bin
     mkdir -p "$root/$BUILD/gpu-bin"
-    for p in alloc_basic alloc_async alloc_vmm oom threads forkexec crash subscriber_conflict; do
+    for p in alloc_basic alloc_async alloc_vmm oom threads forkexec crash subscriber_conflict launches; do
         nvcc -O1 -g -arch=sm_90 -I"$root/tests/gpu" -o "$root/$BUILD/gpu-bin/$p" "$root/tests/gpu/$p.cu" -lcuda -lcupti -ldl -lpthread -Xlinker -rpath,/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/extras/CUPTI/lib64 || exit 1
     done
     nvcc -O2 -arch=sm_90 -o "$root/$BUILD/gpu-bin/gpu_micro" "$root/bench/gpu_micro.cu" || exit 1 # bench/gpu_bench.py
@@ -48,7 +48,7 @@ ls -la "$VRAMTRACE_LIB" "$CHECK" 2>&1
 [ -f "$VRAMTRACE_LIB" ] || { echo "no $VRAMTRACE_LIB"; exit 1; }
 
 # ---- build the CUDA programs
-progs="alloc_basic alloc_async alloc_vmm oom threads forkexec crash subscriber_conflict"
+progs="alloc_basic alloc_async alloc_vmm oom threads forkexec crash subscriber_conflict launches"
 for p in $progs; do
     # programs built ahead (scripts/gpu-test.sh --build-only here) travel in $BUILD/gpu-bin
     if [ -x "$root/$BUILD/gpu-bin/$p" ] && [ "$root/$BUILD/gpu-bin/$p" -nt "$root/tests/gpu/$p.cu" ]; then
@@ -114,6 +114,9 @@ want oom && run_one oom 0 "$W/bin/oom"
 want threads && run_one threads 0 "$W/bin/threads"
 want crash_segv && run_one crash_segv 139 "$W/bin/crash" segv
 want crash_kill && run_one crash_kill 137 "$W/bin/crash" kill
+# kernels both ways: CUPTI's kernel activity (default) and the launch calls
+want launches && run_one launches 0 "$W/bin/launches"
+want launches && VRAMTRACE_KERNELS=launch run_one launches_launch 0 "$W/bin/launches"
 
 # natives off / kernels off still produce valid traces
 if want nostacks; then
@@ -170,14 +173,17 @@ fi
 
 # PyTorch training loop, each allocator mode
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    for mode in default expandable async; do
+    # async_launch: tensor-level mode with kernels from the launch calls
+    for mode in default expandable async async_launch; do
         want "torch_$mode" || continue
+        kernels=1
         case $mode in
         default) conf= ;;
         expandable) conf=expandable_segments:True ;;
         async) conf=backend:cudaMallocAsync ;;
+        async_launch) conf=backend:cudaMallocAsync kernels=launch ;;
         esac
-        PYTORCH_CUDA_ALLOC_CONF=$conf run_one "torch_$mode" 0 python3 "$root/tests/gpu/torch_train.py"
+        PYTORCH_CUDA_ALLOC_CONF=$conf VRAMTRACE_KERNELS=$kernels run_one "torch_$mode" 0 python3 "$root/tests/gpu/torch_train.py"
     done
 else
     record torch SKIP "no torch with CUDA"

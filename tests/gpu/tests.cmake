@@ -8,7 +8,8 @@ target_link_libraries(vt_gpucheck PRIVATE vt_core)
 # call-site names need the traced binaries, so only non-empty stacks are
 # required here.
 foreach(t alloc-basic alloc-async alloc-vmm oom threads crash-segv crash-kill nostacks
-          forkexec-parent forkexec-child torch-default torch-expandable torch-async)
+          forkexec-parent forkexec-child torch-default torch-expandable torch-async
+          launches launches-launch torch-async-launch)
   add_test(NAME inject_gpu_replay_${t}
            COMMAND vt_gpucheck --no-symbols ${VT_TEST_DATA}/gpu-${t}.zst ${VT_TEST_DATA}/gpu-${t}.expect)
 endforeach()

@@ -21,6 +21,9 @@
  *   vmm_map ADDR SIZE            a VmmMap
  *   count TYPE[:API] OP N        number of events of TYPE (evtype name) [with api] OP (>=,<=,==) N
  *   kernel SUBSTR OP N           kernels whose name contains SUBSTR
+ *   kernel_all SUBSTR FIELD V    there are such kernels, and each has FIELD == V:
+ *                                smem (static + dynamic bytes), graph (0|1),
+ *                                timed (1: a GPU duration, 0: none, as launches)
  *   nvtx MESSAGE                 an NVTX push/start/mark with that message
  *   complete 0|1                 the trace ends with an End record (1) or not (0)
  *   end_signal SIG               the End record says signal SIG
@@ -55,6 +58,11 @@ static uint64_t counts[VT_EV__MAX];
 static uint64_t api_counts[VT_EV__MAX][VT_API__COUNT];
 static char **kernel_names;
 static size_t nkern, capkern;
+typedef struct {
+    uint64_t smem, graph, timed;
+} kern_attr;
+static kern_attr *kernel_attrs; /* parallel to kernel_names */
+static size_t capattr;
 static char **nvtx_msgs;
 static size_t nnvtx, capnvtx;
 static int complete, end_signal = -1;
@@ -295,6 +303,16 @@ int main(int argc, char **argv)
             break;
         }
         case VT_EV_KERNEL:
+            if (nkern == capattr) {
+                capattr = capattr ? 2 * capattr : 256;
+                kernel_attrs = realloc(kernel_attrs, capattr * sizeof(*kernel_attrs));
+                if (!kernel_attrs) {
+                    perror("realloc");
+                    exit(2);
+                }
+            }
+            kernel_attrs[nkern] = (kern_attr){ev.u.kernel.shared_memory, ev.u.kernel.graph != 0,
+                                              ev.u.kernel.duration_ns != 0};
             push_str(&kernel_names, &nkern, &capkern, ev.u.kernel.name);
             break;
         case VT_EV_NVTX:
@@ -417,6 +435,22 @@ int main(int argc, char **argv)
                     v++;
             ok = cmp_op(v, w[2], strtoull(w[3], NULL, 0));
             snprintf(why, sizeof(why), "value %llu", (unsigned long long)v);
+        } else if (!strcmp(w[0], "kernel_all") && nw >= 4) {
+            uint64_t want = strtoull(w[3], NULL, 0), n = 0, bad = 0, seen = 0;
+            for (size_t i = 0; i < nkern; i++) {
+                if (!strstr(kernel_names[i], w[1]))
+                    continue;
+                const kern_attr *k = &kernel_attrs[i];
+                uint64_t v = !strcmp(w[2], "smem") ? k->smem : !strcmp(w[2], "graph") ? k->graph : k->timed;
+                n++;
+                if (v != want) {
+                    bad++;
+                    seen = v;
+                }
+            }
+            ok = n > 0 && !bad && (!strcmp(w[2], "smem") || !strcmp(w[2], "graph") || !strcmp(w[2], "timed"));
+            snprintf(why, sizeof(why), "%llu kernels, %llu other (e.g. %llu)", (unsigned long long)n,
+                     (unsigned long long)bad, (unsigned long long)seen);
         } else if (!strcmp(w[0], "nvtx") && nw >= 2) {
             for (size_t i = 0; i < nnvtx && !ok; i++)
                 ok = !strcmp(nvtx_msgs[i], w[1]);
