@@ -27,12 +27,12 @@ def configs(build):
         "floor-runtime": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_CALLBACKS": "runtime-async"},
         # callbacks alone, without kernel activity, on both sides
         "floor-nokernels": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_NO_KERNELS": "1"},
-        # callbacks with the launch APIs' added, no kernel activity (what
-        # VRAMTRACE_KERNELS=launch costs in CUPTI)
+        # callbacks with the launch APIs' added, no kernel activity: what
+        # kernels taken from the launch calls would cost in CUPTI (BENCHMARKS.md,
+        # eleventh session: about what its kernel records cost)
         "floor-launch": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_NO_KERNELS": "1", "VT_FLOOR_LAUNCH": "1"},
         "traced": dict(traced),
         "traced-nokernels": dict(traced, VRAMTRACE_KERNELS="0"),
-        "traced-launch": dict(traced, VRAMTRACE_KERNELS="launch"),
         "traced-nostacks-nokernels": dict(traced, VRAMTRACE_KERNELS="0", VRAMTRACE_NATIVE_STACKS="0",
                                           VRAMTRACE_PYTHON_STACKS="0"),
         # the library with its driver callbacks' bodies compiled out

@@ -11,8 +11,9 @@
  *   unused         cuArrayCreate_v2 only (a PyTorch step never calls it:
  *                  the cost of the driver domain being on at all);
  *   runtime-async  cudaMallocAsync and cudaFreeAsync in the runtime domain.
- * VT_FLOOR_LAUNCH=1: also the launch APIs' callbacks (what
- * VRAMTRACE_KERNELS=launch subscribes), with the same empty body.
+ * VT_FLOOR_LAUNCH=1: also the launch APIs' callbacks (cuLaunchKernel and
+ * kin, cuGraphLaunch), with the same empty body: the CUPTI cost of taking
+ * kernels from their launch calls instead of kernel activity.
  * VT_BENCH_CUPTI_ATTRS: CUPTI activity attributes (src/inject/vt_bench_cupti.h). */
 #include <cupti.h>
 #include <stdio.h>

@@ -114,9 +114,8 @@ want oom && run_one oom 0 "$W/bin/oom"
 want threads && run_one threads 0 "$W/bin/threads"
 want crash_segv && run_one crash_segv 139 "$W/bin/crash" segv
 want crash_kill && run_one crash_kill 137 "$W/bin/crash" kill
-# kernels both ways: CUPTI's kernel activity (default) and the launch calls
+# every way to launch a kernel: <<<>>>, Ex, cooperative, a captured graph
 want launches && run_one launches 0 "$W/bin/launches"
-want launches && VRAMTRACE_KERNELS=launch run_one launches_launch 0 "$W/bin/launches"
 
 # natives off / kernels off still produce valid traces
 if want nostacks; then
@@ -173,17 +172,14 @@ fi
 
 # PyTorch training loop, each allocator mode
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    # async_launch: tensor-level mode with kernels from the launch calls
-    for mode in default expandable async async_launch; do
+    for mode in default expandable async; do
         want "torch_$mode" || continue
-        kernels=1
         case $mode in
         default) conf= ;;
         expandable) conf=expandable_segments:True ;;
         async) conf=backend:cudaMallocAsync ;;
-        async_launch) conf=backend:cudaMallocAsync kernels=launch ;;
         esac
-        PYTORCH_CUDA_ALLOC_CONF=$conf VRAMTRACE_KERNELS=$kernels run_one "torch_$mode" 0 python3 "$root/tests/gpu/torch_train.py"
+        PYTORCH_CUDA_ALLOC_CONF=$conf run_one "torch_$mode" 0 python3 "$root/tests/gpu/torch_train.py"
     done
 else
     record torch SKIP "no torch with CUDA"

@@ -267,7 +267,6 @@ typedef struct {
     uint32_t argc;
     char *env_rank, *env_alloc_conf, *env_world;
     int hdr_kernels, hdr_native, hdr_python;
-    int hdr_launch_times; /* kernels recorded as launches (host times, no durations) */
     uint32_t format_version;
     char *tool_version;
     /* definitions */

@@ -1601,7 +1601,6 @@ static void copy_header(vt_proc *p, const vt_ev_header *h)
     p->hdr_kernels = h->kernels;
     p->hdr_native = h->native_stacks;
     p->hdr_python = h->python_stacks;
-    p->hdr_launch_times = h->kernel_launch_times;
     static const char *clocks[] = {"unknown", "cupti", "monotonic", "realtime"};
     free(p->clock);
     p->clock = xstrdup((unsigned)h->clock < 4 ? clocks[h->clock] : "unknown");

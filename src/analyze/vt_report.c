@@ -205,8 +205,7 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
                                                  : p->end_reason == VT_END_SIGNAL ? "fatal signal"
                                                                                   : "tracing error",
                 p->end_reason == VT_END_SIGNAL ? ", flushed on the signal" : "");
-    fprintf(o, "recorded: kernels %s, native stacks %s, python stacks %s\n",
-            !p->hdr_kernels ? "no" : p->hdr_launch_times ? "yes (launch calls: host times, no GPU times)" : "yes",
+    fprintf(o, "recorded: kernels %s, native stacks %s, python stacks %s\n", p->hdr_kernels ? "yes" : "no",
             p->hdr_native ? "yes" : "no", p->hdr_python ? "yes" : "no");
     fprintf(o, "duration: %.3f s\n", rel_s(p, p->t_last));
     fprintf(o, "events: %" PRIu64 " alloc, %" PRIu64 " free, %" PRIu64 " failed, %" PRIu64 " kernels",
@@ -754,9 +753,8 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     vt_json_str(o, p->clock);
     fprintf(o, ",\"complete\":%s,\"end_reason\":%s", p->complete ? "true" : "false",
             !p->complete ? "null" : p->end_reason == VT_END_NORMAL ? "\"normal\"" : p->end_reason == VT_END_SIGNAL ? "\"signal\"" : "\"error\"");
-    fprintf(o, ",\"recorded\":{\"kernels\":%s,\"kernel_launch_times\":%s,\"native_stacks\":%s,\"python_stacks\":%s}",
-            p->hdr_kernels ? "true" : "false", p->hdr_launch_times ? "true" : "false", p->hdr_native ? "true" : "false",
-            p->hdr_python ? "true" : "false");
+    fprintf(o, ",\"recorded\":{\"kernels\":%s,\"native_stacks\":%s,\"python_stacks\":%s}", p->hdr_kernels ? "true" : "false",
+            p->hdr_native ? "true" : "false", p->hdr_python ? "true" : "false");
     fprintf(o, ",\"duration_s\":%.6f", rel_s(p, p->t_last));
     fprintf(o, ",\"events\":{");
     int first = 1;

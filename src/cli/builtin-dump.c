@@ -401,7 +401,6 @@ static void print_event(dump_ctx *c, const vt_event *ev)
         f_u64(c, "kernels", (uint64_t)h->kernels);
         f_u64(c, "native_stacks", (uint64_t)h->native_stacks);
         f_u64(c, "python_stacks", (uint64_t)h->python_stacks);
-        f_u64(c, "kernel_launch_times", (uint64_t)h->kernel_launch_times);
         break;
     }
     case VT_EV_SYNC:

@@ -76,7 +76,6 @@ static const struct opt_def {
     {"output-dir", 'o', OPT_STR, offsetof(vt_record_opts, outdir), 0, 0, 0, 0, NULL, NULL},
     {"kernels", 0, OPT_FLAG, offsetof(vt_record_opts, kernels), 1, 0, 0, 0, NULL, NULL},
     {"no-kernels", 0, OPT_FLAG, offsetof(vt_record_opts, kernels), 0, 0, 0, 0, NULL, NULL},
-    {"kernel-launches", 0, OPT_FLAG, offsetof(vt_record_opts, kernels), 2, 0, 0, 0, NULL, NULL},
     {"native-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, native_stacks), 1, 0, 0, 0, NULL, NULL},
     {"no-native-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, native_stacks), 0, 0, 0, 0, NULL, NULL},
     {"full-native-stacks", 0, OPT_FLAG, offsetof(vt_record_opts, native_stacks), 2, 0, 0, 0, NULL, NULL},
@@ -492,7 +491,7 @@ int vt_record_plan_env(vt_record_plan *p, const vt_record_opts *o, const char *l
         return VT_ERR_INVALID;
     if ((rc = plan_set(p, "VRAMTRACE_OUTPUT", tmpl)))
         return rc;
-    if ((rc = o->kernels == 2 ? plan_set(p, "VRAMTRACE_KERNELS", "launch") : plan_switch(p, "VRAMTRACE_KERNELS", o->kernels)) ||
+    if ((rc = plan_switch(p, "VRAMTRACE_KERNELS", o->kernels)) ||
         (rc = o->native_stacks == 2 ? plan_set(p, "VRAMTRACE_NATIVE_STACKS", "full")
                                     : plan_switch(p, "VRAMTRACE_NATIVE_STACKS", o->native_stacks)) ||
         (rc = plan_switch(p, "VRAMTRACE_PYTHON_STACKS", o->python_stacks)) ||

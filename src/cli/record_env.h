@@ -26,7 +26,7 @@
  * library's default applies), 0 = off, 1 = on. */
 typedef struct {
     const char *outdir; /* -o/--output-dir; NULL = a new directory in the cwd */
-    int kernels;        /* --kernels / --no-kernels / --kernel-launches (2) */
+    int kernels;        /* --kernels / --no-kernels */
     int native_stacks;  /* --native-stacks / --no-native-stacks / --full-native-stacks (2) */
     int python_stacks;  /* --python-stacks / --no-python-stacks */
     int static_mem;     /* --static / --no-static: module globals */

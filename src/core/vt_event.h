@@ -147,7 +147,6 @@ typedef struct {
     vt_clock clock;
     uint64_t trace_clock_ns, realtime_ns;
     int kernels, native_stacks, python_stacks;
-    int kernel_launch_times; /* kernels are launches: host time of the launch call, duration 0 */
     uint32_t format_version; /* reader output only */
     uint32_t magic;          /* reader output only */
     const char *tool_version;/* reader output only */

@@ -939,7 +939,6 @@ static int dec_header(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_ev_
     VARINT(13, h->kernels = v != 0)
     VARINT(14, h->native_stacks = v != 0)
     VARINT(15, h->python_stacks = v != 0)
-    VARINT(16, h->kernel_launch_times = v != 0)
     FIELDS_END
 #undef HSTR
     if (store) {

@@ -2503,7 +2503,6 @@ static int vt_enc_header(vt_writer *w, const vt_ev_header *hdr)
         h.realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     }
     h.kernels = hdr->kernels != 0;
-    h.kernel_launch_times = hdr->kernel_launch_times != 0;
     h.native_stacks = hdr->native_stacks != 0;
     h.python_stacks = hdr->python_stacks != 0;
     VT_REC(r, header, HEADER, h);

@@ -83,11 +83,7 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
         else
             snprintf(cfg->output, sizeof(cfg->output), "%s", o);
     }
-    const char *kv = env_lookup(lookup, arg, "VRAMTRACE_KERNELS");
-    if (kv && !strcasecmp(kv, "launch"))
-        cfg->kernels = VT_CFG_KERNELS_LAUNCH;
-    else
-        get_bool(cfg, lookup, arg, "VRAMTRACE_KERNELS", &cfg->kernels);
+    get_bool(cfg, lookup, arg, "VRAMTRACE_KERNELS", &cfg->kernels);
     const char *ns = env_lookup(lookup, arg, "VRAMTRACE_NATIVE_STACKS");
     if (ns && !strcasecmp(ns, "full"))
         cfg->native_stacks = VT_CFG_NATIVE_FULL;

@@ -40,13 +40,9 @@ enum { VT_CFG_CLOCK_AUTO = VT_SET_CLOCK_AUTO, VT_CFG_CLOCK_MONOTONIC = VT_SET_CL
 
 enum { VT_CFG_NATIVE_FULL = 2 }; /* native_stacks: 0 off, 1 on, 2 full */
 
-/* kernels: 0 off, 1 CUPTI kernel activity (GPU start and end), 2 launches
- * from the launch APIs' callbacks (host launch time, no GPU times) */
-enum { VT_CFG_KERNELS_LAUNCH = 2 };
-
 typedef struct {
     char output[1024];
-    int kernels; /* 0, 1, VT_CFG_KERNELS_LAUNCH */
+    int kernels;
     int native_stacks; /* 0, 1, VT_CFG_NATIVE_FULL */
     int python_stacks;
     int stack_depth;

@@ -110,17 +110,11 @@ static struct {
     _Atomic int finished;
     _Atomic uint64_t stack_drops;
     _Atomic uint64_t alloc_count; /* allocation callbacks, for the MEMORY2 auto switch */
-    _Atomic uint64_t stream_epoch; /* streams destroyed (a handle may come back as another stream) */
-    _Atomic int captures; /* stream captures begun and not ended (VRAMTRACE_KERNELS=launch) */
     /* clock of all events (setup_clock) */
     uint64_t (*clk)(void);
     double clk_ns;
     char clock_note[240];
 } g __attribute__((aligned(64)));
-
-/* kernels from CUPTI's kernel activity (VRAMTRACE_KERNELS=1), not from
- * the launch callbacks (=launch) */
-static inline int kernel_activity(void) { return g.cfg.kernels == 1; }
 
 #define VT_STATIC_MAX_RATE 500 /* allocations per second above which MEMORY2 goes off (auto) */
 
@@ -138,14 +132,6 @@ typedef struct {
     int internal;
     uint32_t dev;
     CUcontext ctx;
-    /* VRAMTRACE_KERNELS=launch: the last stream launched on and its CUPTI
-     * id, valid while stream_epoch equals g.stream_epoch */
-    CUstream stream;
-    uint32_t stream_id, stream_ptsz;
-    uint64_t stream_epoch;
-    /* and each kernel function's static shared memory, direct-mapped */
-    CUfunction smem_fn[64];
-    uint32_t smem_static[64];
     uint64_t cb_n, cb_timed, cb_cyc, push_cyc;
     vt_capture_times cap; /* stack capture, native walk */
     vt_capture_scratch scratch; /* a capture's buffers (vt_capture.h) */
@@ -355,109 +341,6 @@ static const CUpti_CallbackId k_driver_ids[] = {
     CB(cuMemMap), CB(cuMemUnmap),
 };
 
-/* VRAMTRACE_KERNELS=launch: kernels from the launch APIs' exit callbacks
- * instead of CUPTI's kernel activity; stream destruction forgets the
- * per-thread stream id caches; stream captures are counted, so that a
- * launch into a capture (a graph node, run later by a graph launch) is
- * told from a kernel that will run. */
-static const CUpti_CallbackId k_launch_ids[] = {
-    CB(cuLaunchKernel), CB(cuLaunchKernel_ptsz), CB(cuLaunchKernelEx), CB(cuLaunchKernelEx_ptsz),
-    CB(cuLaunchCooperativeKernel), CB(cuLaunchCooperativeKernel_ptsz), CB(cuGraphLaunch), CB(cuGraphLaunch_ptsz),
-    CB(cuStreamDestroy), CB(cuStreamDestroy_v2),
-    CB(cuStreamBeginCapture), CB(cuStreamBeginCapture_ptsz), CB(cuStreamBeginCapture_v2),
-    CB(cuStreamBeginCapture_v2_ptsz), CB(cuStreamBeginCaptureToGraph), CB(cuStreamBeginCaptureToGraph_ptsz),
-    CB(cuStreamEndCapture), CB(cuStreamEndCapture_ptsz),
-};
-
-/* Whether a launch on stream s only adds a node to a capture in progress
- * (asked of the driver only while some capture is). */
-VT_HOT static int launch_captured(inject_tls *T, CUstream s, uint32_t ptsz)
-{
-    if (__builtin_expect(atomic_load_explicit(&g.captures, memory_order_relaxed) <= 0, 1))
-        return 0;
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    int saved = T->internal;
-    T->internal = 1;
-    CUresult r = cuStreamIsCapturing(s || !ptsz ? s : CU_STREAM_PER_THREAD, &st);
-    T->internal = saved;
-    return r == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
-/* The CUPTI id of a stream (what kernel activity records carry), cached
- * per thread for the last stream seen. */
-VT_HOT static uint32_t launch_stream_id(inject_tls *T, CUcontext ctx, CUstream s, uint32_t ptsz)
-{
-    uint64_t ep = atomic_load_explicit(&g.stream_epoch, memory_order_relaxed);
-    if (s == T->stream && ptsz == T->stream_ptsz && ep == T->stream_epoch && T->stream_id)
-        return T->stream_id;
-    uint32_t id = 0;
-    if (cuptiGetStreamIdEx(ctx, s, (uint8_t)ptsz, &id) != CUPTI_SUCCESS)
-        return 0;
-    T->stream = s;
-    T->stream_ptsz = ptsz;
-    T->stream_epoch = ep;
-    T->stream_id = id;
-    return id;
-}
-
-/* A kernel function's static shared memory (what kernel activity records
- * add to the launch's dynamic bytes), cached per thread. */
-VT_HOT static uint32_t launch_static_smem(inject_tls *T, CUfunction f, uint32_t dev)
-{
-    unsigned k = (unsigned)(((uintptr_t)f * 0x9E3779B97F4A7C15ull) >> 58);
-    if (f && T->smem_fn[k] == f)
-        return T->smem_static[k];
-    int v = 0;
-    int saved = T->internal;
-    T->internal = 1;
-    CUresult r = f ? cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) : CUDA_ERROR_INVALID_VALUE;
-    if (r != CUDA_SUCCESS && f) /* the runtime launches library kernels (CUkernel) through the same parameter */
-        r = cuKernelGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, (CUkernel)f, (CUdevice)dev);
-    T->internal = saved;
-    if (r != CUDA_SUCCESS || v < 0)
-        v = 0; /* not asked again */
-    T->smem_fn[k] = f;
-    T->smem_static[k] = (uint32_t)v;
-    return (uint32_t)v;
-}
-
-/* dims: grid x, y, z then block x, y, z, as both parameter structs lay them out */
-#define VT_DIMS_OK(T) (offsetof(T, blockDimZ) - offsetof(T, gridDimX) == 5 * sizeof(unsigned))
-_Static_assert(VT_DIMS_OK(cuLaunchKernel_params) && VT_DIMS_OK(cuLaunchCooperativeKernel_params) &&
-                   VT_DIMS_OK(CUlaunchConfig),
-               "launch dimensions not consecutive");
-
-/* A launch as a Kernel (VRAMTRACE_KERNELS=launch): the host time its call
- * returned, no duration; f NULL and dims NULL for a graph launch (exec). */
-VT_HOT static void emit_launch(inject_tls *T, const CUpti_CallbackData *cd, uint32_t dev, CUfunction f,
-                               const unsigned *dims, unsigned shmem, CUstream s, uint32_t ptsz, CUgraphExec exec,
-                               uint64_t now)
-{
-    const int graph = exec != NULL;
-    if (launch_captured(T, s, ptsz))
-        return;
-    vt_event ev;
-    memset(&ev.u.kernel, 0, sizeof(ev.u.kernel));
-    ev.type = VT_EV_KERNEL;
-    ev.time_ns = now ? now : g.clk();
-    ev.u.kernel.name = cd->symbolName ? cd->symbolName : (graph ? "cuGraphLaunch" : "?");
-    ev.u.kernel.device = dev;
-    ev.u.kernel.stream = launch_stream_id(T, cd->context, s, ptsz);
-    if (dims) {
-        for (int i = 0; i < 3; i++) {
-            ev.u.kernel.grid[i] = dims[i];
-            ev.u.kernel.block[i] = dims[3 + i];
-        }
-    }
-    ev.u.kernel.shared_memory = shmem + (f ? launch_static_smem(T, f, dev) : 0);
-    ev.u.kernel.graph = graph;
-    uint32_t gid = 0;
-    if (graph && cuptiGetGraphExecId(exec, &gid) == CUPTI_SUCCESS)
-        ev.u.kernel.graph_id = gid;
-    ev.u.kernel.corr = cd->correlationId;
-    emit(&ev);
-}
-
 /* tsc: read at the callback's start */
 VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_CallbackData *cd, uint64_t tsc)
 {
@@ -468,58 +351,6 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
     uint32_t dev = ctx_device(T, cd->context);
 
     switch (cbid) {
-    case CB(cuLaunchKernel):
-    case CB(cuLaunchKernel_ptsz): {
-        P(cuLaunchKernel_params);
-        if (ok)
-            emit_launch(T, cd, dev, p->f, &p->gridDimX, p->sharedMemBytes, p->hStream, cbid == CB(cuLaunchKernel_ptsz), NULL, now);
-        break;
-    }
-    case CB(cuLaunchCooperativeKernel):
-    case CB(cuLaunchCooperativeKernel_ptsz): {
-        P(cuLaunchCooperativeKernel_params);
-        if (ok)
-            emit_launch(T, cd, dev, p->f, &p->gridDimX, p->sharedMemBytes, p->hStream,
-                        cbid == CB(cuLaunchCooperativeKernel_ptsz), NULL, now);
-        break;
-    }
-    case CB(cuLaunchKernelEx):
-    case CB(cuLaunchKernelEx_ptsz): {
-        P(cuLaunchKernelEx_params);
-        if (ok && p->config)
-            emit_launch(T, cd, dev, p->f, &p->config->gridDimX, p->config->sharedMemBytes, p->config->hStream,
-                        cbid == CB(cuLaunchKernelEx_ptsz), NULL, now);
-        break;
-    }
-    case CB(cuGraphLaunch):
-    case CB(cuGraphLaunch_ptsz): {
-        P(cuGraphLaunch_params);
-        if (ok)
-            emit_launch(T, cd, dev, NULL, NULL, 0, p->hStream, cbid == CB(cuGraphLaunch_ptsz), p->hGraph, now);
-        break;
-    }
-    case CB(cuStreamDestroy):
-    case CB(cuStreamDestroy_v2):
-        atomic_fetch_add_explicit(&g.stream_epoch, 1, memory_order_relaxed);
-        break;
-    case CB(cuStreamBeginCapture):
-    case CB(cuStreamBeginCapture_ptsz):
-    case CB(cuStreamBeginCapture_v2):
-    case CB(cuStreamBeginCapture_v2_ptsz):
-    case CB(cuStreamBeginCaptureToGraph):
-    case CB(cuStreamBeginCaptureToGraph_ptsz):
-        if (ok)
-            atomic_fetch_add_explicit(&g.captures, 1, memory_order_relaxed);
-        break;
-    case CB(cuStreamEndCapture):
-    case CB(cuStreamEndCapture_ptsz): /* ended, also when invalidated; never below 0 */
-        if (ok || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
-            int c = atomic_load_explicit(&g.captures, memory_order_relaxed);
-            while (c > 0 && !atomic_compare_exchange_weak_explicit(&g.captures, &c, c - 1, memory_order_relaxed,
-                                                                   memory_order_relaxed))
-                ;
-        }
-        break;
     case CB(cuMemAlloc_v2): {
         P(cuMemAlloc_v2_params);
         if (ok) emit_alloc(T, *p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, 0, 0, corr, now);
@@ -848,7 +679,7 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
             describe_device(d);
     } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
         /* get the context's kernel records out before it goes */
-        if (kernel_activity() || g.static_on)
+        if (g.cfg.kernels || g.static_on)
             cuptiActivityFlushAll(0);
         uint32_t d = 0;
         if (rd->context && cuptiGetDeviceId(rd->context, &d) == CUPTI_SUCCESS) {
@@ -1385,7 +1216,7 @@ static void finish(void)
         pthread_join(g.sampler, NULL);
         g.sampler_started = 0;
     }
-    if (kernel_activity() || g.static_on) {
+    if (g.cfg.kernels || g.static_on) {
         int saved = t_in.internal;
         t_in.internal = 1;
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -1539,11 +1370,6 @@ static int enable_driver_callbacks(int on)
         if (r != CUPTI_SUCCESS)
             return (int)r;
     }
-    for (size_t i = 0; g.cfg.kernels == VT_CFG_KERNELS_LAUNCH && i < sizeof(k_launch_ids) / sizeof(k_launch_ids[0]); i++) {
-        CUptiResult r = cuptiEnableCallback((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, k_launch_ids[i]);
-        if (r != CUPTI_SUCCESS)
-            return (int)r;
-    }
     return 0;
 }
 
@@ -1557,7 +1383,7 @@ static void gate_apply(int on, void *arg)
     t_in.internal = 1;
     enable_driver_callbacks(on);
     cuptiEnableDomain((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_NVTX);
-    if (kernel_activity())
+    if (g.cfg.kernels)
         (on ? cuptiActivityEnable : cuptiActivityDisable)(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (g.static_on)
         (on ? cuptiActivityEnable : cuptiActivityDisable)(CUPTI_ACTIVITY_KIND_MEMORY2);
@@ -1675,8 +1501,7 @@ static int init_once(void)
     hdr.trace_clock_ns = g.clk();
     clock_gettime(CLOCK_REALTIME, &rt);
     hdr.realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
-    hdr.kernels = g.cfg.kernels != 0;
-    hdr.kernel_launch_times = g.cfg.kernels == VT_CFG_KERNELS_LAUNCH;
+    hdr.kernels = g.cfg.kernels;
     hdr.native_stacks = g.cfg.native_stacks;
 #ifdef VT_HAVE_PYSTACK
     char pywhy[160] = "";
@@ -1801,11 +1626,11 @@ static int init_once(void)
     }
     g_tsc0 = __rdtsc();
     g_ns0 = mono_ns();
-    if ((kernel_activity() || g.static_on) && pthread_create(&act.thread, NULL, drain_main, NULL) == 0) {
+    if ((g.cfg.kernels || g.static_on) && pthread_create(&act.thread, NULL, drain_main, NULL) == 0) {
         act.started = 1;
         pthread_setname_np(act.thread, "vt-drain");
     }
-    if (kernel_activity() || g.static_on) {
+    if (g.cfg.kernels || g.static_on) {
         const char *attrs = getenv("VT_BENCH_CUPTI_ATTRS"); /* benchmarks only (vt_bench_cupti.h) */
         if (attrs && *attrs) {
             char bad[64], msg[160];
@@ -1820,7 +1645,7 @@ static int init_once(void)
         if (cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed) != CUPTI_SUCCESS) {
             note(VT_SEV_WARNING, "CUPTI activity API unavailable: no kernels, no module globals");
         } else {
-            if (kernel_activity() && cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
+            if (g.cfg.kernels && cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
                 note(VT_SEV_WARNING, "kernel activity could not be enabled: no kernels");
             if (g.static_on && cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2) != CUPTI_SUCCESS) {
                 note(VT_SEV_WARNING, "MEMORY2 activity could not be enabled: no module globals");
@@ -1852,7 +1677,7 @@ static int init_once(void)
     atexit(on_exit_handler);
     pthread_atfork(NULL, NULL, on_fork_child);
     install_signals();
-    say("vramtrace: recording to %s (CUPTI %u%s%s%s)", g.out_path, cupti_version, !g.cfg.kernels ? "" : kernel_activity() ? ", kernels" : ", kernel launches",
+    say("vramtrace: recording to %s (CUPTI %u%s%s%s)", g.out_path, cupti_version, g.cfg.kernels ? ", kernels" : "",
         g.uw ? ", native stacks" : "", g.pystack ? ", python stacks" : "");
     t_in.internal = saved;
     return 0;

@@ -26,11 +26,6 @@ if(EXISTS ${VT_TEST_DATA}/gpu-alloc-vmm.zst)
   vt_dump_golden(dump-gpu-alloc-vmm.txt 0 dump --stacks gpu-alloc-vmm.zst)
   vt_dump_golden(dump-gpu-alloc-vmm.jsonl 0 dump --json --stacks gpu-alloc-vmm.zst)
 endif()
-# kernels from the launch calls (VRAMTRACE_KERNELS=launch): the header's
-# kernel_launch_times, no durations, a graph launch as one record
-if(EXISTS ${VT_TEST_DATA}/gpu-launches-launch.zst)
-  vt_dump_golden(dump-gpu-launches-launch.txt 0 dump --no-defs gpu-launches-launch.zst)
-endif()
 if(EXISTS ${VT_TEST_DATA}/gpu-crash-kill.zst)
   vt_dump_golden(dump-gpu-crash-kill.txt 1 dump --no-defs gpu-crash-kill.zst)
 endif()

@@ -9,7 +9,7 @@ target_link_libraries(vt_gpucheck PRIVATE vt_core)
 # required here.
 foreach(t alloc-basic alloc-async alloc-vmm oom threads crash-segv crash-kill nostacks
           forkexec-parent forkexec-child torch-default torch-expandable torch-async
-          launches launches-launch torch-async-launch)
+          launches)
   add_test(NAME inject_gpu_replay_${t}
            COMMAND vt_gpucheck --no-symbols ${VT_TEST_DATA}/gpu-${t}.zst ${VT_TEST_DATA}/gpu-${t}.expect)
 endforeach()

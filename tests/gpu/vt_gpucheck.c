@@ -23,7 +23,7 @@
  *   kernel SUBSTR OP N           kernels whose name contains SUBSTR
  *   kernel_all SUBSTR FIELD V    there are such kernels, and each has FIELD == V:
  *                                smem (static + dynamic bytes), graph (0|1),
- *                                timed (1: a GPU duration, 0: none, as launches)
+ *                                timed (1: a GPU duration, 0: none)
  *   nvtx MESSAGE                 an NVTX push/start/mark with that message
  *   complete 0|1                 the trace ends with an End record (1) or not (0)
  *   end_signal SIG               the End record says signal SIG

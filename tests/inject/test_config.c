@@ -84,28 +84,6 @@ static void test_native_full(void **state)
     assert_true(strstr(c.warning, "VRAMTRACE_NATIVE_STACKS") != NULL);
 }
 
-/* VRAMTRACE_KERNELS=launch: kernels from the launch calls; anything else
- * not a boolean keeps the default (activity) with a warning */
-static void test_kernels_launch(void **state)
-{
-    (void)state;
-    const char *launch[] = {"VRAMTRACE_KERNELS", "Launch", NULL};
-    fake_env e = {launch};
-    vt_inject_config c;
-    vt_config_parse(&c, fake_getenv, &e);
-    assert_int_equal(c.kernels, VT_CFG_KERNELS_LAUNCH);
-    assert_string_equal(c.warning, "");
-    const char *off[] = {"VRAMTRACE_KERNELS", "0", NULL};
-    e.kv = off;
-    vt_config_parse(&c, fake_getenv, &e);
-    assert_int_equal(c.kernels, 0);
-    const char *bad[] = {"VRAMTRACE_KERNELS", "launches", NULL};
-    e.kv = bad;
-    vt_config_parse(&c, fake_getenv, &e);
-    assert_int_equal(c.kernels, 1);
-    assert_true(strstr(c.warning, "VRAMTRACE_KERNELS") != NULL);
-}
-
 static void test_invalid_keeps_defaults(void **state)
 {
     (void)state;
@@ -233,7 +211,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),   cmocka_unit_test(test_values), cmocka_unit_test(test_invalid_keeps_defaults),
         cmocka_unit_test(test_bool), cmocka_unit_test(test_clock),       cmocka_unit_test(test_expand), cmocka_unit_test(test_program_name),
-        cmocka_unit_test(test_rank), cmocka_unit_test(test_native_full), cmocka_unit_test(test_kernels_launch),
+        cmocka_unit_test(test_rank), cmocka_unit_test(test_native_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

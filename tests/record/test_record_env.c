@@ -327,28 +327,6 @@ static void test_plan_full_native(void **state)
     vt_record_plan_free(&p);
 }
 
-/* --kernel-launches sets VRAMTRACE_KERNELS=launch; a later --no-kernels wins */
-static void test_plan_kernel_launches(void **state)
-{
-    (void)state;
-    char *argv[] = {"record", "--kernel-launches", "cmd"};
-    vt_record_opts o;
-    char err[256];
-    assert_int_equal(parse(&o, err, 3, argv), 0);
-    assert_int_equal(o.kernels, 2);
-    const char *env[] = {NULL};
-    set_fake_env(env);
-    vt_record_plan p;
-    assert_int_equal(vt_record_plan_env(&p, &o, "/l.so", "/o", fake_getenv), 0);
-    assert_string_equal(vt_record_plan_get(&p, "VRAMTRACE_KERNELS"), "launch");
-    vt_record_plan_free(&p);
-    char *argv2[] = {"record", "--kernel-launches", "--no-kernels", "cmd"};
-    assert_int_equal(parse(&o, err, 4, argv2), 0);
-    assert_int_equal(vt_record_plan_env(&p, &o, "/l.so", "/o", fake_getenv), 0);
-    assert_string_equal(vt_record_plan_get(&p, "VRAMTRACE_KERNELS"), "0");
-    vt_record_plan_free(&p);
-}
-
 static void test_plan_tensors_both_vars(void **state)
 {
     (void)state;
@@ -552,7 +530,7 @@ int main(void)
         cmocka_unit_test(test_merge_brackets),
         cmocka_unit_test(test_plan_minimal),
         cmocka_unit_test(test_plan_all),
-        cmocka_unit_test(test_plan_full_native), cmocka_unit_test(test_plan_kernel_launches),
+        cmocka_unit_test(test_plan_full_native),
         cmocka_unit_test(test_plan_tensors_both_vars),
         cmocka_unit_test(test_find_library),
         cmocka_unit_test(test_command_name),
