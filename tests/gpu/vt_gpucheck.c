@@ -56,13 +56,13 @@ static ev_rec *evs;
 static size_t nev, capev;
 static uint64_t counts[VT_EV__MAX];
 static uint64_t api_counts[VT_EV__MAX][VT_API__COUNT];
-static char **kernel_names;
-static size_t nkern, capkern;
 typedef struct {
-    uint64_t smem, graph, timed;
-} kern_attr;
-static kern_attr *kernel_attrs; /* parallel to kernel_names */
-static size_t capattr;
+    char *name;
+    uint64_t attr[3]; /* kernel_all's fields, in kern_fields' order */
+} kern_rec;
+static const char *const kern_fields[3] = {"smem", "graph", "timed"};
+static kern_rec *kernels;
+static size_t nkern, capkern;
 static char **nvtx_msgs;
 static size_t nnvtx, capnvtx;
 static int complete, end_signal = -1;
@@ -303,17 +303,13 @@ int main(int argc, char **argv)
             break;
         }
         case VT_EV_KERNEL:
-            if (nkern == capattr) {
-                capattr = capattr ? 2 * capattr : 256;
-                kernel_attrs = realloc(kernel_attrs, capattr * sizeof(*kernel_attrs));
-                if (!kernel_attrs) {
-                    perror("realloc");
-                    exit(2);
-                }
+            if (nkern == capkern) {
+                capkern = capkern ? 2 * capkern : 256;
+                kernels = realloc(kernels, capkern * sizeof(*kernels));
             }
-            kernel_attrs[nkern] = (kern_attr){ev.u.kernel.shared_memory, ev.u.kernel.graph != 0,
-                                              ev.u.kernel.duration_ns != 0};
-            push_str(&kernel_names, &nkern, &capkern, ev.u.kernel.name);
+            kernels[nkern++] = (kern_rec){strdup(ev.u.kernel.name ? ev.u.kernel.name : ""),
+                                          {ev.u.kernel.shared_memory, ev.u.kernel.graph != 0,
+                                           ev.u.kernel.duration_ns != 0}};
             break;
         case VT_EV_NVTX:
             if (ev.u.nvtx.message)
@@ -431,24 +427,25 @@ int main(int argc, char **argv)
         } else if (!strcmp(w[0], "kernel") && nw >= 4) {
             uint64_t v = 0;
             for (size_t i = 0; i < nkern; i++)
-                if (strstr(kernel_names[i], w[1]))
+                if (strstr(kernels[i].name, w[1]))
                     v++;
             ok = cmp_op(v, w[2], strtoull(w[3], NULL, 0));
             snprintf(why, sizeof(why), "value %llu", (unsigned long long)v);
         } else if (!strcmp(w[0], "kernel_all") && nw >= 4) {
             uint64_t want = strtoull(w[3], NULL, 0), n = 0, bad = 0, seen = 0;
-            for (size_t i = 0; i < nkern; i++) {
-                if (!strstr(kernel_names[i], w[1]))
+            int fi = 0;
+            while (fi < 3 && strcmp(w[2], kern_fields[fi]))
+                fi++;
+            for (size_t i = 0; i < nkern && fi < 3; i++) {
+                if (!strstr(kernels[i].name, w[1]))
                     continue;
-                const kern_attr *k = &kernel_attrs[i];
-                uint64_t v = !strcmp(w[2], "smem") ? k->smem : !strcmp(w[2], "graph") ? k->graph : k->timed;
                 n++;
-                if (v != want) {
+                if (kernels[i].attr[fi] != want) {
                     bad++;
-                    seen = v;
+                    seen = kernels[i].attr[fi];
                 }
             }
-            ok = n > 0 && !bad && (!strcmp(w[2], "smem") || !strcmp(w[2], "graph") || !strcmp(w[2], "timed"));
+            ok = fi < 3 && n > 0 && !bad;
             snprintf(why, sizeof(why), "%llu kernels, %llu other (e.g. %llu)", (unsigned long long)n,
                      (unsigned long long)bad, (unsigned long long)seen);
         } else if (!strcmp(w[0], "nvtx") && nw >= 2) {
