@@ -6,7 +6,7 @@
  * decompression window (frames asking for more than
  * 2^VT_READER_WINDOW_LOG_MAX bytes are refused as corrupt), one record
  * (capped at VT_READER_MAX_RECORD), the columns of one KernelBatch (at most
- * 65536 kernels, 2.5 MiB; vt_reader_batch.h) and the interning tables (strings,
+ * 65536 kernels, 2.5 MiB; vt_reader_columns.h) and the interning tables (strings,
  * frames, stacks, threads, modules, launches, devices), which grow with the
  * number of unique definitions, never with the event count, and are capped
  * too: an id may not exceed twice the number of ids of its kind defined so

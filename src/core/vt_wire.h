@@ -1,5 +1,5 @@
 /* vt_wire.h - protobuf wire primitives shared by the reader's decoders
- * (vt_reader.c, vt_reader_batch.c): varints, zigzag, skipping a field.
+ * (vt_reader.c, vt_reader_columns.c): varints, zigzag, skipping a field.
  * Internal to src/core; header-only so that the hot paths inline them. */
 #ifndef VT_WIRE_H
 #define VT_WIRE_H

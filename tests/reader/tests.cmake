@@ -20,20 +20,20 @@ target_link_libraries(test_reader_roundtrip PRIVATE vt_reader_testlib)
 add_test(NAME reader.roundtrip COMMAND test_reader_roundtrip)
 set_tests_properties(reader.roundtrip PROPERTIES LABELS "reader" TIMEOUT 300)
 
-# KernelBatch and KernelBlock records (src/core/vt_reader_batch.c):
+# KernelBatch and KernelBlock records (src/core/vt_reader_columns.c):
 # hand-built, corrupt, writer traces with batches split by flushes and
 # frames, random damage, truncation.
-add_executable(test_reader_batch ${CMAKE_CURRENT_LIST_DIR}/test_reader_batch.c)
-target_link_libraries(test_reader_batch PRIVATE vt_reader_testlib)
-add_test(NAME reader.batch COMMAND test_reader_batch)
+add_executable(test_reader_columns ${CMAKE_CURRENT_LIST_DIR}/test_reader_columns.c)
+target_link_libraries(test_reader_columns PRIVATE vt_reader_testlib)
+add_test(NAME reader.batch COMMAND test_reader_columns)
 set_tests_properties(reader.batch PROPERTIES LABELS "reader" TIMEOUT 300)
 
-# The same three without BMI2's pext (vt_reader.c and vt_reader_batch.c
+# The same three without BMI2's pext (vt_reader.c and vt_reader_columns.c
 # choose it at run time where it is fast): the shift-based varint decoders
 # stay tested on machines that have it.
 add_test(NAME reader.unit.nopext COMMAND test_reader)
 add_test(NAME reader.roundtrip.nopext COMMAND test_reader_roundtrip)
-add_test(NAME reader.batch.nopext COMMAND test_reader_batch)
+add_test(NAME reader.batch.nopext COMMAND test_reader_columns)
 set_tests_properties(reader.unit.nopext reader.roundtrip.nopext reader.batch.nopext PROPERTIES
   LABELS "reader" TIMEOUT 300 ENVIRONMENT "VT_READER_NO_PEXT=1")
 

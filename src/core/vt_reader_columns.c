@@ -1,11 +1,11 @@
-/* vt_reader_batch.c - KernelBatch decoding for the reader (see
- * vt_reader_batch.h).  One pass over the record into columns sized by the
+/* vt_reader_columns.c - KernelBatch decoding for the reader (see
+ * vt_reader_columns.h).  One pass over the record into columns sized by the
  * record's length (an entry takes at least a byte) capped at
  * VT_KBATCH_READ_MAX; columns may come packed or, as protobuf allows, one
  * varint per entry, in any order and in pieces; their lengths are checked
  * against each other at the end.  Touches nothing but its own memory.
  */
-#include "vt_reader_batch.h"
+#include "vt_reader_columns.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* vt_reader_batch.h - the reader's decoder of column records (src/core):
+/* vt_reader_columns.h - the reader's decoder of column records (src/core):
  * KernelBatch, KernelBlock and MemBlock.
  *
  * A KernelBatch (Record.body field 28, proto/vramtrace.proto) is n kernels
@@ -13,8 +13,8 @@
  * (2.5 and 3 MiB), kept for reuse until vt_kbatch_free() and
  * vt_mblock_free().  Depends on the C library only.
  */
-#ifndef VT_READER_BATCH_H
-#define VT_READER_BATCH_H
+#ifndef VT_READER_COLUMNS_H
+#define VT_READER_COLUMNS_H
 
 #include <stddef.h>
 #include <stdint.h>

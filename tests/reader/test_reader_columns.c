@@ -1,5 +1,5 @@
 /* test_reader_batch.c - KernelBatch, KernelBlock and MemBlock records
- * (Record.body 28, 29 and 30) in the reader (src/core/vt_reader_batch.c and its hook in
+ * (Record.body 28, 29 and 30) in the reader (src/core/vt_reader_columns.c and its hook in
  * vt_reader.c): hand-built batches (protobuf-c packed, unpacked columns,
  * empty, unknown fields) and blocks (widths 0..64, exceptions, columns in
  * any order, graph ids in pieces) read as plain kernels with the shared

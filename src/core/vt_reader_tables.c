@@ -1,0 +1,459 @@
+/* vt_reader_tables.c - the definition tables: arena, id tables, strings,
+ * frames, stacks, threads, modules, launches, devices, and their lookups. */
+#include "vt_reader_int.h"
+void *rd_arena_alloc(vt_reader *r, size_t n, size_t align)
+{
+    if (r->arena_bytes + n > VT_READER_MAX_TABLE_BYTES)
+        return NULL;
+    arena_blk *b = r->arena;
+    size_t at = b ? (b->used + align - 1) & ~(align - 1) : 0;
+    if (!b || at + n > b->cap) {
+        size_t cap = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
+        arena_blk *nb = malloc(sizeof(*nb) + cap);
+        if (!nb)
+            return NULL;
+        nb->cap = cap;
+        nb->used = 0;
+        if (b && n > ARENA_BLOCK / 4) { /* big: keep filling the current block */
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            r->arena = nb;
+        }
+        b = nb;
+        at = 0;
+    }
+    b->used = at + n;
+    r->arena_bytes += n;
+    return b->data + at;
+}
+
+const char *rd_arena_str(vt_reader *r, const uint8_t *s, size_t n)
+{
+    char *d = rd_arena_alloc(r, n + 1, 1);
+    if (!d)
+        return NULL;
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+/* Slot for definition `id` (zeroed if new).  *dup = 1 if already defined
+ * (the first definition wins: ids are never reused).  NULL + why. */
+void *rd_tab_put(vt_reader *r, vt_table *t, uint32_t id, size_t esz, const char *what, int *dup)
+{
+    *dup = 0;
+    if (id == 0) {
+        rd_why(r, "%s with id 0", what);
+        return NULL;
+    }
+    if (id >= t->cap) {
+        /* Ids come in order of first use; gaps only where frames were lost.
+         * So a table never grows past twice what was defined plus a slack,
+         * whatever ids a damaged or hostile stream names. */
+        if (id >= MAX_TABLE_IDS || id > 2ull * t->count + VT_READER_ID_SLACK) {
+            rd_why(r, "%s id %u is too far beyond the %u defined so far", what, id, t->count);
+            return NULL;
+        }
+        uint64_t ncap = t->cap ? (uint64_t)t->cap * 2 : 1024;
+        while (ncap <= id)
+            ncap *= 2;
+        if (ncap > MAX_TABLE_IDS)
+            ncap = MAX_TABLE_IDS;
+        uint64_t grow = (ncap - t->cap) * esz;
+        if (r->arena_bytes + grow > VT_READER_MAX_TABLE_BYTES) {
+            rd_why(r, "%s table would exceed the %llu-byte limit of the tables", what,
+                (unsigned long long)VT_READER_MAX_TABLE_BYTES);
+            return NULL;
+        }
+        uint8_t *nv = realloc(t->v, (size_t)ncap * esz);
+        if (!nv) {
+            rd_why(r, "out of memory for %s table", what);
+            return NULL;
+        }
+        memset(nv + (size_t)t->cap * esz, 0, (size_t)(ncap - t->cap) * esz);
+        t->v = nv;
+        t->cap = (uint32_t)ncap;
+        r->arena_bytes += grow;
+    }
+    uint8_t *s = t->v + (size_t)id * esz;
+    if (*(uint32_t *)s == id) {
+        *dup = 1;
+        return s;
+    }
+    t->count++;
+    return s;
+}
+
+const char *rd_str_get(const vt_reader *r, uint32_t id)
+{
+    const str_slot *s = rd_tab_get(&r->strings, id, sizeof(str_slot));
+    return s ? s->s : NULL;
+}
+
+/* Per-record scratch: reserved once per record so pointers stay valid. */
+int rd_scratch_reserve(vt_reader *r, size_t n)
+{
+    r->scratch_used = 0;
+    if (n <= r->scratch_cap)
+        return 0;
+    size_t cap = r->scratch_cap ? r->scratch_cap : 4096;
+    while (cap < n)
+        cap *= 2;
+    uint8_t *s = realloc(r->scratch, cap);
+    if (!s)
+        return VT_ERR_NOMEM;
+    r->scratch = s;
+    r->scratch_cap = cap;
+    return 0;
+}
+
+const char *rd_scratch_str(vt_reader *r, const uint8_t *s, size_t n)
+{
+    if (r->scratch_used + n + 1 > r->scratch_cap)
+        return ""; /* cannot happen: reserved 2x the record */
+    char *d = (char *)r->scratch + r->scratch_used;
+    memcpy(d, s, n);
+    d[n] = 0;
+    r->scratch_used += n + 1;
+    return d;
+}
+
+/* ---- protobuf wire format ------------------------------------------- */
+
+const char *vt_reader_string(const vt_reader *r, uint32_t id)
+{
+    return rd_str_get(r, id);
+}
+
+const vt_ev_frame *vt_reader_frame(const vt_reader *r, uint32_t id)
+{
+    return rd_tab_get(&r->frames, id, sizeof(vt_ev_frame));
+}
+
+const vt_ev_thread *vt_reader_thread(const vt_reader *r, uint32_t id)
+{
+    return rd_tab_get(&r->threads, id, sizeof(vt_ev_thread));
+}
+
+const vt_ev_module *vt_reader_module(const vt_reader *r, uint32_t id)
+{
+    return rd_tab_get(&r->modules, id, sizeof(vt_ev_module));
+}
+
+const vt_ev_launch *vt_reader_launch(const vt_reader *r, uint32_t id)
+{
+    const launch_slot *s = rd_tab_get(&r->launches, id, sizeof(launch_slot));
+    return s ? &s->l : NULL;
+}
+
+const vt_ev_device *vt_reader_device(const vt_reader *r, uint32_t index)
+{
+    if (!r->devices || index >= MAX_DEVICES || !r->devices[index].defined)
+        return NULL;
+    return &r->devices[index].d;
+}
+
+const vt_ev_header *vt_reader_header(const vt_reader *r)
+{
+    return r->have_header ? &r->header : NULL;
+}
+
+uint32_t vt_reader_stack(const vt_reader *r, uint32_t id, uint32_t *frames, uint32_t max)
+{
+    const stack_slot *s = rd_tab_get(&r->stacks, id, sizeof(stack_slot));
+    uint32_t depth = 0;
+    /* Walk parents: each was defined before its child (see VT_EV_STACK),
+     * so the chain ends; guarded anyway. */
+    for (uint32_t guard = 0; s && guard < MAX_STACK_DEPTH; guard++) {
+        for (uint32_t i = 0; i < s->n; i++, depth++)
+            if (depth < max)
+                frames[depth] = r->stack_frames[s->off + i];
+        if (!s->parent)
+            break;
+        s = rd_tab_get(&r->stacks, s->parent, sizeof(stack_slot));
+    }
+    return depth;
+}
+
+void vt_reader_get_stats(const vt_reader *r, vt_reader_stats *st)
+{
+    *st = r->st;
+}
+
+/* ---- definitions: records that fill the tables ----------------------- */
+
+/* Each takes the record's body [bp, be) and returns 0 or an error (r->why
+ * says why); the event *ev is the definition as read. */
+
+/* A String: kept in the table the first time its id is defined; a
+ * repeated definition is handed out from the scratch buffer. */
+int rd_def_string(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *ev)
+{
+    int rc = 0;
+    uint32_t id = 0;
+    const uint8_t *s = (const uint8_t *)"";
+    size_t len = 0;
+    int dup;
+    rc = dec_string(r, bp, be, &id, &s, &len);
+    if (rc)
+        return rc;
+    str_slot *slot = rd_tab_put(r, &r->strings, id, sizeof(str_slot), "String", &dup);
+    if (!slot)
+        return VT_ERR_CORRUPT; /* why set by tab_put */
+    if (!dup) {
+        const char *d = rd_arena_str(r, s, len);
+        if (!d)
+            return rd_why(r, "strings exceed the table limit");
+        slot->id = id;
+        slot->len = (uint32_t)len;
+        slot->s = d;
+        ev->u.string.value = d;
+    } else {
+        if (rd_scratch_reserve(r, len + 1))
+            return VT_ERR_NOMEM;
+        ev->u.string.value = rd_scratch_str(r, s, len);
+    }
+    ev->u.string.id = id;
+    ev->u.string.len = len;
+    return rc;
+}
+
+/* A Frame: kept the first time its id is defined. */
+int rd_def_frame(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *ev)
+{
+    int rc = 0;
+    vt_ev_frame f = {0};
+    int dup;
+    rc = dec_frame(r, bp, be, &f);
+    if (rc)
+        return rc;
+    vt_ev_frame *slot = rd_tab_put(r, &r->frames, f.id, sizeof(vt_ev_frame), "Frame", &dup);
+    if (!slot)
+        return VT_ERR_CORRUPT; /* why set by tab_put */
+    if (!dup)
+        *slot = f;
+    ev->u.frame = f;
+    return rc;
+}
+
+/* A Stack (frames, and a parent defined earlier): its frames appended to
+ * the stack table; its depth is its own frames plus its parent's. */
+int rd_def_stack(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *ev)
+{
+    int rc = 0;
+    vt_ev_stack *a = &ev->u.stack;
+    memset(a, 0, sizeof(*a));
+    size_t max = (size_t)(be - bp);
+    if (rd_scratch_reserve(r, max * sizeof(uint32_t) + 16))
+        return VT_ERR_NOMEM;
+    rc = dec_stack(r, bp, be, a, (uint32_t *)r->scratch, max);
+    if (rc)
+        return rc;
+    int dup;
+    stack_slot *slot = rd_tab_put(r, &r->stacks, a->id, sizeof(stack_slot), "Stack", &dup);
+    if (!slot)
+        return VT_ERR_CORRUPT; /* why set by tab_put */
+    if (dup)
+        return rc;
+    uint64_t depth = a->nframes;
+    uint32_t parent = 0;
+    if (a->parent) {
+        /* Only a parent defined earlier is linked, so chains never loop;
+         * a parent lost in a damaged frame ends the stack. */
+        const stack_slot *ps = rd_tab_get(&r->stacks, a->parent, sizeof(stack_slot));
+        if (a->parent == a->id)
+            return rd_why(r, "stack %u is its own parent", a->id);
+        if (ps) {
+            depth += ps->depth;
+            parent = a->parent;
+        }
+    }
+    if (depth > MAX_STACK_DEPTH)
+        return rd_why(r, "stack %u is deeper than %u frames", a->id, MAX_STACK_DEPTH);
+    if ((uint64_t)r->sf_len + a->nframes > MAX_STACK_FRAMES_TOTAL)
+        return rd_why(r, "stacks exceed the table limit");
+    if (r->sf_len + a->nframes > r->sf_cap) {
+        uint64_t cap = r->sf_cap ? r->sf_cap : 4096;
+        while (cap < (uint64_t)r->sf_len + a->nframes)
+            cap *= 2;
+        if (r->arena_bytes + (cap - r->sf_cap) * sizeof(uint32_t) > VT_READER_MAX_TABLE_BYTES)
+            return rd_why(r, "stacks exceed the table limit");
+        r->arena_bytes += (cap - r->sf_cap) * sizeof(uint32_t);
+        uint32_t *nf = realloc(r->stack_frames, cap * sizeof(uint32_t));
+        if (!nf)
+            return VT_ERR_NOMEM;
+        r->stack_frames = nf;
+        r->sf_cap = (uint32_t)cap;
+    }
+    if (a->nframes)
+        memcpy(r->stack_frames + r->sf_len, a->frames, a->nframes * sizeof(uint32_t));
+    slot->id = a->id;
+    slot->n = a->nframes;
+    slot->parent = parent;
+    slot->depth = (uint32_t)depth;
+    slot->off = r->sf_len;
+    r->sf_len += a->nframes;
+    return rc;
+}
+
+/* A Thread: kept the first time; the hot path looks its thread up again. */
+int rd_def_thread(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *ev)
+{
+    int rc = 0;
+    vt_ev_thread t = {0};
+    const uint8_t *nm = (const uint8_t *)"";
+    size_t nl = 0;
+    int dup;
+    rc = dec_thread(r, bp, be, &t, &nm, &nl);
+    if (rc)
+        return rc;
+    vt_ev_thread *slot = rd_tab_put(r, &r->threads, t.id, sizeof(vt_ev_thread), "Thread", &dup);
+    r->fast_thr = r->fast_tid = 0; /* the hot path looks its thread up again */
+    if (!slot)
+        return VT_ERR_CORRUPT; /* why set by tab_put */
+    if (!dup) {
+        t.name = rd_arena_str(r, nm, nl);
+        if (!t.name)
+            return rd_why(r, "threads exceed the table limit");
+        *slot = t;
+    } else {
+        if (rd_scratch_reserve(r, nl + 1))
+            return VT_ERR_NOMEM;
+        t.name = rd_scratch_str(r, nm, nl);
+    }
+    ev->u.thread = t;
+    return rc;
+}
+
+/* A Module: path and build id kept the first time. */
+int rd_def_module(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *ev)
+{
+    int rc = 0;
+    vt_ev_module m = {0};
+    module_raw mr = {(const uint8_t *)"", (const uint8_t *)"", 0, 0};
+    int dup;
+    rc = dec_module(r, bp, be, &m, &mr);
+    if (rc)
+        return rc;
+    vt_ev_module *slot = rd_tab_put(r, &r->modules, m.id, sizeof(vt_ev_module), "Module", &dup);
+    if (!slot)
+        return VT_ERR_CORRUPT; /* why set by tab_put */
+    m.build_id_len = (uint32_t)mr.build_id_len;
+    if (!dup) {
+        m.path = rd_arena_str(r, mr.path, mr.path_len);
+        m.build_id = (const uint8_t *)rd_arena_str(r, mr.build_id, mr.build_id_len);
+        if (!m.path || !m.build_id)
+            return rd_why(r, "modules exceed the table limit");
+        *slot = m;
+    } else {
+        if (rd_scratch_reserve(r, mr.path_len + mr.build_id_len + 2))
+            return VT_ERR_NOMEM;
+        m.path = rd_scratch_str(r, mr.path, mr.path_len);
+        m.build_id = (const uint8_t *)rd_scratch_str(r, mr.build_id, mr.build_id_len);
+    }
+    ev->u.module = m;
+    return rc;
+}
+
+/* A Launch: kept with the kernel fields its kernels take from it. */
+int rd_def_launch(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *ev)
+{
+    int rc = 0;
+    vt_ev_launch l = {0};
+    int dup;
+    rc = dec_launch(r, bp, be, &l);
+    if (rc)
+        return rc;
+    launch_slot *slot = rd_tab_put(r, &r->launches, l.id, sizeof(launch_slot), "Launch", &dup);
+    if (!slot)
+        return VT_ERR_CORRUPT; /* why set by tab_put */
+    if (!dup) {
+        slot->id = l.id;
+        slot->l = l;
+        vt_ev_kernel *t = &slot->k;
+        t->name = rd_str_get(r, l.name);
+        t->name_id = l.name;
+        t->device = l.device;
+        t->stream = l.stream;
+        memcpy(t->grid, l.grid, sizeof(t->grid));
+        memcpy(t->block, l.block, sizeof(t->block));
+        t->shared_memory = l.shared_memory;
+        t->graph = l.graph;
+    }
+    ev->u.launch = l;
+    return rc;
+}
+
+/* A Device: kept by index the first time. */
+int rd_def_device(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *ev)
+{
+    int rc = 0;
+    vt_ev_device d;
+    device_raw dr = {(const uint8_t *)"", NULL, (const uint8_t *)"", 0, 0, 0};
+    memset(&d, 0, sizeof(d));
+    rc = dec_device(r, bp, be, &d, &dr);
+    if (rc)
+        return rc;
+    if (dr.uuid)
+        memcpy(d.uuid, dr.uuid, dr.uuid_len < 16 ? dr.uuid_len : 16);
+    if (d.index >= MAX_DEVICES)
+        return rd_why(r, "device index %u out of range", d.index);
+    if (!r->devices) {
+        r->devices = calloc(MAX_DEVICES, sizeof(dev_slot));
+        if (!r->devices)
+            return VT_ERR_NOMEM;
+    }
+    dev_slot *slot = &r->devices[d.index];
+    if (!slot->defined) {
+        d.name = rd_arena_str(r, dr.name, dr.name_len);
+        d.pci_bus_id = rd_arena_str(r, dr.pci, dr.pci_len);
+        if (!d.name || !d.pci_bus_id)
+            return rd_why(r, "devices exceed the table limit");
+        slot->defined = 1;
+        slot->d = d;
+    } else {
+        if (rd_scratch_reserve(r, dr.name_len + dr.pci_len + 2))
+            return VT_ERR_NOMEM;
+        d.name = rd_scratch_str(r, dr.name, dr.name_len);
+        d.pci_bus_id = rd_scratch_str(r, dr.pci, dr.pci_len);
+    }
+    ev->u.device = d;
+    return rc;
+}
+
+/* A Header: the first one is checked (magic, format version) and kept; a
+ * second one (concatenated traces) is handed out without its strings. */
+int rd_def_header(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *ev)
+{
+    int rc = 0;
+    vt_ev_header *h = &ev->u.header;
+    int first = !r->have_header;
+    memset(h, 0, sizeof(*h));
+    rc = dec_header(r, bp, be, h, first);
+    if (rc)
+        return rc;
+    if (first) {
+        if (h->magic != VT_FORMAT_MAGIC) {
+            snprintf(r->why, sizeof(r->why), "not a vramtrace trace: bad magic 0x%08x in the header (expected 0x%08x)",
+                     h->magic, VT_FORMAT_MAGIC);
+            return VT_ERR_VERSION;
+        }
+        if (h->format_version < VT_FORMAT_VERSION_MIN || h->format_version > VT_FORMAT_VERSION) {
+            snprintf(r->why, sizeof(r->why),
+                     "unsupported format version %u (this vramtrace reads versions %u to %u)",
+                     h->format_version, VT_FORMAT_VERSION_MIN, VT_FORMAT_VERSION);
+            return VT_ERR_VERSION;
+        }
+        r->header = *h;
+        r->have_header = 1;
+    } else {
+        /* a second header (concatenated traces): strings not kept */
+        h->argv = NULL;
+        h->argc = 0;
+        h->env_names = h->env_values = NULL;
+        h->nenv = 0;
+    }
+    return rc;
+}
