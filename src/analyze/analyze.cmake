@@ -7,4 +7,4 @@ target_link_libraries(vt_analyze PRIVATE vt_core PkgConfig::LIBDW stdc++ m)
 # 12): it pairs neighbouring 64-bit counters into SSE registers, then needs
 # shuffles to take them apart again (-2.3 instructions per record for
 # report, BENCHMARKS.md: analyze).
-set_source_files_properties(vt_replay.c PROPERTIES COMPILE_OPTIONS -fno-tree-slp-vectorize)
+set_source_files_properties(vt_replay.c vt_replay_account.c vt_blocks.c PROPERTIES COMPILE_OPTIONS -fno-tree-slp-vectorize)

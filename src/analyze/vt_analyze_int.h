@@ -9,6 +9,7 @@
 
 #include "vt_analyze.h"
 #include "vt_event.h"
+#include "vt_map.h"
 
 #define VT_GROWTH_BUCKETS 64   /* floor samples per call site (power of two) */
 #define VT_MAX_DEVICES 64
@@ -16,31 +17,6 @@
 #define VT_OOM_TOP 5
 #define VT_MAX_NOTES 32
 #define VT_MAX_ERRORS 16
-
-/* --- small growable hash map: uint64 key -> uint64 value (key 0 reserved
- * as empty; callers add 1 or use nonzero keys). Linear probing with
- * backward-shift deletion. --- */
-typedef struct {
-    uint64_t *keys;
-    uint64_t *vals;
-    size_t cap;   /* power of two or 0 */
-    size_t len;
-} vt_map;
-
-int vt_map_put(vt_map *m, uint64_t key, uint64_t val);   /* insert or replace */
-uint64_t *vt_map_get(const vt_map *m, uint64_t key);     /* NULL if absent */
-int vt_map_del(vt_map *m, uint64_t key, uint64_t *val);  /* 1 if removed */
-void vt_map_free(vt_map *m);
-
-static inline uint64_t vt_hash64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 /* --- live blocks: address -> block, open addressing, 32-byte slots --- */
 typedef struct {

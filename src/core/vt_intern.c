@@ -1,6 +1,7 @@
 /* vt_intern.c - open-addressing hash tables and a bump arena used by the
  * writer's interning (see vt_intern.h).  Touches only its own memory. */
 #include "vt_intern.h"
+#include "vt_hash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +16,6 @@ struct vt_arena_chunk {
     unsigned char data[];
 };
 
-static inline uint64_t vt_mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
-}
 
 uint64_t vt_intern_hash(const void *data, size_t len, uint64_t seed)
 {
@@ -42,7 +34,7 @@ uint64_t vt_intern_hash(const void *data, size_t len, uint64_t seed)
         memcpy(&v, p, len);
         h = (h ^ v) * 0x9e3779b97f4a7c15ull;
     }
-    return vt_mix(h);
+    return vt_hash64(h);
 }
 
 void *vt_arena_alloc(vt_arena *a, size_t size, int may_alloc)
@@ -173,7 +165,7 @@ int vt_umap_init(vt_umap *m, size_t cap)
 uint64_t vt_umap_find(const vt_umap *m, uint64_t key)
 {
     size_t mask = m->cap - 1;
-    for (size_t i = vt_mix(key) & mask;; i = (i + 1) & mask) {
+    for (size_t i = vt_hash64(key) & mask;; i = (i + 1) & mask) {
         if (!m->slots[i].val)
             return 0;
         if (m->slots[i].key == key)
@@ -184,7 +176,7 @@ uint64_t vt_umap_find(const vt_umap *m, uint64_t key)
 int vt_umap_put(vt_umap *m, uint64_t key, uint64_t val, int may_alloc)
 {
     size_t mask = m->cap - 1;
-    for (size_t i = vt_mix(key) & mask; m->slots[i].val; i = (i + 1) & mask) {
+    for (size_t i = vt_hash64(key) & mask; m->slots[i].val; i = (i + 1) & mask) {
         if (m->slots[i].key == key) {
             m->slots[i].val = val;
             return 0;
@@ -200,7 +192,7 @@ int vt_umap_put(vt_umap *m, uint64_t key, uint64_t val, int may_alloc)
         for (size_t j = 0; j < m->cap; j++) {
             if (!m->slots[j].val)
                 continue;
-            size_t k = vt_mix(m->slots[j].key) & (ncap - 1);
+            size_t k = vt_hash64(m->slots[j].key) & (ncap - 1);
             while (ns[k].val)
                 k = (k + 1) & (ncap - 1);
             ns[k] = m->slots[j];
@@ -210,7 +202,7 @@ int vt_umap_put(vt_umap *m, uint64_t key, uint64_t val, int may_alloc)
         m->cap = ncap;
         mask = ncap - 1;
     }
-    size_t i = vt_mix(key) & mask;
+    size_t i = vt_hash64(key) & mask;
     while (m->slots[i].val)
         i = (i + 1) & mask;
     m->slots[i].key = key;

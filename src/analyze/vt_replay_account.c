@@ -1,0 +1,251 @@
+/* vt_replay_account.c - per call site (unit) accounting: units, growth
+ * buckets, the view at the end of real work, peaks. */
+#include "vt_replay_int.h"
+
+
+vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsigned kind, unsigned api,
+                              uint32_t *idx)
+{
+    if (stack >= p->nstack_unit && stack < p->nstacks) {
+        uint32_t *ns = realloc(p->stack_unit, p->nstacks * sizeof(*ns));
+        if (ns) {
+            memset(ns + p->nstack_unit, 0, (p->nstacks - p->nstack_unit) * sizeof(*ns));
+            p->stack_unit = ns;
+            p->nstack_unit = p->nstacks;
+        }
+    }
+    uint64_t key = (1ULL << 63) | (uint64_t)stack | ((uint64_t)device << 32) | ((uint64_t)(kind & 0xff) << 48);
+    uint64_t *v = vt_map_get(&p->unitmap, key);
+    if (v) {
+        *idx = (uint32_t)*v;
+        if (stack < p->nstack_unit)
+            p->stack_unit[stack] = *idx + 1;
+        return &p->units[*v];
+    }
+    if (p->nunits == p->capunits) {
+        size_t nc = p->capunits ? p->capunits * 2 : 256;
+        vt_unit *u = aligned_alloc(_Alignof(vt_unit), nc * sizeof(*u)); /* see vt_unit */
+        if (!u)
+            return NULL;
+        if (p->nunits)
+            memcpy(u, p->units, p->nunits * sizeof(*u));
+        free(p->units);
+        p->units = u;
+        p->capunits = nc;
+    }
+    if (vt_map_put(&p->unitmap, key, p->nunits))
+        return NULL;
+    vt_unit *u = &p->units[p->nunits];
+    memset(u, 0, sizeof(*u));
+    u->stack = stack;
+    u->device = device;
+    u->kind = (uint8_t)kind;
+    u->resident = (uint8_t)is_resident(kind);
+    u->api = (uint8_t)api;
+    u->c10 = (uint8_t)vt_stack_is_c10(p, stack);
+    /* segments: what the caching allocator gets from the driver (cudaMalloc
+     * or cuMemCreate); with backend:cudaMallocAsync c10 allocates tensors */
+    u->segment = u->c10 && (api == VT_API_MALLOC || api == VT_API_VMM);
+    if (u->segment)
+        p->c10_units++;
+    u->pk_epoch = p->dev[device].peak_epoch;
+    u->dev = &p->dev[device];
+    *idx = (uint32_t)p->nunits++;
+    if (stack < p->nstack_unit)
+        p->stack_unit[stack] = *idx + 1;
+    return u;
+}
+
+/* --- growth floors --- */
+
+/* halve a site's resolution: neighbouring buckets merge (min of floors) */
+static void growth_merge(vt_unit *u)
+{
+    uint64_t *f = u->floor;
+    for (uint32_t i = 0; i < VT_GROWTH_BUCKETS / 2; i++) {
+        uint32_t a = 2 * i, b = 2 * i + 1;
+        if (b <= u->gcur)
+            f[i] = f[a] < f[b] ? f[a] : f[b];
+        else if (a <= u->gcur)
+            f[i] = f[a];
+    }
+    u->gcur /= 2;
+    u->g_shift++;
+}
+
+/* The end of the site's current bucket: events before it change nothing
+ * but the floor (see growth_touch).  Saturates; 0 before the first one. */
+static void growth_set_next(vt_unit *u)
+{
+    unsigned __int128 end = (unsigned __int128)u->g_t0 + ((unsigned __int128)(u->gcur + 1) << u->g_shift);
+    u->g_next = end > UINT64_MAX ? UINT64_MAX : (uint64_t)end;
+}
+
+/* bucket of time t in the site's own window, which starts at its first
+ * allocation (so a site born late has the same resolution as one born
+ * early) and doubles its bucket width when t falls beyond the last one */
+uint32_t growth_bucket(vt_unit *u, uint64_t t)
+{
+    if (t < u->g_t0)
+        return 0;
+    uint64_t b = (t - u->g_t0) >> u->g_shift;
+    while (b >= VT_GROWTH_BUCKETS) {
+        growth_merge(u);
+        b = (t - u->g_t0) >> u->g_shift;
+    }
+    return (uint32_t)b;
+}
+
+/* called before a change of u->live_bytes at time t */
+int growth_touch_slow(vt_unit *u, uint64_t t)
+{
+    if (!u->floor) {
+        u->floor = calloc(VT_GROWTH_BUCKETS, sizeof(uint64_t));
+        if (!u->floor)
+            return VT_ERR_NOMEM;
+        u->gcur = 0;
+        u->g_t0 = t;
+        u->g_shift = VT_G_SHIFT0;
+    }
+    uint32_t b = growth_bucket(u, t);
+    if (b > u->gcur) {
+        uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
+        for (uint32_t i = u->gcur + 1; i <= b; i++)
+            u->floor[i] = live;
+        u->gcur = b;
+    }
+    growth_set_next(u);
+    u->floor_cur = u->floor[u->gcur];
+    return 0;
+}
+
+/* --- view at T --- */
+
+/* Apply the tail's entries at or before `upto` (all of them if `all`),
+ * keep the others.  A block's pair (count 0, see free_fast) is settled by
+ * that with nothing to add: its free comes at or before the view, like its
+ * allocation, so its +size and -size cancel. */
+static void tail_fold(vt_proc *p, uint64_t upto, int all)
+{
+    size_t w = 0;
+    if (all)
+        upto = UINT64_MAX;
+    for (size_t i = 0; i < p->ntail; i++) {
+        vt_tail *e = &p->tail[i];
+        if (e->t <= upto) {
+            if (e->count) {
+                p->units[e->unit].at_bytes += e->bytes;
+                p->units[e->unit].at_count += e->count;
+            }
+        } else {
+            p->tail[w++] = *e;
+        }
+    }
+    p->ntail = w;
+}
+
+/* The view's end: the tail folded at T; the pairs left, whose free came
+ * after T, count their block as live at T. */
+void tail_end(vt_proc *p, uint64_t upto, int all)
+{
+    tail_fold(p, upto, all);
+    for (size_t i = 0; i < p->ntail; i++) {
+        const vt_tail *e = &p->tail[i];
+        if (!e->count) {
+            p->units[e->unit].at_bytes += e->bytes;
+            p->units[e->unit].at_count++;
+        }
+    }
+}
+
+void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int32_t count, uint64_t t)
+{
+    vt_unit *u = &p->units[ui];
+    switch (p->view_mode) {
+    case VT_AT_END:
+        return; /* live at the end is live_bytes itself */
+    case VT_AT_TIME:
+        if (t <= p->t0 + a->cfg.at_ns) {
+            u->at_bytes += bytes;
+            u->at_count += count;
+        }
+        return;
+    default:
+        break;
+    }
+    if (p->tail_overflow || (p->cand_set && t <= p->cand)) {
+        u->at_bytes += bytes;
+        u->at_count += count;
+        return;
+    }
+    if (p->ntail == p->captail) {
+        /* full: fold what the bound has passed, grow only if that freed little */
+        if (p->cand_set)
+            tail_fold(p, p->cand, 0);
+        if (p->ntail >= VT_TAIL_CAP) {
+            /* event-sized memory is not allowed: give up exactness */
+            tail_fold(p, 0, 1);
+            p->tail_overflow = 1;
+            view_bound_update(p);
+            u->at_bytes += bytes;
+            u->at_count += count;
+            return;
+        }
+        if (p->ntail * 2 > p->captail || !p->captail) {
+            size_t nc = p->captail ? p->captail * 2 : 4096;
+            vt_tail *nt = realloc(p->tail, nc * sizeof(*nt));
+            if (!nt) {
+                tail_fold(p, 0, 1);
+                p->tail_overflow = 1;
+                view_bound_update(p);
+                u->at_bytes += bytes;
+                u->at_count += count;
+                return;
+            }
+            p->tail = nt;
+            p->captail = nc;
+        }
+    }
+    vt_tail *e = &p->tail[p->ntail++];
+    e->t = t;
+    e->bytes = bytes;
+    e->unit = ui;
+    e->count = count;
+}
+
+/* view_below: the fast path's view bound (see free_fast), 0 when the
+ * fast path may not decide (another view mode, overflow, no bound yet) */
+void view_bound_update(vt_proc *p)
+{
+    if ((p->view_mode == VT_AT_AUTO || p->view_mode == VT_AT_MARKER) && !p->tail_overflow && p->cand_set)
+        p->view_below = p->cand == UINT64_MAX ? UINT64_MAX : p->cand + 1;
+    else
+        p->view_below = 0;
+}
+
+void cand_raise(vt_proc *p, uint64_t t)
+{
+    if (!p->cand_set || t > p->cand) {
+        p->cand = t;
+        p->cand_set = 1;
+        view_bound_update(p);
+    }
+}
+
+/* --- step occurrences --- */
+
+/* occurrences at or before t (approximate to the stride) */
+double occ_count(const vt_occ *o, uint64_t t)
+{
+    uint32_t lo = 0, hi = o->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (o->t[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (double)lo * o->stride;
+}
+
+/* --- accounting --- */

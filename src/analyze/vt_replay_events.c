@@ -1,0 +1,623 @@
+/* vt_replay_events.c - the events off the hot path: failed allocations,
+ * VMM, pools, NVTX ranges, the header and every other record. */
+#include "vt_replay_int.h"
+static void top_holders(vt_proc *p, uint32_t device, vt_oom *o)
+{
+    o->ntop = 0;
+    for (size_t k = 0; k < p->nunits; k++) {
+        const vt_unit *u = &p->units[k];
+        if (u->device != device || !is_resident(u->kind) || u->live_bytes <= 0)
+            continue;
+        /* insertion into a sorted top list; ties keep the lower unit index */
+        uint32_t pos = o->ntop;
+        while (pos > 0 && o->top_bytes[pos - 1] < u->live_bytes)
+            pos--;
+        if (pos >= VT_OOM_TOP)
+            continue;
+        uint32_t end = o->ntop < VT_OOM_TOP ? o->ntop : VT_OOM_TOP - 1;
+        for (uint32_t j = end; j > pos; j--) {
+            o->top_unit[j] = o->top_unit[j - 1];
+            o->top_bytes[j] = o->top_bytes[j - 1];
+            o->top_count[j] = o->top_count[j - 1];
+        }
+        o->top_unit[pos] = (uint32_t)k;
+        o->top_bytes[pos] = u->live_bytes;
+        o->top_count[pos] = vt_unit_live_count(u);
+        if (o->ntop < VT_OOM_TOP)
+            o->ntop++;
+    }
+    for (size_t k = 0; k < p->nunits; k++) {
+        const vt_unit *u = &p->units[k];
+        if (u->device == device && u->segment && u->live_bytes > 0)
+            o->c10_reserved += (uint64_t)u->live_bytes;
+    }
+}
+
+static void on_failed(vt_proc *p, const vt_ev_alloc_failed *e, uint64_t t)
+{
+    uint32_t device = e->device;
+    p->failed++;
+    if (e->error == 2) /* CUDA_ERROR_OUT_OF_MEMORY == cudaErrorMemoryAllocation == 2 */
+        p->failed_oom++;
+    if (!check_device(p, &device) || p->noom >= VT_MAX_OOM_DETAIL)
+        return;
+    vt_oom *o = &p->oom[p->noom++];
+    memset(o, 0, sizeof(*o));
+    o->t = t;
+    o->size = e->size;
+    o->device = device;
+    o->stack = e->site.stack;
+    o->thread = e->site.thread;
+    o->kind = (uint8_t)(e->kind < VT_MEM__COUNT ? e->kind : 0);
+    o->api = (uint8_t)(e->api < VT_API__COUNT ? e->api : 0);
+    o->error = e->error;
+    o->error_name = xstrdup(e->error_name);
+    const vt_devstate *d = &p->dev[device];
+    o->dev_live = d->live_dev;
+    memcpy(o->kind_live, d->live, sizeof(o->kind_live));
+    if (d->drv_samples) {
+        o->drv_free = d->drv_last_free;
+        o->drv_total = d->drv_total;
+        o->drv_t = d->drv_last_t;
+    }
+    for (size_t i = 0; i < p->npools; i++)
+        if (p->pools[i].device == device && p->pools[i].seen) {
+            o->have_pool = 1;
+            o->pool_reserved += p->pools[i].reserved_last;
+            o->pool_used += p->pools[i].used_last;
+        }
+    top_holders(p, device, o);
+}
+
+static int vmm_release_now(vt_analysis *a, vt_proc *p, uint64_t handle, uint64_t t)
+{
+    uint64_t idx;
+    if (!vt_map_del(&p->vmm_handles, handle, &idx))
+        return 0;
+    vt_vmm *v = &p->vmms[idx - 1];
+    int rc = account_free(a, p, v->unit, v->size, v->t, t);
+    if (p->nvmm_free == p->capvmm_free) {
+        size_t nc = p->capvmm_free ? p->capvmm_free * 2 : 64;
+        uint32_t *nf = realloc(p->vmm_free, nc * sizeof(*nf));
+        if (!nf)
+            return VT_ERR_NOMEM;
+        p->vmm_free = nf;
+        p->capvmm_free = nc;
+    }
+    p->vmm_free[p->nvmm_free++] = (uint32_t)(idx - 1);
+    return rc;
+}
+
+static int on_vmm_create(vt_analysis *a, vt_proc *p, const vt_ev_vmm_create *e, uint64_t t)
+{
+    uint32_t device = e->device, ui;
+    if (!check_device(p, &device))
+        return 0;
+    if (vt_map_get(&p->vmm_handles, e->handle + 1)) {
+        p->overlap_allocs++;
+        int rc = vmm_release_now(a, p, e->handle + 1, t);
+        if (rc)
+            return rc;
+    }
+    unsigned kind = e->kind ? (e->kind < VT_MEM__COUNT ? e->kind : 0) : VT_MEM_DEVICE;
+    if (!get_unit(p, e->site.stack, device, kind, VT_API_VMM, &ui))
+        return VT_ERR_NOMEM;
+    uint32_t idx;
+    if (p->nvmm_free) {
+        idx = p->vmm_free[--p->nvmm_free];
+    } else {
+        if (p->nvmms == p->capvmms) {
+            size_t nc = p->capvmms ? p->capvmms * 2 : 64;
+            vt_vmm *nv = realloc(p->vmms, nc * sizeof(*nv));
+            if (!nv)
+                return VT_ERR_NOMEM;
+            p->vmms = nv;
+            p->capvmms = nc;
+        }
+        idx = (uint32_t)p->nvmms++;
+    }
+    vt_vmm *v = &p->vmms[idx];
+    memset(v, 0, sizeof(*v));
+    v->handle = e->handle;
+    v->size = clamp_size(p, e->size);
+    v->t = t;
+    v->unit = ui;
+    if (vt_map_put(&p->vmm_handles, e->handle + 1, idx + 1))
+        return VT_ERR_NOMEM;
+    return account_alloc(a, p, ui, v->size, t);
+}
+
+static int on_vmm_release(vt_analysis *a, vt_proc *p, const vt_ev_vmm_release *e, uint64_t t)
+{
+    uint64_t *idx = vt_map_get(&p->vmm_handles, e->handle + 1);
+    if (!idx) {
+        p->unknown_vmm_release++;
+        return 0;
+    }
+    vt_vmm *v = &p->vmms[*idx - 1];
+    if (v->released) {
+        p->double_vmm_release++;
+        return 0;
+    }
+    if (v->nmaps) { /* physical memory goes when its last mapping does */
+        v->released = 1;
+        return 0;
+    }
+    return vmm_release_now(a, p, e->handle + 1, t);
+}
+
+static int on_vmm_map(vt_proc *p, const vt_ev_vmm_map *e)
+{
+    uint64_t *idx = vt_map_get(&p->vmm_handles, e->handle + 1);
+    if (idx)
+        p->vmms[*idx - 1].nmaps++;
+    uint64_t size = clamp_size(p, e->size);
+    if (vt_map_put(&p->vmm_maps, e->address + 1, e->handle + 1) || vt_map_put(&p->vmm_map_size, e->address + 1, size))
+        return VT_ERR_NOMEM;
+    p->mapped += (int64_t)size;
+    if (p->mapped > p->mapped_peak)
+        p->mapped_peak = p->mapped;
+    return 0;
+}
+
+static int on_vmm_unmap(vt_analysis *a, vt_proc *p, const vt_ev_vmm_range *e, uint64_t t)
+{
+    uint64_t h, sz = 0;
+    if (!vt_map_del(&p->vmm_maps, e->address + 1, &h)) {
+        p->unknown_unmaps++;
+        return 0;
+    }
+    vt_map_del(&p->vmm_map_size, e->address + 1, &sz);
+    p->mapped -= (int64_t)sz;
+    uint64_t *idx = vt_map_get(&p->vmm_handles, h);
+    if (!idx)
+        return 0;
+    vt_vmm *v = &p->vmms[*idx - 1];
+    if (v->nmaps)
+        v->nmaps--;
+    if (!v->nmaps && v->released)
+        return vmm_release_now(a, p, h, t);
+    return 0;
+}
+
+static vt_pool *get_pool(vt_proc *p, uint64_t pool, uint32_t device)
+{
+    for (size_t i = 0; i < p->npools; i++)
+        if (p->pools[i].pool == pool && p->pools[i].device == device)
+            return &p->pools[i];
+    if (p->npools == p->cappools) {
+        size_t nc = p->cappools ? p->cappools * 2 : 8;
+        vt_pool *np = realloc(p->pools, nc * sizeof(*np));
+        if (!np)
+            return NULL;
+        p->pools = np;
+        p->cappools = nc;
+    }
+    vt_pool *q = &p->pools[p->npools++];
+    memset(q, 0, sizeof(*q));
+    q->pool = pool;
+    q->device = device;
+    q->stride = 1;
+    return q;
+}
+
+static int on_pool_usage(vt_proc *p, const vt_ev_pool_usage *e, uint64_t t)
+{
+    vt_pool *q = get_pool(p, e->pool, e->device);
+    if (!q)
+        return VT_ERR_NOMEM;
+    if (e->reserved_current > q->reserved_high) {
+        q->reserved_high = e->reserved_current;
+        q->reserved_max_t = t;
+    }
+    if (e->reserved_high > q->reserved_high)
+        q->reserved_high = e->reserved_high;
+    if (e->used_current > q->used_high)
+        q->used_high = e->used_current;
+    if (e->used_high > q->used_high)
+        q->used_high = e->used_high;
+    q->reserved_last = e->reserved_current;
+    q->used_last = e->used_current;
+    if (!q->s) {
+        q->s = calloc(VT_POOL_SAMPLES, sizeof(*q->s));
+        if (!q->s)
+            return VT_ERR_NOMEM;
+    }
+    if ((q->seen++ & (q->stride - 1)) == 0) { /* stride: a power of two */
+        if (q->ns == VT_POOL_SAMPLES) { /* decimate: keep every other sample */
+            for (size_t i = 0; i < VT_POOL_SAMPLES / 2; i++)
+                q->s[i] = q->s[2 * i];
+            q->ns = VT_POOL_SAMPLES / 2;
+            q->stride *= 2;
+            if (((q->seen - 1) & (q->stride - 1)) != 0)
+                return 0;
+        }
+        q->s[q->ns].t = t;
+        q->s[q->ns].reserved = e->reserved_current;
+        q->s[q->ns].used = e->used_current;
+        q->ns++;
+    }
+    return 0;
+}
+
+/* "step 12" -> "step": strip trailing digits and separators */
+static char *nvtx_normalize(const char *m)
+{
+    if (!m)
+        m = "";
+    size_t n = strlen(m);
+    while (n > 0 && strchr("0123456789 #:_-=/.", m[n - 1]))
+        n--;
+    if (n == 0)
+        n = strlen(m);
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, m, n);
+        s[n] = 0;
+    }
+    return s;
+}
+
+static int nvtx_stat(vt_proc *p, const char *msg, uint32_t *idx)
+{
+    char *norm = nvtx_normalize(msg);
+    if (!norm)
+        return VT_ERR_NOMEM;
+    for (size_t i = 0; i < p->nnvtx; i++)
+        if (!strcmp(p->nvtx[i].msg, norm)) {
+            free(norm);
+            *idx = (uint32_t)i;
+            return 0;
+        }
+    if (p->nnvtx >= 4096) { /* unique messages are bounded; ignore the rest */
+        free(norm);
+        return VT_ERR_TOO_LARGE;
+    }
+    if (p->nnvtx == p->capnvtx) {
+        size_t nc = p->capnvtx ? p->capnvtx * 2 : 16;
+        vt_nvtx_stat *ns = realloc(p->nvtx, nc * sizeof(*ns));
+        if (!ns) {
+            free(norm);
+            return VT_ERR_NOMEM;
+        }
+        p->nvtx = ns;
+        p->capnvtx = nc;
+    }
+    vt_nvtx_stat *s = &p->nvtx[p->nnvtx];
+    memset(s, 0, sizeof(*s));
+    s->msg = norm;
+    s->min_depth = UINT32_MAX;
+    *idx = (uint32_t)p->nnvtx++;
+    return 0;
+}
+
+static uint32_t nv_thread_slot(vt_proc *p, uint32_t thread)
+{
+    for (uint32_t i = 0; i < p->nnv_thr; i++)
+        if (p->nv_thr[i].thread == thread)
+            return i;
+    if (p->nnv_thr < 16) {
+        p->nv_thr[p->nnv_thr].thread = thread;
+        p->nv_thr[p->nnv_thr].depth = 0;
+        return p->nnv_thr++;
+    }
+    return 15;
+}
+
+static void on_nvtx(vt_analysis *a, vt_proc *p, const vt_ev_nvtx *e, uint64_t t)
+{
+    uint32_t ts = nv_thread_slot(p, e->site.thread);
+    uint32_t *nv_depth = &p->nv_thr[ts].depth;
+    vt_nvtx_open *nv_stack = p->nv_thr[ts].st;
+    const char *msg = e->message ? e->message : vt_proc_string(p, e->message_id);
+    uint32_t idx;
+    if (e->op == VT_NVTX_POP) {
+        if (*nv_depth > 0) {
+            (*nv_depth)--;
+            if (*nv_depth < 32) {
+                vt_nvtx_open *o = &nv_stack[*nv_depth];
+                if (o->msg < p->nnvtx && t >= o->t)
+                    p->nvtx[o->msg].dur_sum += t - o->t;
+            }
+        }
+        return;
+    }
+    if (e->op == VT_NVTX_END)
+        return;
+    if (p->view_mode == VT_AT_MARKER && msg && a->at_marker) {
+        char *norm = nvtx_normalize(msg);
+        if (!strcmp(msg, a->at_marker) || (norm && !strcmp(norm, a->at_marker))) {
+            cand_raise(p, t);
+            p->marker_found = 1;
+        }
+        free(norm);
+    }
+    if (nvtx_stat(p, msg, &idx))
+        return;
+    vt_nvtx_stat *s = &p->nvtx[idx];
+    uint32_t depth = e->op == VT_NVTX_PUSH ? *nv_depth : 0;
+    if (!s->count || t < s->first_t)
+        s->first_t = t;
+    if (t > s->last_t)
+        s->last_t = t;
+    s->count++;
+    occ_add(&s->occ, t, 1);
+    if (depth < s->min_depth)
+        s->min_depth = depth;
+    if (e->op == VT_NVTX_PUSH) {
+        if (*nv_depth < 32) {
+            nv_stack[*nv_depth].msg = idx;
+            nv_stack[*nv_depth].t = t;
+        }
+        (*nv_depth)++;
+    }
+}
+
+/* cand_raise for the auto view (view_bound_update's mode test done) */
+static void copy_header(vt_proc *p, const vt_ev_header *h)
+{
+    p->have_header = 1;
+    p->pid = h->pid;
+    p->ppid = h->ppid;
+    free(p->host);
+    p->host = xstrdup(h->hostname);
+    free(p->program);
+    p->program = xstrdup(h->program);
+    p->format_version = h->format_version;
+    free(p->tool_version);
+    p->tool_version = xstrdup(h->tool_version);
+    p->hdr_kernels = h->kernels;
+    p->hdr_native = h->native_stacks;
+    p->hdr_python = h->python_stacks;
+    static const char *clocks[] = {"unknown", "cupti", "monotonic", "realtime"};
+    free(p->clock);
+    p->clock = xstrdup((unsigned)h->clock < 4 ? clocks[h->clock] : "unknown");
+    for (uint32_t i = 0; i < p->argc; i++)
+        free(p->argv[i]);
+    free(p->argv);
+    p->argv = NULL;
+    p->argc = 0;
+    if (h->argc && h->argv) {
+        uint32_t n = h->argc > VT_MAX_ARGV ? VT_MAX_ARGV : h->argc;
+        p->argv = calloc(n, sizeof(char *));
+        if (p->argv) {
+            for (uint32_t i = 0; i < n; i++)
+                p->argv[i] = xstrdup(h->argv[i] ? h->argv[i] : "");
+            p->argc = n;
+        }
+    }
+    for (uint32_t i = 0; i < h->nenv && h->env_names && h->env_values; i++) {
+        const char *n = h->env_names[i], *v = h->env_values[i];
+        if (!n || !v)
+            continue;
+        if (!strcmp(n, "RANK")) {
+            free(p->env_rank);
+            p->env_rank = xstrdup(v);
+        } else if (!strcmp(n, "WORLD_SIZE")) {
+            free(p->env_world);
+            p->env_world = xstrdup(v);
+        } else if (!strcmp(n, "PYTORCH_CUDA_ALLOC_CONF")) {
+            free(p->env_alloc_conf);
+            p->env_alloc_conf = xstrdup(v);
+        }
+    }
+}
+
+static int is_c10_path(const char *path)
+{
+    if (!path)
+        return 0;
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    return !strncmp(b, "libc10_cuda", 11);
+}
+
+/* Everything but allocations, frees and kernels (counted by the caller). */
+int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
+{
+    int rc = 0;
+    uint64_t t = ev->time_ns;
+    switch (ev->type) {
+    case VT_EV_HEADER:
+        copy_header(p, &ev->u.header);
+        if (p->view_mode == VT_AT_AUTO && !ev->u.header.kernels)
+            p->view_mode = VT_AT_END;
+        view_bound_update(p);
+        return 0;
+    case VT_EV_SYNC:
+        if (!p->have_t0) {
+            p->have_t0 = 1;
+            p->t0 = ev->u.sync.time_ns;
+        }
+        if (ev->u.sync.time_ns > p->t_last)
+            p->t_last = ev->u.sync.time_ns;
+        return 0;
+    case VT_EV_STRING: {
+        const vt_ev_string *s = &ev->u.string;
+        if ((rc = grow_table((void **)&p->strings, &p->nstrings, sizeof(char *), s->id)))
+            return rc == VT_ERR_CORRUPT ? 0 : rc;
+        free(p->strings[s->id]);
+        size_t len = s->value ? (s->len ? s->len : strlen(s->value)) : 0;
+        p->strings[s->id] = malloc(len + 1);
+        if (!p->strings[s->id])
+            return VT_ERR_NOMEM;
+        if (len)
+            memcpy(p->strings[s->id], s->value, len);
+        p->strings[s->id][len] = 0;
+        return 0;
+    }
+    case VT_EV_FRAME: {
+        const vt_ev_frame *f = &ev->u.frame;
+        if ((rc = grow_table((void **)&p->frames, &p->nframes, sizeof(vt_pframe), f->id)))
+            return rc == VT_ERR_CORRUPT ? 0 : rc;
+        vt_pframe *d = &p->frames[f->id];
+        d->kind = f->kind;
+        d->ip = f->ip;
+        d->module = f->module;
+        d->function = f->function;
+        d->file = f->file;
+        d->line = f->line;
+        return 0;
+    }
+    case VT_EV_STACK: {
+        const vt_ev_stack *s = &ev->u.stack;
+        if ((rc = grow_table((void **)&p->stacks, &p->nstacks, sizeof(vt_pstack), s->id)))
+            return rc == VT_ERR_CORRUPT ? 0 : rc;
+        vt_pstack *d = &p->stacks[s->id];
+        free(d->frames);
+        d->frames = NULL;
+        d->nframes = 0;
+        if (s->nframes) {
+            d->frames = malloc(s->nframes * sizeof(uint32_t));
+            if (!d->frames)
+                return VT_ERR_NOMEM;
+            memcpy(d->frames, s->frames, s->nframes * sizeof(uint32_t));
+            d->nframes = s->nframes;
+        }
+        d->parent = s->parent;
+        return 0;
+    }
+    case VT_EV_MODULE: {
+        const vt_ev_module *m = &ev->u.module;
+        if ((rc = grow_table((void **)&p->modules, &p->nmodules, sizeof(vt_pmodule), m->id)))
+            return rc == VT_ERR_CORRUPT ? 0 : rc;
+        vt_pmodule *d = &p->modules[m->id];
+        free(d->path);
+        free(d->build_id);
+        d->path = xstrdup(m->path ? m->path : "");
+        d->load_bias = m->load_bias;
+        d->start = m->start;
+        d->end = m->end;
+        d->build_id = NULL;
+        d->build_id_len = 0;
+        if (m->build_id_len && m->build_id) {
+            d->build_id = malloc(m->build_id_len);
+            if (d->build_id) {
+                memcpy(d->build_id, m->build_id, m->build_id_len);
+                d->build_id_len = m->build_id_len;
+            }
+        }
+        d->c10 = is_c10_path(d->path);
+        return 0;
+    }
+    case VT_EV_LAUNCH: {
+        const vt_ev_launch *l = &ev->u.launch;
+        if ((rc = grow_table((void **)&p->launch_name, &p->nlaunches, sizeof(uint32_t), l->id)))
+            return rc == VT_ERR_CORRUPT ? 0 : rc;
+        p->launch_name[l->id] = l->name;
+        return 0;
+    }
+    case VT_EV_DEVICE: {
+        const vt_ev_device *d = &ev->u.device;
+        if (d->index >= VT_MAX_DEVICES)
+            return 0;
+        vt_devstate *s = &p->dev[d->index];
+        s->present = 1;
+        free(s->name);
+        s->name = xstrdup(d->name ? d->name : "");
+        s->total = d->total_memory;
+        s->cc_major = d->cc_major;
+        s->cc_minor = d->cc_minor;
+        if (d->index + 1 > p->ndev_seen)
+            p->ndev_seen = d->index + 1;
+        return 0;
+    }
+    case VT_EV_THREAD:
+        return 0;
+    default:
+        break;
+    }
+    /* timed events */
+    if (!p->have_t0) {
+        p->have_t0 = 1;
+        p->t0 = t;
+    }
+    if (t > p->t_last && ev->type != VT_EV_KERNEL)
+        p->t_last = t;
+    switch (ev->type) {
+    case VT_EV_ALLOC_FAILED:
+        on_failed(p, &ev->u.alloc_failed, t);
+        break;
+    case VT_EV_VMM_CREATE:
+        rc = on_vmm_create(a, p, &ev->u.vmm_create, t);
+        break;
+    case VT_EV_VMM_RELEASE:
+        rc = on_vmm_release(a, p, &ev->u.vmm_release, t);
+        break;
+    case VT_EV_VMM_MAP:
+        rc = on_vmm_map(p, &ev->u.vmm_map);
+        break;
+    case VT_EV_VMM_UNMAP:
+        rc = on_vmm_unmap(a, p, &ev->u.vmm_range, t);
+        break;
+    case VT_EV_VMM_RESERVE:
+    {
+        uint64_t size = clamp_size(p, ev->u.vmm_range.size);
+        if (vt_map_put(&p->vmm_reserves, ev->u.vmm_range.address + 1, size))
+            return VT_ERR_NOMEM;
+        p->va_reserved += (int64_t)size;
+    }
+        if (p->va_reserved > p->va_reserved_peak)
+            p->va_reserved_peak = p->va_reserved;
+        break;
+    case VT_EV_VMM_ADDRESS_FREE: {
+        uint64_t sz;
+        if (vt_map_del(&p->vmm_reserves, ev->u.vmm_range.address + 1, &sz))
+            p->va_reserved -= (int64_t)sz;
+        break;
+    }
+    case VT_EV_POOL: {
+        vt_pool *q = get_pool(p, ev->u.pool.pool, ev->u.pool.device);
+        if (!q)
+            return VT_ERR_NOMEM;
+        if (ev->u.pool.op == VT_POOL_CREATE)
+            q->creates++;
+        else if (ev->u.pool.op == VT_POOL_DESTROY)
+            q->destroys++;
+        else if (ev->u.pool.op == VT_POOL_TRIM)
+            q->trims++;
+        break;
+    }
+    case VT_EV_POOL_USAGE:
+        rc = on_pool_usage(p, &ev->u.pool_usage, t);
+        break;
+    case VT_EV_NVTX:
+        on_nvtx(a, p, &ev->u.nvtx, t);
+        break;
+    case VT_EV_MEMORY_USAGE: {
+        uint32_t dv = ev->u.memory_usage.device;
+        if (dv >= VT_MAX_DEVICES)
+            break;
+        vt_devstate *d = &p->dev[dv];
+        const vt_ev_memory_usage *m = &ev->u.memory_usage;
+        uint64_t used = m->total > m->free ? m->total - m->free : 0;
+        d->drv_samples++;
+        d->drv_total = m->total;
+        d->drv_last_free = m->free;
+        d->drv_last_t = t;
+        if (used > d->drv_max_used || d->drv_samples == 1) {
+            d->drv_max_used = used;
+            d->drv_max_t = t;
+            d->drv_traced_then = d->live_dev;
+        }
+        break;
+    }
+    case VT_EV_DROPPED:
+        if ((unsigned)ev->u.dropped.source < 4)
+            p->dropped[ev->u.dropped.source] += ev->u.dropped.count;
+        break;
+    case VT_EV_NOTE:
+        add_note(p, ev->u.note.severity, ev->u.note.text);
+        break;
+    case VT_EV_END:
+        p->complete = 1;
+        p->end_reason = ev->u.end.reason;
+        p->end_signal = ev->u.end.signal;
+        p->end_events = ev->u.end.events;
+        p->end_dropped = ev->u.end.dropped;
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
