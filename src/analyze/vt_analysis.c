@@ -88,9 +88,16 @@ int vt_analysis_begin_process(vt_analysis *a, const char *name)
     if (rc)
         return rc;
     p->view_mode = a->cfg.at_mode;
+    p->index = (unsigned)a->nprocs;
     a->procs[a->nprocs++] = p;
     a->cur = p;
     return 0;
+}
+
+void vt_analysis_set_consumer(vt_analysis *a, vt_replay_fn fn, void *ctx)
+{
+    a->consumer = fn;
+    a->consumer_ctx = fn ? ctx : NULL;
 }
 
 int vt_analysis_feed(vt_analysis *a, const vt_event *ev)

@@ -66,6 +66,50 @@ int vt_analysis_feed(vt_analysis *a, const vt_event *ev);
 /* Record a read error for the current process (message copied). */
 void vt_analysis_add_error(vt_analysis *a, int err, const char *msg);
 
+/* ---- the replay's consumer interface ------------------------------------
+ *
+ * The report, the diff and the exporters read the replay's results; a
+ * consumer set here also sees the replay as it happens: every event of
+ * every process in stream order (definitions included), after the replay
+ * applied it, with the blocks the event created or ended (an allocation
+ * begins one; a free ends one; an allocation over a block whose free was
+ * never seen ends that one first; VMM physical allocations and releases
+ * likewise, the handle as the address) and the live bytes of the
+ * process on the blocks' device afterwards.  The replay then takes its
+ * full path for every event (the same results, a few times slower).
+ * Pointers are valid during the call only. */
+typedef enum { VT_BLOCK_BEGIN = 1, VT_BLOCK_END = 2 } vt_block_op;
+
+typedef struct {
+    vt_block_op op;
+    uint64_t address;  /* VMM: the physical allocation's handle */
+    uint64_t size;     /* bytes */
+    uint64_t t_alloc;  /* its allocation's time (ns, the trace's clock) */
+    uint64_t t;        /* this event's time */
+    uint32_t device;
+    uint32_t stack;    /* the call site of its allocation: a stack id of the process, 0 none */
+    uint8_t kind, api; /* vt_memkind, vt_allocapi of the call site's first allocation */
+} vt_replay_block;
+
+#define VT_REPLAY_MAX_BLOCKS 4
+
+typedef struct {
+    const vt_event *ev;
+    unsigned proc;                 /* index of the process in the analysis */
+    unsigned nblocks;              /* blocks begun or ended by this event */
+    const vt_replay_block *blocks;
+    /* after the event, on blocks[0].device (nblocks > 0): live bytes per
+     * memory kind (vt_memkind), and in the resident kinds together */
+    const int64_t *live_kind;
+    int64_t live_device;
+} vt_replay_event;
+
+/* Returns 0 to go on, or a vt_err that stops the replay of that file. */
+typedef int (*vt_replay_fn)(void *ctx, const vt_replay_event *re);
+
+/* Set (fn != NULL) or clear the consumer; before the files are added. */
+void vt_analysis_set_consumer(vt_analysis *a, vt_replay_fn fn, void *ctx);
+
 /* Close the replay: fix the view time, compute growth, steps, sorted
  * sections.  Call once, after every process was added. */
 int vt_analysis_finish(vt_analysis *a);

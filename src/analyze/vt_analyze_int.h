@@ -322,6 +322,10 @@ typedef struct {
     uint32_t *growth_order; size_t ngrowth;
     uint64_t c10_allocs, c10_bytes_peak; int64_t c10_live;
     uint32_t c10_units;
+    /* the consumer's view of the current event (vt_replay_note_block) */
+    unsigned index;  /* in the analysis */
+    unsigned nrb;
+    vt_replay_block rb[VT_REPLAY_MAX_BLOCKS];
 } vt_proc;
 
 struct vt_analysis {
@@ -334,6 +338,8 @@ struct vt_analysis {
     int finished;
     char *all_errors[VT_MAX_ERRORS * 4];
     unsigned nall_errors;
+    vt_replay_fn consumer; /* vt_analysis_set_consumer */
+    void *consumer_ctx;
 };
 
 /* replay (vt_replay.c) */

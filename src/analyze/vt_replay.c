@@ -86,6 +86,7 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
             uint32_t old = ob->unit;
             uint64_t sz = ob->size, ta = ob->t;
             blocks_remove(&p->old, ob);
+            vt_replay_note_block(a, p, VT_BLOCK_END, e->address, old, sz, ta, t);
             int rc = account_free(a, p, old, sz, ta, t);
             if (rc)
                 return rc;
@@ -104,6 +105,8 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
         b->size = size;
         b->t = t;
         b->unit = ui;
+        vt_replay_note_block(a, p, VT_BLOCK_END, e->address, old, sz, ta, t);
+        vt_replay_note_block(a, p, VT_BLOCK_BEGIN, e->address, ui, size, t, t);
         int rc = account_free(a, p, old, sz, ta, t);
         if (rc)
             return rc;
@@ -121,6 +124,7 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
     b->unit = ui;
     /* no need to forget the address in the freed cache: a later free of a
      * non-live address that was freed before is a double free either way */
+    vt_replay_note_block(a, p, VT_BLOCK_BEGIN, e->address, ui, size, t, t);
     return account_alloc(a, p, ui, size, t);
 }
 
@@ -141,6 +145,7 @@ static int on_free(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
     uint64_t sz = b->size, ta = b->t;
     blocks_remove(table, b);
     freed_mark(p, e->address);
+    vt_replay_note_block(a, p, VT_BLOCK_END, e->address, ui, sz, ta, t);
     return account_free(a, p, ui, sz, ta, t);
 }
 
@@ -449,6 +454,29 @@ static int fast_ready(vt_proc *p)
     return 1;
 }
 
+/* With a consumer: every event the full way, then to the consumer with
+ * the blocks it began or ended and the device's live bytes after it. */
+static int feed_consumed(vt_analysis *a, vt_proc *p, const vt_event *ev, int n) __attribute__((noinline));
+static int feed_consumed(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        p->nrb = 0;
+        int rc = feed_slow(a, p, &ev[i]);
+        if (rc)
+            return rc;
+        vt_replay_event re = {.ev = &ev[i], .proc = p->index, .nblocks = p->nrb, .blocks = p->rb};
+        if (p->nrb) {
+            const vt_devstate *d = &p->dev[p->rb[0].device];
+            re.live_kind = d->live;
+            re.live_device = d->live_dev;
+        }
+        rc = a->consumer(a->consumer_ctx, &re);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
 {
     return vt_proc_feed_batch(a, p, ev, 1); /* the same ways as the report's */
@@ -462,6 +490,8 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
  * the merge at the end is the same as a merge per event. */
 __attribute__((aligned(64))) int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
 {
+    if (__builtin_expect(a->consumer != NULL, 0))
+        return feed_consumed(a, p, ev, n);
     uint64_t nalloc = 0, nfree = 0, nkernel = 0, t_last = p->t_last;
     int rc = 0, i = 0;
     /* until the fast paths can run (the trace's first events), the full way */

@@ -75,6 +75,7 @@ static int vmm_release_now(vt_analysis *a, vt_proc *p, uint64_t handle, uint64_t
     if (!vt_map_del(&p->vmm_handles, handle, &idx))
         return 0;
     vt_vmm *v = &p->vmms[idx - 1];
+    vt_replay_note_block(a, p, VT_BLOCK_END, v->handle, v->unit, v->size, v->t, t);
     int rc = account_free(a, p, v->unit, v->size, v->t, t);
     if (p->nvmm_free == p->capvmm_free) {
         size_t nc = p->capvmm_free ? p->capvmm_free * 2 : 64;
@@ -124,6 +125,7 @@ static int on_vmm_create(vt_analysis *a, vt_proc *p, const vt_ev_vmm_create *e, 
     v->unit = ui;
     if (vt_map_put(&p->vmm_handles, e->handle + 1, idx + 1))
         return VT_ERR_NOMEM;
+    vt_replay_note_block(a, p, VT_BLOCK_BEGIN, v->handle, ui, v->size, t, t);
     return account_alloc(a, p, ui, v->size, t);
 }
 

@@ -309,4 +309,24 @@ static inline __attribute__((always_inline)) int account_free(vt_analysis *a, vt
     return 0;
 }
 
+/* A block the current event begins or ends, for the consumer
+ * (vt_analysis_set_consumer); nothing without one. */
+static inline void vt_replay_note_block(const vt_analysis *a, vt_proc *p, vt_block_op op, uint64_t addr, uint32_t ui,
+                                        uint64_t size, uint64_t t_alloc, uint64_t t)
+{
+    if (!a->consumer || p->nrb == VT_REPLAY_MAX_BLOCKS)
+        return;
+    const vt_unit *u = &p->units[ui];
+    vt_replay_block *b = &p->rb[p->nrb++];
+    b->op = op;
+    b->address = addr;
+    b->size = size;
+    b->t_alloc = t_alloc;
+    b->t = t;
+    b->device = u->device;
+    b->stack = u->stack;
+    b->kind = u->kind;
+    b->api = u->api;
+}
+
 #endif

@@ -86,3 +86,10 @@ set_target_properties(test_analyze PROPERTIES LINKER_LANGUAGE CXX)
 target_compile_options(test_analyze PRIVATE -g)
 add_test(NAME analyze.unit COMMAND test_analyze)
 set_tests_properties(analyze.unit PROPERTIES LABELS "analyze")
+
+# The replay's consumer interface on the real traces (test_consumer.c).
+add_executable(test_consumer ${CMAKE_CURRENT_LIST_DIR}/test_consumer.c)
+target_link_libraries(test_consumer PRIVATE vt_analyze vt_core)
+file(GLOB VT_CONSUMER_TRACES ${VT_TEST_DATA}/gpu-*.zst ${CMAKE_CURRENT_LIST_DIR}/data/gpu-*.zst)
+add_test(NAME analyze.consumer COMMAND test_consumer ${VT_CONSUMER_TRACES})
+set_tests_properties(analyze.consumer PROPERTIES LABELS "analyze")
