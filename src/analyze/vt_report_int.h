@@ -1,0 +1,44 @@
+/* vt_report_int.h - what the report's renderings share (src/analyze):
+ *
+ *   vt_report_model.c  the report model: units, the view, peak rows, the
+ *                      allocator mode, rows merged over processes
+ *   vt_report_text.c   text for people
+ *   vt_report_json.c   JSON for tools (schema "vramtrace.report/1",
+ *                      docs/REPORT.md)
+ *
+ * Both renderings print the same sections from the finished analysis, in
+ * a deterministic order (bytes descending, then call-site key / unit
+ * order).  They touch only the FILE they are given.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vt_analyze_int.h"
+#include "vt_error.h"
+#ifndef VT_REPORT_INT_H
+#define VT_REPORT_INT_H
+
+typedef struct { uint32_t unit; int64_t bytes, count; } vt_row;
+typedef struct {
+    const char *key;
+    uint32_t proc, unit;
+    int64_t bytes, count;
+    uint64_t grown;
+    double rate;
+    uint32_t nproc;
+} vt_mrow;
+
+/* ---- shared between the parts */
+
+const char *rep_bytes(char *buf, double b);
+double rep_rel_s(const vt_proc *p, uint64_t t);
+const char *rep_view_mode_name(int m);
+void rep_view_text(const vt_analysis *a, const vt_proc *p, char *buf, size_t len);
+int rep_resident(unsigned k);
+size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out);
+const char *rep_allocator_mode(const vt_proc *p, int *tensor_level);
+size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out);
+
+#endif

@@ -1,0 +1,327 @@
+/* vt_report_json.c - `vramtrace report --json`: the same sections in the
+ * stable schema "vramtrace.report/1" (docs/REPORT.md). */
+#include "vt_report_int.h"
+/* ------------------------------------------------------------ JSON */
+
+static void json_frame(FILE *o, const vt_xframe *f, int user)
+{
+    fprintf(o, "{\"kind\":\"%s\"", f->python ? "python" : "native");
+    fprintf(o, ",\"function\":");
+    vt_json_str(o, f->function);
+    fprintf(o, ",\"file\":");
+    vt_json_str(o, f->file);
+    fprintf(o, ",\"line\":%u", f->line);
+    if (!f->python) {
+        fprintf(o, ",\"module\":");
+        vt_json_str(o, f->module);
+        fprintf(o, ",\"offset\":\"0x%" PRIx64 "\",\"inlined\":%s,\"symbolized\":\"%s\"", f->offset,
+                f->inlined ? "true" : "false", vt_sym_status_name(f->status));
+    }
+    fprintf(o, ",\"internal\":%s,\"user\":%s}", f->internal ? "true" : "false", user ? "true" : "false");
+}
+
+static void json_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o)
+{
+    vt_xframe fr[VT_MAX_STACK];
+    int user = -1;
+    uint32_t n = vt_site_frames(a, p, stack, fr, VT_MAX_STACK, &user);
+    fprintf(o, "\"user_frame\":");
+    if (user >= 0)
+        json_frame(o, &fr[user], 1);
+    else
+        fprintf(o, "null");
+    fprintf(o, ",\"stack\":[");
+    for (uint32_t i = 0; i < n; i++) {
+        if (i)
+            fputc(',', o);
+        json_frame(o, &fr[i], (int)i == user);
+    }
+    fprintf(o, "]");
+}
+
+static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, int64_t count, FILE *o)
+{
+    const vt_unit *u = &p->units[unit];
+    fprintf(o, "{\"bytes\":%" PRId64 ",\"blocks\":%" PRId64 ",\"device\":%u,\"kind\":\"%s\",\"api\":\"%s\"", bytes,
+            count, u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
+    fprintf(o, ",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64, u->allocs, u->alloc_bytes, u->frees);
+    fprintf(o, ",\"never_freed_bytes\":%" PRId64 ",\"never_freed_blocks\":%" PRId64, u->never_bytes, u->never_count);
+    fprintf(o, ",\"mean_lifetime_s\":%.6f", u->frees ? (double)u->lifetime_sum / (double)u->frees / 1e9 : 0.0);
+    fprintf(o, ",\"key\":");
+    vt_json_str(o, vt_unit_key(a, p, unit));
+    fputc(',', o);
+    json_stack(a, p, u->stack, o);
+    fputc('}', o);
+}
+
+static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    char view[256];
+    fprintf(o, "{\"file\":");
+    vt_json_str(o, p->name);
+    fprintf(o, ",\"pid\":%u,\"ppid\":%u,\"host\":", p->pid, p->ppid);
+    vt_json_str(o, p->host);
+    fprintf(o, ",\"program\":");
+    vt_json_str(o, p->program);
+    fprintf(o, ",\"argv\":[");
+    for (uint32_t i = 0; i < p->argc; i++) {
+        if (i)
+            fputc(',', o);
+        vt_json_str(o, p->argv[i]);
+    }
+    fprintf(o, "],\"rank\":");
+    vt_json_str(o, p->env_rank);
+    fprintf(o, ",\"pytorch_cuda_alloc_conf\":");
+    vt_json_str(o, p->env_alloc_conf);
+    fprintf(o, ",\"format_version\":%u,\"tool_version\":", p->format_version);
+    vt_json_str(o, p->tool_version);
+    fprintf(o, ",\"clock\":");
+    vt_json_str(o, p->clock);
+    fprintf(o, ",\"complete\":%s,\"end_reason\":%s", p->complete ? "true" : "false",
+            !p->complete ? "null" : p->end_reason == VT_END_NORMAL ? "\"normal\"" : p->end_reason == VT_END_SIGNAL ? "\"signal\"" : "\"error\"");
+    fprintf(o, ",\"recorded\":{\"kernels\":%s,\"native_stacks\":%s,\"python_stacks\":%s}", p->hdr_kernels ? "true" : "false",
+            p->hdr_native ? "true" : "false", p->hdr_python ? "true" : "false");
+    fprintf(o, ",\"duration_s\":%.6f", rep_rel_s(p, p->t_last));
+    fprintf(o, ",\"events\":{");
+    int first = 1;
+    for (int t = 0; t < VT_EV__MAX; t++) {
+        if (!p->nev[t])
+            continue;
+        fprintf(o, "%s\"%s\":%" PRIu64, first ? "" : ",", vt_evtype_name((vt_evtype)t), p->nev[t]);
+        first = 0;
+    }
+    fprintf(o, "},\"records\":%" PRIu64, p->records);
+    /* summary: devices */
+    fprintf(o, ",\"devices\":[");
+    first = 1;
+    for (uint32_t d = 0; d < p->ndev_seen && d < VT_MAX_DEVICES; d++) {
+        const vt_devstate *s = &p->dev[d];
+        if (!s->present && !s->used && !s->drv_samples)
+            continue;
+        fprintf(o, "%s{\"index\":%u,\"name\":", first ? "" : ",", d);
+        first = 0;
+        vt_json_str(o, s->present ? s->name : NULL);
+        fprintf(o, ",\"total_bytes\":%" PRIu64 ",\"peak_live_bytes\":%" PRId64 ",\"peak_time_s\":%.6f", s->total, s->peak,
+                rep_rel_s(p, s->peak_t));
+        fprintf(o, ",\"by_kind\":{");
+        int fk = 1;
+        for (int k = 0; k < VT_MEM__COUNT; k++) {
+            if (!s->peak_kind[k])
+                continue;
+            fprintf(o, "%s\"%s\":{\"peak_bytes\":%" PRId64 ",\"peak_time_s\":%.6f,\"at_view_bytes\":%" PRId64
+                       ",\"at_end_bytes\":%" PRId64 "}",
+                    fk ? "" : ",", vt_memkind_name((vt_memkind)k), s->peak_kind[k], rep_rel_s(p, s->peak_kind_t[k]),
+                    s->at_kind[k], s->live[k]);
+            fk = 0;
+        }
+        fprintf(o, "},\"driver\":");
+        if (s->drv_samples)
+            fprintf(o, "{\"samples\":%" PRIu64 ",\"total_bytes\":%" PRIu64 ",\"max_used_bytes\":%" PRIu64
+                       ",\"max_used_time_s\":%.6f,\"traced_live_then_bytes\":%" PRId64 ",\"untraced_bytes\":%" PRId64 "}",
+                    s->drv_samples, s->drv_total, s->drv_max_used, rep_rel_s(p, s->drv_max_t), s->drv_traced_then,
+                    (int64_t)s->drv_max_used - s->drv_traced_then);
+        else
+            fprintf(o, "null");
+        fputc('}', o);
+    }
+    fprintf(o, "]");
+    fprintf(o, ",\"oddities\":{\"unknown_frees\":%" PRIu64 ",\"double_frees\":%" PRIu64 ",\"overlapping_allocs\":%" PRIu64
+               ",\"unknown_vmm_releases\":%" PRIu64 ",\"double_vmm_releases\":%" PRIu64 ",\"unknown_unmaps\":%" PRIu64
+               ",\"zero_addresses\":%" PRIu64 ",\"invalid_devices\":%" PRIu64 ",\"absurd_sizes\":%" PRIu64,
+            p->unknown_frees, p->double_frees, p->overlap_allocs, p->unknown_vmm_release, p->double_vmm_release,
+            p->unknown_unmaps, p->zero_frees, p->bad_device, p->absurd_sizes);
+    fprintf(o, ",\"dropped\":{\"writer_queue\":%" PRIu64 ",\"cupti_activity\":%" PRIu64 ",\"stack\":%" PRIu64 ",\"other\":%" PRIu64 "}}",
+            p->dropped[0], p->dropped[1], p->dropped[2], p->dropped[3]);
+    fprintf(o, ",\"notes\":[");
+    for (uint32_t i = 0; i < p->nnotes; i++) {
+        fprintf(o, "%s{\"severity\":\"%s\",\"text\":", i ? "," : "",
+                p->note_sev[i] == VT_SEV_ERROR ? "error" : p->note_sev[i] == VT_SEV_WARNING ? "warning" : "info");
+        vt_json_str(o, p->notes[i]);
+        fputc('}', o);
+    }
+    fprintf(o, "],\"read_errors\":[");
+    for (uint32_t i = 0; i < p->nerrors; i++) {
+        if (i)
+            fputc(',', o);
+        vt_json_str(o, p->errors[i]);
+    }
+    fprintf(o, "]");
+    /* leaks */
+    rep_view_text(a, p, view, sizeof(view));
+    fprintf(o, ",\"view\":{\"mode\":\"%s\",\"time_s\":%.6f,\"description\":", rep_view_mode_name(p->view_mode), rep_rel_s(p, p->view_t));
+    vt_json_str(o, view);
+    fprintf(o, ",\"exact\":%s}", p->tail_overflow ? "false" : "true");
+    fprintf(o, ",\"leaks\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"module_globals_bytes\":%" PRIu64
+               ",\"module_globals_blocks\":%" PRIu64 ",\"sites_total\":%zu,\"sites\":[",
+            p->leak_bytes, p->leak_blocks, p->static_bytes, p->static_blocks, p->nleak);
+    for (size_t i = 0; i < p->nleak && i < a->cfg.top; i++) {
+        const vt_unit *u = &p->units[p->leak_order[i]];
+        if (i)
+            fputc(',', o);
+        json_site(a, p, p->leak_order[i], u->at_bytes, u->at_count, o);
+    }
+    fprintf(o, "]}");
+    /* growth */
+    fprintf(o, ",\"growth\":{\"steps\":");
+    if (p->steps)
+        fprintf(o, "{\"count\":%" PRIu64 ",\"source\":\"%s\",\"name\":", p->steps,
+                !strncmp(p->step_source, "nvtx:", 5) ? "nvtx" : "kernels");
+    if (p->steps) {
+        if (!strncmp(p->step_source, "nvtx:", 5))
+            vt_json_str(o, p->step_source + 5);
+        else
+            fprintf(o, "null");
+        fprintf(o, ",\"period_s\":%.6f}", p->step_period_ns / 1e9);
+    } else
+        fprintf(o, "null");
+    fprintf(o, ",\"grown_bytes\":%" PRIu64 ",\"sites\":[", p->grown_total);
+    for (size_t i = 0; i < p->ngrowth && i < a->cfg.top; i++) {
+        const vt_unit *u = &p->units[p->growth_order[i]];
+        fprintf(o, "%s{\"grown_bytes\":%" PRIu64 ",\"rate_bytes_per_s\":%.1f,\"rate_bytes_per_step\":", i ? "," : "",
+                u->grown, u->growth_rate);
+        if (p->steps)
+            fprintf(o, "%.1f", u->growth_per_step >= 0 ? u->growth_per_step : u->growth_rate * p->step_period_ns / 1e9);
+        else
+            fprintf(o, "null");
+        fprintf(o, ",\"confidence\":%.3f,\"rises\":%u,\"window_start_s\":%.6f,\"bucket_s\":%.6f,\"site\":",
+                u->growth_conf, u->growth_rises, rep_rel_s(p, u->g_t0), (double)(1ULL << u->g_shift) / 1e9);
+        json_site(a, p, p->growth_order[i], u->at_bytes, u->at_count, o);
+        fputc('}', o);
+    }
+    fprintf(o, "]}");
+    /* peak */
+    fprintf(o, ",\"peak\":[");
+    first = 1;
+    for (uint32_t d = 0; d < p->ndev_seen && d < VT_MAX_DEVICES; d++) {
+        const vt_devstate *s = &p->dev[d];
+        if (!s->peak)
+            continue;
+        vt_row *r;
+        size_t n = rep_peak_rows(p, d, &r);
+        fprintf(o, "%s{\"device\":%u,\"bytes\":%" PRId64 ",\"time_s\":%.6f,\"sites_total\":%zu,\"sites\":[", first ? "" : ",",
+                d, s->peak, rep_rel_s(p, s->peak_t), n);
+        first = 0;
+        for (size_t i = 0; i < n && i < a->cfg.top; i++) {
+            if (i)
+                fputc(',', o);
+            json_site(a, p, r[i].unit, r[i].bytes, r[i].count, o);
+        }
+        fprintf(o, "]}");
+        free(r);
+    }
+    fprintf(o, "]");
+    /* oom */
+    fprintf(o, ",\"oom\":{\"failed\":%" PRIu64 ",\"out_of_memory\":%" PRIu64 ",\"events\":[", p->failed, p->failed_oom);
+    for (uint32_t i = 0; i < p->noom; i++) {
+        const vt_oom *e = &p->oom[i];
+        fprintf(o, "%s{\"time_s\":%.6f,\"requested_bytes\":%" PRIu64 ",\"device\":%u,\"kind\":\"%s\",\"api\":\"%s\",\"error\":%d,\"error_name\":",
+                i ? "," : "", rep_rel_s(p, e->t), e->size, e->device, vt_memkind_name((vt_memkind)e->kind),
+                vt_allocapi_name((vt_allocapi)e->api), e->error);
+        vt_json_str(o, e->error_name);
+        fputc(',', o);
+        json_stack(a, p, e->stack, o);
+        fprintf(o, ",\"device_live_bytes\":%" PRId64 ",\"device_total_bytes\":%" PRIu64, e->dev_live, p->dev[e->device].total);
+        fprintf(o, ",\"by_kind\":{");
+        int fk = 1;
+        for (int k = 0; k < VT_MEM__COUNT; k++)
+            if (e->kind_live[k]) {
+                fprintf(o, "%s\"%s\":%" PRId64, fk ? "" : ",", vt_memkind_name((vt_memkind)k), e->kind_live[k]);
+                fk = 0;
+            }
+        fprintf(o, "},\"driver\":");
+        if (e->drv_t)
+            fprintf(o, "{\"free_bytes\":%" PRIu64 ",\"total_bytes\":%" PRIu64 ",\"time_s\":%.6f}", e->drv_free, e->drv_total,
+                    rep_rel_s(p, e->drv_t));
+        else
+            fprintf(o, "null");
+        fprintf(o, ",\"pool\":");
+        if (e->have_pool) {
+            uint64_t unused = e->pool_reserved > e->pool_used ? e->pool_reserved - e->pool_used : 0;
+            fprintf(o, "{\"reserved_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64 ",\"unused_bytes\":%" PRIu64
+                       ",\"fragmentation\":%s}",
+                    e->pool_reserved, e->pool_used, unused, unused >= e->size && e->size && e->error == 2 ? "true" : "false");
+        } else
+            fprintf(o, "null");
+        fprintf(o, ",\"caching_allocator_segments_bytes\":%" PRIu64 ",\"top_holders\":[", e->c10_reserved);
+        for (uint32_t k = 0; k < e->ntop; k++) {
+            if (k)
+                fputc(',', o);
+            json_site(a, p, e->top_unit[k], e->top_bytes[k], e->top_count[k], o);
+        }
+        fprintf(o, "]}");
+    }
+    fprintf(o, "]}");
+    /* allocator */
+    int tl;
+    const char *mode = rep_allocator_mode(p, &tl);
+    fprintf(o, ",\"allocator\":{\"mode\":\"%s\",\"tensor_level\":%s,\"caching_allocator\":{\"segment_allocs\":%" PRIu64
+               ",\"call_sites\":%u,\"peak_bytes\":%" PRIu64 "},\"advice\":",
+            mode, tl ? "true" : "false", p->c10_allocs, p->c10_units, p->c10_bytes_peak);
+    if (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable"))
+        vt_json_str(o, "blocks are caching-allocator segments; for tensor-level call sites record with `vramtrace record "
+                       "--tensors` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)");
+    else
+        fprintf(o, "null");
+    fprintf(o, ",\"vmm\":{\"reserved_peak_bytes\":%" PRId64 ",\"mapped_peak_bytes\":%" PRId64 "}", p->va_reserved_peak, p->mapped_peak);
+    fprintf(o, ",\"pools\":[");
+    for (size_t i = 0; i < p->npools; i++) {
+        const vt_pool *q = &p->pools[i];
+        fprintf(o, "%s{\"pool\":\"0x%" PRIx64 "\",\"device\":%u,\"reserved_peak_bytes\":%" PRIu64 ",\"used_peak_bytes\":%" PRIu64
+                   ",\"reserved_last_bytes\":%" PRIu64 ",\"used_last_bytes\":%" PRIu64 ",\"creates\":%" PRIu64
+                   ",\"destroys\":%" PRIu64 ",\"trims\":%" PRIu64 ",\"samples\":[",
+                i ? "," : "", q->pool, q->device, q->reserved_high, q->used_high, q->reserved_last, q->used_last, q->creates,
+                q->destroys, q->trims);
+        for (size_t k = 0; k < q->ns; k++)
+            fprintf(o, "%s[%.6f,%" PRIu64 ",%" PRIu64 "]", k ? "," : "", rep_rel_s(p, q->s[k].t), q->s[k].reserved, q->s[k].used);
+        fprintf(o, "]}");
+    }
+    fprintf(o, "]}}");
+}
+
+int vt_report_json(vt_analysis *a, FILE *o)
+{
+    if (!a->finished)
+        return VT_ERR_INVALID;
+    fprintf(o, "{\"schema\":\"vramtrace.report/1\",\"processes\":[");
+    for (size_t i = 0; i < a->nprocs; i++) {
+        if (i)
+            fputs(",\n", o);
+        json_proc(a, a->procs[i], o);
+    }
+    fprintf(o, "],\"merged\":");
+    if (a->nprocs > 1) {
+        uint64_t lb = 0;
+        for (size_t i = 0; i < a->nprocs; i++)
+            lb += a->procs[i]->leak_bytes;
+        fprintf(o, "{\"leaked_bytes\":%" PRIu64 ",\"grown_bytes\":%" PRIu64, lb, vt_analysis_grown_bytes(a));
+        static const char *names[] = {"leaks", "peak", "growth"};
+        for (int w = 0; w < 3; w++) {
+            vt_mrow *r;
+            size_t n = rep_merged_rows(a, w, &r);
+            fprintf(o, ",\"%s\":[", names[w]);
+            for (size_t i = 0; i < n && i < a->cfg.top; i++) {
+                vt_proc *p = a->procs[r[i].proc];
+                fprintf(o, "%s{\"processes\":%u,\"bytes\":%" PRId64 ",\"blocks\":%" PRId64, i ? "," : "", r[i].nproc,
+                        r[i].bytes, r[i].count);
+                if (w == 2)
+                    fprintf(o, ",\"rate_bytes_per_s\":%.1f", r[i].rate);
+                fprintf(o, ",\"site\":");
+                json_site(a, p, r[i].unit, r[i].bytes, r[i].count, o);
+                fputc('}', o);
+            }
+            fprintf(o, "]");
+            free(r);
+        }
+        fputc('}', o);
+    } else
+        fprintf(o, "null");
+    fprintf(o, ",\"leaked_bytes\":%" PRIu64 ",\"grown_bytes\":%" PRIu64 ",\"errors\":[", vt_analysis_leaked_bytes(a),
+            vt_analysis_grown_bytes(a));
+    for (unsigned i = 0; i < a->nall_errors; i++) {
+        if (i)
+            fputc(',', o);
+        vt_json_str(o, a->all_errors[i]);
+    }
+    fprintf(o, "]}\n");
+    return ferror(o) ? VT_ERR_IO : 0;
+}

@@ -1,0 +1,255 @@
+/* vt_report_model.c - the report model the text and JSON renderings share:
+ * byte formatting, the view, peak rows, the allocator mode, merged rows. */
+#include "vt_report_int.h"
+/* ------------------------------------------------------------ helpers */
+
+void vt_fmt_bytes(char *buf, size_t len, double b)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    double v = b < 0 ? -b : b;
+    while (v >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    if (i == 0)
+        snprintf(buf, len, "%s%.0f B", b < 0 ? "-" : "", v);
+    else
+        snprintf(buf, len, "%s%.2f %s", b < 0 ? "-" : "", v, u[i]);
+}
+
+/* length of a valid UTF-8 sequence at p (1..4), 0 if invalid */
+static int utf8_len(const unsigned char *p)
+{
+    int n;
+    uint32_t c;
+    if (p[0] < 0x80)
+        return 1;
+    if ((p[0] & 0xe0) == 0xc0) {
+        n = 2;
+        c = p[0] & 0x1f;
+    } else if ((p[0] & 0xf0) == 0xe0) {
+        n = 3;
+        c = p[0] & 0x0f;
+    } else if ((p[0] & 0xf8) == 0xf0) {
+        n = 4;
+        c = p[0] & 0x07;
+    } else
+        return 0;
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        c = (c << 6) | (p[i] & 0x3f);
+    }
+    if ((n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+        (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* a JSON string; invalid UTF-8 bytes become U+FFFD so the output always parses */
+void vt_json_str(FILE *f, const char *s)
+{
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); p++; continue;
+        case '\\': fputs("\\\\", f); p++; continue;
+        case '\n': fputs("\\n", f); p++; continue;
+        case '\r': fputs("\\r", f); p++; continue;
+        case '\t': fputs("\\t", f); p++; continue;
+        default: break;
+        }
+        if (*p < 0x20) {
+            fprintf(f, "\\u%04x", *p);
+            p++;
+            continue;
+        }
+        int n = utf8_len(p);
+        if (!n) {
+            fputs("\\ufffd", f);
+            p++;
+            continue;
+        }
+        fwrite(p, 1, (size_t)n, f);
+        p += n;
+    }
+    fputc('"', f);
+}
+
+const char *rep_bytes(char *buf, double b)
+{
+    vt_fmt_bytes(buf, 32, b);
+    return buf;
+}
+
+double rep_rel_s(const vt_proc *p, uint64_t t)
+{
+    return t >= p->t0 ? (double)(t - p->t0) / 1e9 : -(double)(p->t0 - t) / 1e9;
+}
+
+const char *rep_view_mode_name(int m)
+{
+    switch (m) {
+    case VT_AT_AUTO: return "last_kernel";
+    case VT_AT_END: return "end";
+    case VT_AT_TIME: return "time";
+    case VT_AT_MARKER: return "marker";
+    default: return "?";
+    }
+}
+
+void rep_view_text(const vt_analysis *a, const vt_proc *p, char *buf, size_t len)
+{
+    switch (p->view_mode) {
+    case VT_AT_AUTO:
+        snprintf(buf, len, "live at the end of the last kernel (t=%.3f s), when the real work ended", rep_rel_s(p, p->view_t));
+        break;
+    case VT_AT_TIME:
+        snprintf(buf, len, "live at --at %.3f s", rep_rel_s(p, p->view_t));
+        break;
+    case VT_AT_MARKER:
+        if (p->cand_set)
+            snprintf(buf, len, "live at the last NVTX marker \"%s\" (t=%.3f s)", a->at_marker, rep_rel_s(p, p->view_t));
+        else
+            snprintf(buf, len, "live at the end of the trace (t=%.3f s): NVTX marker \"%s\" not found",
+                     rep_rel_s(p, p->view_t), a->at_marker);
+        break;
+    default:
+        if (p->hdr_kernels && a->cfg.at_mode == VT_AT_AUTO)
+            snprintf(buf, len, "live at the end of the trace (t=%.3f s): no kernel was traced", rep_rel_s(p, p->view_t));
+        else if (a->cfg.at_mode == VT_AT_AUTO)
+            snprintf(buf, len, "live at the end of the trace (t=%.3f s): kernels were not recorded", rep_rel_s(p, p->view_t));
+        else
+            snprintf(buf, len, "live at the end of the trace (t=%.3f s), teardown included", rep_rel_s(p, p->view_t));
+        break;
+    }
+}
+
+int rep_resident(unsigned k)
+{
+    return k == VT_MEM_DEVICE || k == VT_MEM_DEVICE_STATIC || k == VT_MEM_ARRAY;
+}
+
+static int row_cmp(const void *x, const void *y)
+{
+    const vt_row *a = x, *b = y;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    return a->unit < b->unit ? -1 : a->unit > b->unit;
+}
+
+size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out)
+{
+    vt_row *r = malloc((p->nunits + 1) * sizeof(*r));
+    size_t n = 0;
+    if (!r) {
+        *out = NULL;
+        return 0;
+    }
+    for (size_t k = 0; k < p->nunits; k++) {
+        const vt_unit *u = &p->units[k];
+        if (u->device == dev && rep_resident(u->kind) && u->pk_bytes > 0)
+            r[n++] = (vt_row){(uint32_t)k, u->pk_bytes, u->pk_count};
+    }
+    qsort(r, n, sizeof(*r), row_cmp);
+    *out = r;
+    return n;
+}
+
+const char *rep_allocator_mode(const vt_proc *p, int *tensor_level)
+{
+    int c10_malloc = 0, c10_vmm = 0, c10_async = 0, async = 0;
+    for (size_t k = 0; k < p->nunits; k++) {
+        const vt_unit *u = &p->units[k];
+        if (u->api == VT_API_MALLOC_ASYNC || u->api == VT_API_MALLOC_FROM_POOL)
+            async = 1;
+        if (!u->c10)
+            continue;
+        if (u->api == VT_API_VMM)
+            c10_vmm = 1;
+        else if (u->api == VT_API_MALLOC_ASYNC || u->api == VT_API_MALLOC_FROM_POOL)
+            c10_async = 1;
+        else if (u->api == VT_API_MALLOC)
+            c10_malloc = 1;
+    }
+    const char *conf = p->env_alloc_conf ? p->env_alloc_conf : "";
+    *tensor_level = 0;
+    if (c10_async || (strstr(conf, "cudaMallocAsync") && async)) {
+        *tensor_level = 1;
+        return "pytorch_async";
+    }
+    if (c10_vmm || (strstr(conf, "expandable_segments:True") && p->nev[VT_EV_VMM_CREATE]))
+        return "pytorch_expandable";
+    if (c10_malloc)
+        return "pytorch_caching";
+    if (async)
+        return "stream_ordered";
+    return "direct";
+}
+
+static int mrow_key_cmp(const void *x, const void *y)
+{
+    const vt_mrow *a = x, *b = y;
+    int c = strcmp(a->key, b->key);
+    if (c)
+        return c;
+    if (a->proc != b->proc)
+        return a->proc < b->proc ? -1 : 1;
+    return a->unit < b->unit ? -1 : a->unit > b->unit;
+}
+
+static int mrow_bytes_cmp(const void *x, const void *y)
+{
+    const vt_mrow *a = x, *b = y;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes ? -1 : 1;
+    return strcmp(a->key, b->key);
+}
+
+/* which: 0 leaks, 1 peak, 2 growth */
+size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out)
+{
+    size_t cap = 0, n = 0;
+    for (size_t i = 0; i < a->nprocs; i++)
+        cap += a->procs[i]->nunits;
+    vt_mrow *r = malloc((cap + 1) * sizeof(*r));
+    *out = r;
+    if (!r)
+        return 0;
+    for (size_t i = 0; i < a->nprocs; i++) {
+        vt_proc *p = a->procs[i];
+        for (size_t k = 0; k < p->nunits; k++) {
+            vt_unit *u = &p->units[k];
+            int64_t b = which == 0 ? (u->kind == VT_MEM_DEVICE_STATIC ? 0 : u->at_bytes)
+                      : which == 1 ? (rep_resident(u->kind) ? u->pk_bytes : 0)
+                                                               : (u->growth_flag ? (int64_t)u->grown : 0);
+            int64_t c = which == 0 ? u->at_count : which == 1 ? u->pk_count : u->at_count;
+            if (b <= 0)
+                continue;
+            r[n++] = (vt_mrow){vt_unit_key(a, p, (uint32_t)k), (uint32_t)i, (uint32_t)k, b, c,
+                               u->grown, u->growth_rate, 1};
+        }
+    }
+    qsort(r, n, sizeof(*r), mrow_key_cmp);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w && !strcmp(r[w - 1].key, r[i].key)) {
+            vt_mrow *m = &r[w - 1];
+            if (m->proc != r[i].proc)
+                m->nproc++;
+            m->bytes += r[i].bytes;
+            m->count += r[i].count;
+            m->grown += r[i].grown;
+            m->rate += r[i].rate;
+            continue;
+        }
+        r[w++] = r[i];
+    }
+    qsort(r, w, sizeof(*r), mrow_bytes_cmp);
+    return w;
+}

@@ -1,0 +1,398 @@
+/* vt_report_text.c - `vramtrace report` as text: per process the summary,
+ * leaks, growth, peak, OOM and allocator view, then the merged view. */
+#include "vt_report_int.h"
+/* ------------------------------------------------------------ text */
+
+static void text_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o, const char *indent)
+{
+    vt_xframe fr[VT_MAX_STACK];
+    int user = -1;
+    char line[1200];
+    uint32_t n = vt_site_frames(a, p, stack, fr, VT_MAX_STACK, &user);
+    if (!n) {
+        fprintf(o, "%sat (no call stack recorded)\n", indent);
+        return;
+    }
+    vt_xframe_format(&fr[user >= 0 ? user : 0], line, sizeof(line));
+    fprintf(o, "%sat %s\n", indent, line);
+    uint32_t shown = n < a->cfg.max_frames ? n : a->cfg.max_frames;
+    for (uint32_t i = 0; i < shown; i++) {
+        vt_xframe_format(&fr[i], line, sizeof(line));
+        /* Why a frame is unsymbolized is said once per run of frames of
+         * one module, not on every line. */
+        if (i > 0 && !fr[i].python && !fr[i - 1].python && !fr[i].function && !fr[i - 1].function &&
+            fr[i].status == fr[i - 1].status && fr[i].module && fr[i - 1].module &&
+            !strcmp(fr[i].module, fr[i - 1].module)) {
+            char *paren = strrchr(line, '(');
+            if (paren && paren > line && paren[-1] == ' ')
+                paren[-1] = '\0';
+        }
+        fprintf(o, "%s  %c %s\n", indent, (int)i == user ? '>' : ' ', line);
+    }
+    if (user >= 0 && (uint32_t)user >= shown) {
+        /* the user's frame is below the cut: show it in its place */
+        if ((uint32_t)user > shown)
+            fprintf(o, "%s    ... %u frames\n", indent, (uint32_t)user - shown);
+        vt_xframe_format(&fr[user], line, sizeof(line));
+        fprintf(o, "%s  > %s\n", indent, line);
+        shown = (uint32_t)user + 1;
+    }
+    if (shown < n)
+        fprintf(o, "%s    ... %u more frames\n", indent, n - shown);
+}
+
+static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    char b1[32], b2[32], b3[32];
+    fprintf(o, "trace: %s  (format %u, vramtrace %s, clock %s)\n", p->name, p->format_version,
+            p->tool_version ? p->tool_version : "?", p->clock ? p->clock : "?");
+    if (p->argc) {
+        fprintf(o, "command:");
+        for (uint32_t i = 0; i < p->argc; i++)
+            fprintf(o, " %s", p->argv[i]);
+        fprintf(o, "\n");
+    }
+    if (p->env_alloc_conf)
+        fprintf(o, "PYTORCH_CUDA_ALLOC_CONF=%s\n", p->env_alloc_conf);
+    if (!p->complete)
+        fprintf(o, "status: INCOMPLETE (no end record: the process died or the file was cut)\n");
+    else
+        fprintf(o, "status: complete (%s%s)\n", p->end_reason == VT_END_NORMAL ? "normal exit"
+                                                 : p->end_reason == VT_END_SIGNAL ? "fatal signal"
+                                                                                  : "tracing error",
+                p->end_reason == VT_END_SIGNAL ? ", flushed on the signal" : "");
+    fprintf(o, "recorded: kernels %s, native stacks %s, python stacks %s\n", p->hdr_kernels ? "yes" : "no",
+            p->hdr_native ? "yes" : "no", p->hdr_python ? "yes" : "no");
+    fprintf(o, "duration: %.3f s\n", rep_rel_s(p, p->t_last));
+    fprintf(o, "events: %" PRIu64 " alloc, %" PRIu64 " free, %" PRIu64 " failed, %" PRIu64 " kernels",
+            p->nev[VT_EV_ALLOC], p->nev[VT_EV_FREE], p->nev[VT_EV_ALLOC_FAILED], p->nev[VT_EV_KERNEL]);
+    uint64_t vmm = p->nev[VT_EV_VMM_CREATE] + p->nev[VT_EV_VMM_RELEASE] + p->nev[VT_EV_VMM_MAP] +
+                   p->nev[VT_EV_VMM_UNMAP] + p->nev[VT_EV_VMM_RESERVE] + p->nev[VT_EV_VMM_ADDRESS_FREE];
+    if (vmm)
+        fprintf(o, ", %" PRIu64 " vmm", vmm);
+    if (p->nev[VT_EV_NVTX])
+        fprintf(o, ", %" PRIu64 " nvtx", p->nev[VT_EV_NVTX]);
+    if (p->nev[VT_EV_POOL] + p->nev[VT_EV_POOL_USAGE])
+        fprintf(o, ", %" PRIu64 " pool", p->nev[VT_EV_POOL] + p->nev[VT_EV_POOL_USAGE]);
+    fprintf(o, " (%" PRIu64 " records)\n", p->records);
+    for (uint32_t d = 0; d < p->ndev_seen && d < VT_MAX_DEVICES; d++) {
+        const vt_devstate *s = &p->dev[d];
+        if (!s->present && !s->used && !s->drv_samples)
+            continue;
+        int host_only = 1;
+        for (int k = 0; k < VT_MEM__COUNT; k++)
+            if (rep_resident((unsigned)k) && s->peak_kind[k])
+                host_only = 0;
+        fprintf(o, "device %u", d);
+        if (s->present)
+            fprintf(o, " (%s, %s)", s->name ? s->name : "?", rep_bytes(b1, (double)s->total));
+        if (host_only && !s->peak)
+            fprintf(o, ": no device memory traced\n");
+        else
+            fprintf(o, ": peak live %s at %.3f s\n", rep_bytes(b1, (double)s->peak), rep_rel_s(p, s->peak_t));
+        for (int k = 0; k < VT_MEM__COUNT; k++) {
+            if (!s->peak_kind[k])
+                continue;
+            fprintf(o, "    %-15s peak %s at %.3f s, at the view %s, at the end %s\n", vt_memkind_name((vt_memkind)k),
+                    rep_bytes(b1, (double)s->peak_kind[k]), rep_rel_s(p, s->peak_kind_t[k]), rep_bytes(b2, (double)s->at_kind[k]),
+                    rep_bytes(b3, (double)s->live[k]));
+        }
+        if (s->drv_samples) {
+            int64_t untraced = (int64_t)s->drv_max_used - s->drv_traced_then;
+            fprintf(o, "    driver view: max used %s of %s at %.3f s; traced live then %s",
+                    rep_bytes(b1, (double)s->drv_max_used), rep_bytes(b2, (double)s->drv_total), rep_rel_s(p, s->drv_max_t),
+                    rep_bytes(b3, (double)s->drv_traced_then));
+            fprintf(o, " (%s not traced: CUDA context, other processes, driver reserves)\n",
+                    rep_bytes(b1, (double)untraced));
+        } else {
+            fprintf(o, "    driver view: no MemoryUsage sample\n");
+        }
+    }
+    /* oddities */
+    int any = 0;
+#define ODD(cnt, text)                                                               \
+    do {                                                                             \
+        if (cnt) {                                                                   \
+            fprintf(o, "%s%" PRIu64 " %s", any ? ", " : "oddities: ", (uint64_t)(cnt), text); \
+            any = 1;                                                                 \
+        }                                                                            \
+    } while (0)
+    ODD(p->unknown_frees, "frees of unknown addresses (allocated before tracing began, or not traced)");
+    ODD(p->double_frees, "double frees");
+    ODD(p->overlap_allocs, "allocations over a live block (its free was not seen)");
+    ODD(p->unknown_vmm_release, "releases of unknown VMM handles");
+    ODD(p->double_vmm_release, "double VMM releases");
+    ODD(p->unknown_unmaps, "unmaps of unknown mappings");
+    ODD(p->zero_frees, "events with address 0");
+    ODD(p->bad_device, "events with an invalid device");
+    ODD(p->absurd_sizes, "sizes above 16 TiB (clamped)");
+    ODD(p->dropped[VT_DROP_WRITER_QUEUE], "events dropped by the writer (queue full)");
+    ODD(p->dropped[VT_DROP_CUPTI_ACTIVITY], "CUPTI activity records dropped");
+    ODD(p->dropped[VT_DROP_STACK], "stacks not captured");
+    ODD(p->dropped[VT_DROP_OTHER], "other events dropped");
+#undef ODD
+    fprintf(o, "%s\n", any ? "" : "oddities: none");
+    for (uint32_t i = 0; i < p->nnotes; i++)
+        fprintf(o, "note (%s): %s\n", p->note_sev[i] == VT_SEV_ERROR ? "error" : p->note_sev[i] == VT_SEV_WARNING ? "warning" : "info",
+                p->notes[i]);
+    if (p->notes_more)
+        fprintf(o, "note: %u more notes\n", p->notes_more);
+    for (uint32_t i = 0; i < p->nerrors; i++)
+        fprintf(o, "read error: %s\n", p->errors[i]);
+}
+
+static void unit_line(const vt_proc *p, const vt_unit *u, int64_t bytes, int64_t count, FILE *o)
+{
+    char b1[32];
+    (void)p;
+    fprintf(o, "%s in %" PRId64 " block%s, device %u %s (%s)", rep_bytes(b1, (double)bytes), count, count == 1 ? "" : "s",
+            u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
+}
+
+static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    char b1[32], view[256];
+    int tl;
+    rep_view_text(a, p, view, sizeof(view));
+    fprintf(o, "\n-- leaks: %s --\n", view);
+    const char *mode = rep_allocator_mode(p, &tl);
+    if (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable"))
+        fprintf(o, "(blocks from libc10_cuda are PyTorch caching-allocator segments: reserved memory, not tensors;"
+                   " see the allocator view)\n");
+    fprintf(o, "%s in %" PRIu64 " blocks from %zu call sites\n", rep_bytes(b1, (double)p->leak_bytes), p->leak_blocks, p->nleak);
+    if (p->static_bytes)
+        fprintf(o, "(not counted: module globals, %s in %" PRIu64 " block%s, live as long as their module)\n",
+                rep_bytes(b1, (double)p->static_bytes), p->static_blocks, p->static_blocks == 1 ? "" : "s");
+    for (size_t i = 0; i < p->nleak && i < a->cfg.top; i++) {
+        const vt_unit *u = &p->units[p->leak_order[i]];
+        fprintf(o, "#%zu ", i + 1);
+        unit_line(p, u, u->at_bytes, u->at_count, o);
+        fprintf(o, "; %" PRIu64 " allocated in all; ", u->allocs);
+        if (u->never_bytes >= u->at_bytes)
+            fprintf(o, "never freed\n");
+        else if (u->never_bytes == 0)
+            fprintf(o, "all freed after the view (teardown)\n");
+        else
+            fprintf(o, "%s never freed\n", rep_bytes(b1, (double)u->never_bytes));
+        text_stack(a, p, u->stack, o, "    ");
+    }
+    if (p->nleak > a->cfg.top)
+        fprintf(o, "... %zu more call sites\n", p->nleak - a->cfg.top);
+}
+
+static void text_steps(const vt_proc *p, FILE *o)
+{
+    if (p->steps)
+        fprintf(o, "steps: %" PRIu64 " (%s%s), %.3f s per step\n", p->steps,
+                !strncmp(p->step_source, "nvtx:", 5) ? "NVTX range " : "detected from the repeating kernel sequence, period ",
+                !strncmp(p->step_source, "nvtx:", 5) ? p->step_source + 5 : p->step_source + 8,
+                p->step_period_ns / 1e9);
+    else
+        fprintf(o, "steps: unknown (no repeating NVTX range or kernel sequence)\n");
+}
+
+static void text_growth(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    char b1[32], b2[32], b3[32];
+    fprintf(o, "\n-- growth: call sites whose live bytes keep rising until the view time --\n");
+    text_steps(p, o);
+    if (!p->ngrowth) {
+        fprintf(o, "no call site keeps growing\n");
+        return;
+    }
+    fprintf(o, "%s grown by %zu call sites\n", rep_bytes(b1, (double)p->grown_total), p->ngrowth);
+    for (size_t i = 0; i < p->ngrowth && i < a->cfg.top; i++) {
+        const vt_unit *u = &p->units[p->growth_order[i]];
+        fprintf(o, "#%zu +%s, %s/s", i + 1, rep_bytes(b1, (double)u->grown), rep_bytes(b2, u->growth_rate));
+        if (p->steps)
+            fprintf(o, ", %s/step", rep_bytes(b3, u->growth_per_step >= 0 ? u->growth_per_step
+                                                                     : u->growth_rate * p->step_period_ns / 1e9));
+        fprintf(o, ", confidence %.2f, %" PRId64 " live blocks at the view, device %u %s (%s)\n", u->growth_conf,
+                u->at_count, u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
+        text_stack(a, p, u->stack, o, "    ");
+    }
+}
+
+static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    char b1[32];
+    fprintf(o, "\n-- peak: the live set at each device's peak, per call site --\n");
+    int any = 0;
+    for (uint32_t d = 0; d < p->ndev_seen && d < VT_MAX_DEVICES; d++) {
+        const vt_devstate *s = &p->dev[d];
+        if (!s->peak)
+            continue;
+        any = 1;
+        vt_row *r;
+        size_t n = rep_peak_rows(p, d, &r);
+        fprintf(o, "device %u: %s at %.3f s in %zu call sites\n", d, rep_bytes(b1, (double)s->peak), rep_rel_s(p, s->peak_t), n);
+        for (size_t i = 0; i < n && i < a->cfg.top; i++) {
+            const vt_unit *u = &p->units[r[i].unit];
+            fprintf(o, "#%zu ", i + 1);
+            unit_line(p, u, r[i].bytes, r[i].count, o);
+            fprintf(o, " (%.1f%%)\n", 100.0 * (double)r[i].bytes / (double)s->peak);
+            text_stack(a, p, u->stack, o, "    ");
+        }
+        if (n > a->cfg.top)
+            fprintf(o, "... %zu more call sites\n", n - a->cfg.top);
+        free(r);
+    }
+    if (!any)
+        fprintf(o, "no device memory was live\n");
+}
+
+static void text_oom(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    char b1[32], b2[32], b3[32];
+    fprintf(o, "\n-- oom: failed allocations --\n");
+    if (!p->failed) {
+        fprintf(o, "no allocation failed\n");
+        return;
+    }
+    fprintf(o, "%" PRIu64 " failed allocations (%" PRIu64 " out of memory)%s\n", p->failed, p->failed_oom,
+            p->failed > p->noom ? "; the first ones are described" : "");
+    for (uint32_t i = 0; i < p->noom; i++) {
+        const vt_oom *e = &p->oom[i];
+        fprintf(o, "#%u at %.3f s: %s requested on device %u, %s (%s) -> %s (%d)\n", i + 1, rep_rel_s(p, e->t),
+                rep_bytes(b1, (double)e->size), e->device, vt_memkind_name((vt_memkind)e->kind),
+                vt_allocapi_name((vt_allocapi)e->api), e->error_name ? e->error_name : "error", e->error);
+        text_stack(a, p, e->stack, o, "    ");
+        fprintf(o, "    device state: traced live %s", rep_bytes(b1, (double)e->dev_live));
+        const vt_devstate *s = &p->dev[e->device];
+        if (s->total)
+            fprintf(o, " of %s", rep_bytes(b2, (double)s->total));
+        fprintf(o, "\n");
+        if (e->drv_t)
+            fprintf(o, "    driver: %s free of %s (sample at %.3f s)\n", rep_bytes(b1, (double)e->drv_free),
+                    rep_bytes(b2, (double)e->drv_total), rep_rel_s(p, e->drv_t));
+        if (e->have_pool) {
+            uint64_t unused = e->pool_reserved > e->pool_used ? e->pool_reserved - e->pool_used : 0;
+            fprintf(o, "    pools: reserved %s, used %s, reserved but unused %s", rep_bytes(b1, (double)e->pool_reserved),
+                    rep_bytes(b2, (double)e->pool_used), rep_bytes(b3, (double)unused));
+            if (unused >= e->size && e->size && e->error == 2)
+                fprintf(o, " >= the request: fragmentation (no free range large enough)");
+            fprintf(o, "\n");
+        }
+        if (e->c10_reserved)
+            fprintf(o, "    PyTorch caching allocator segments live: %s (reserved by the allocator, used or cached)\n",
+                    rep_bytes(b1, (double)e->c10_reserved));
+        if (e->ntop) {
+            fprintf(o, "    top holders:\n");
+            for (uint32_t k = 0; k < e->ntop; k++) {
+                const vt_unit *u = &p->units[e->top_unit[k]];
+                fprintf(o, "    %u) ", k + 1);
+                unit_line(p, u, e->top_bytes[k], e->top_count[k], o);
+                fprintf(o, "\n");
+                text_stack(a, p, u->stack, o, "        ");
+            }
+        }
+    }
+}
+
+static void text_allocator(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    (void)a;
+    int tl;
+    const char *mode = rep_allocator_mode(p, &tl);
+    fprintf(o, "\n-- allocator view --\n");
+    if (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable")) {
+        fprintf(o, "PyTorch's caching allocator%s: %" PRIu64 " segment allocations from %u call sites, peak %s of segments.\n",
+                !strcmp(mode, "pytorch_expandable") ? " with expandable segments (cuMemCreate/cuMemMap)" : " (cudaMalloc segments)",
+                p->c10_allocs, p->c10_units, rep_bytes(b1, (double)p->c10_bytes_peak));
+        fprintf(o, "These blocks are the allocator's segments, not tensors: freed tensors stay cached (reserved),\n"
+                   "so a segment's call site is the tensor that made the pool grow. For tensor-level call sites,\n"
+                   "record again with `vramtrace record --tensors` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync).\n");
+    } else if (!strcmp(mode, "pytorch_async")) {
+        fprintf(o, "PyTorch with backend:cudaMallocAsync: one allocation per tensor, call sites are tensor-level.\n");
+    } else if (!strcmp(mode, "stream_ordered")) {
+        fprintf(o, "stream-ordered allocations (cudaMallocAsync / memory pools): blocks are individual allocations.\n");
+    } else {
+        fprintf(o, "direct allocations (no caching allocator detected): blocks are the program's own allocations.\n");
+    }
+    if (p->nev[VT_EV_VMM_CREATE] || p->nev[VT_EV_VMM_RESERVE])
+        fprintf(o, "VMM: address space reserved peak %s, mapped peak %s (physical memory counted once, at cuMemCreate)\n",
+                rep_bytes(b1, (double)p->va_reserved_peak), rep_bytes(b2, (double)p->mapped_peak));
+    for (size_t i = 0; i < p->npools; i++) {
+        const vt_pool *q = &p->pools[i];
+        fprintf(o, "pool 0x%" PRIx64 " on device %u: reserved peak %s, used peak %s; last: reserved %s, used %s",
+                q->pool, q->device, rep_bytes(b1, (double)q->reserved_high), rep_bytes(b2, (double)q->used_high),
+                rep_bytes(b3, (double)q->reserved_last), rep_bytes(b4, (double)q->used_last));
+        if (q->creates || q->destroys || q->trims)
+            fprintf(o, " (%" PRIu64 " create, %" PRIu64 " destroy, %" PRIu64 " trim)", q->creates, q->destroys, q->trims);
+        fprintf(o, "\n");
+        if (q->ns) {
+            fprintf(o, "    time        reserved        used      unused\n");
+            size_t step = q->ns > 16 ? (q->ns + 15) / 16 : 1;
+            for (size_t k = 0; k < q->ns; k += step) {
+                const vt_pool_sample *s = &q->s[k];
+                fprintf(o, "    %8.3f s %11s %11s %11s\n", rep_rel_s(p, s->t), rep_bytes(b1, (double)s->reserved),
+                        rep_bytes(b2, (double)s->used), rep_bytes(b3, s->reserved > s->used ? (double)(s->reserved - s->used) : 0));
+            }
+        }
+    }
+}
+
+static void text_merged(vt_analysis *a, FILE *o)
+{
+    static const char *titles[] = {"leaks (each process at its own view time)", "peak live sets, summed",
+                                   "growth (call sites flagged in any process)"};
+    char b1[32], b2[32];
+    fprintf(o, "\n== all %zu processes merged, by call site ==\n", a->nprocs);
+    uint64_t lb = 0, pk = 0;
+    for (size_t i = 0; i < a->nprocs; i++) {
+        lb += a->procs[i]->leak_bytes;
+        for (uint32_t d = 0; d < VT_MAX_DEVICES; d++)
+            pk += (uint64_t)a->procs[i]->dev[d].peak;
+    }
+    fprintf(o, "leaked at the view: %s; sum of per-device peaks: %s\n", rep_bytes(b1, (double)lb), rep_bytes(b2, (double)pk));
+    for (int w = 0; w < 3; w++) {
+        vt_mrow *r;
+        size_t n = rep_merged_rows(a, w, &r);
+        fprintf(o, "\n-- merged %s: %zu call sites --\n", titles[w], n);
+        for (size_t i = 0; i < n && i < a->cfg.top; i++) {
+            const vt_proc *p = a->procs[r[i].proc];
+            const vt_unit *u = &p->units[r[i].unit];
+            if (w == 2)
+                fprintf(o, "#%zu +%s, %s/s in %u process%s\n", i + 1, rep_bytes(b1, (double)r[i].grown), rep_bytes(b2, r[i].rate),
+                        r[i].nproc, r[i].nproc == 1 ? "" : "es");
+            else
+                fprintf(o, "#%zu %s in %" PRId64 " block%s, %s, in %u process%s\n", i + 1, rep_bytes(b1, (double)r[i].bytes),
+                        r[i].count, r[i].count == 1 ? "" : "s", vt_memkind_name((vt_memkind)u->kind), r[i].nproc,
+                        r[i].nproc == 1 ? "" : "es");
+            text_stack(a, p, u->stack, o, "    ");
+        }
+        free(r);
+    }
+}
+
+static void proc_title(const vt_proc *p, size_t i, FILE *o)
+{
+    fprintf(o, "== process %zu: %s (pid %u", i + 1, p->program ? p->program : "?", p->pid);
+    if (p->host)
+        fprintf(o, " on %s", p->host);
+    if (p->env_rank)
+        fprintf(o, ", rank %s", p->env_rank);
+    fprintf(o, ") ==\n");
+}
+
+int vt_report_text(vt_analysis *a, FILE *o)
+{
+    if (!a->finished)
+        return VT_ERR_INVALID;
+    fprintf(o, "vramtrace report: %zu process%s\n", a->nprocs, a->nprocs == 1 ? "" : "es");
+    for (size_t i = 0; i < a->nprocs; i++) {
+        vt_proc *p = a->procs[i];
+        fprintf(o, "\n");
+        proc_title(p, i, o);
+        text_summary(a, p, o);
+        text_leaks(a, p, o);
+        text_growth(a, p, o);
+        text_peak(a, p, o);
+        text_oom(a, p, o);
+        text_allocator(a, p, o);
+    }
+    if (a->nprocs > 1)
+        text_merged(a, o);
+    return ferror(o) ? VT_ERR_IO : 0;
+}
