@@ -11,7 +11,9 @@ import sys
 
 
 def configs(build):
-    lib = os.path.join(build, "libvramtrace.so")
+    # the shipped library's code built with the benchmark switches (gate,
+    # CUPTI attributes: bench/inject.cmake), which libvramtrace.so lacks
+    lib = os.path.join(build, "bench", "libvramtrace-bench.so")
     floor = os.path.join(build, "bench", "libvt_cupti_floor.so")
     traced = {"CUDA_INJECTION64_PATH": lib, "VRAMTRACE_QUIET": "0"}
     c = {

@@ -8,6 +8,8 @@ if(VT_HAVE_CUPTI)
   add_library(vt_cupti_floor SHARED ${CMAKE_CURRENT_LIST_DIR}/cupti_floor.c)
   set_target_properties(vt_cupti_floor PROPERTIES C_VISIBILITY_PRESET hidden
     BUILD_RPATH "${CUDAToolkit_LIBRARY_DIR};/usr/local/cuda/lib64;/usr/local/cuda/targets/x86_64-linux/lib")
+  target_sources(vt_cupti_floor PRIVATE ${CMAKE_CURRENT_LIST_DIR}/vt_gate.c)
+  target_include_directories(vt_cupti_floor PRIVATE ${CMAKE_CURRENT_LIST_DIR})
   target_link_libraries(vt_cupti_floor PRIVATE vt_inject_common CUDA::cupti)
 endif()
 
@@ -22,8 +24,12 @@ if(VT_HAVE_CUPTI)
 endif()
 
 # Variants of libvramtrace.so for the GPU benchmarks (bench/bench_configs.py):
-# the library's sources compiled with one experiment switch each, to tell
-# apart where the tensor-mode step's cost goes.  Not shipped.
+# the library's sources compiled with VT_BENCH (the gate of bench/vt_gate.h,
+# VRAMTRACE_BENCH_GATE, and CUPTI activity attributes of vt_bench_cupti.h,
+# VT_BENCH_CUPTI_ATTRS, which the shipped library does not read) and one
+# experiment switch each, to tell apart where the tensor-mode step's cost
+# goes.  Not shipped.
+#   libvramtrace-bench.so        VT_BENCH alone: the shipped library's code;
 #   libvramtrace-empty.so        VT_BENCH_EMPTY_CALLBACKS: the driver
 #       callbacks' bodies compiled out, everything else as shipped (threads,
 #       clock, kernel activity, NVTX and resource callbacks);
@@ -42,9 +48,10 @@ function(vt_bench_variant name)
   if(NOT (VT_HAVE_CUPTI AND TARGET vramtrace_inject))
     return()
   endif()
-  vt_inject_library(vt_bench_${name} ${ARGN}) # src/inject/inject.cmake
+  vt_inject_library(vt_bench_${name} VT_BENCH ${ARGN}) # src/inject/inject.cmake
   set_target_properties(vt_bench_${name} PROPERTIES OUTPUT_NAME vramtrace-${name})
 endfunction()
+vt_bench_variant(bench)
 vt_bench_variant(empty VT_BENCH_EMPTY_CALLBACKS)
 vt_bench_variant(empty-discard VT_BENCH_EMPTY_CALLBACKS VT_BENCH_DISCARD_ACTIVITY)
 vt_bench_variant(captureonly VT_BENCH_CAPTURE_ONLY)

@@ -1,8 +1,8 @@
 # bench/pystack.cmake - cost of a GIL-free Python stack capture (issue 6).
 # `cmake --build B --target bench_pystack` runs bench/pystack_bench.py on
-# every pyenv version of tests/python (30 Python frames, loop inside C).
+# every pyenv version of tests/inject/python.cmake (30 Python frames, loop inside C).
 if(TARGET vt_pystack)
-  add_library(vt_pystack_benchlib SHARED ${PROJECT_SOURCE_DIR}/tests/python/vt_pystack_testlib.c)
+  add_library(vt_pystack_benchlib SHARED ${PROJECT_SOURCE_DIR}/tests/inject/vt_pystack_testlib.c)
   target_link_libraries(vt_pystack_benchlib PRIVATE vt_pystack Threads::Threads)
   set_target_properties(vt_pystack_benchlib PROPERTIES C_VISIBILITY_PRESET hidden)
   if(NOT VT_PY_VERSIONS)

@@ -8,7 +8,7 @@
 //     leak that grows every step);
 //   - once, load_weights(): 16 MiB, freed at exit (fine), and
 //     forgotten_workspace(): 2 MiB whose pointer is dropped (a one-off leak).
-// Built by tests/record/tests.cmake when nvcc is found: build/examples/leaky.
+// Built by tests/cli/tests.cmake when nvcc is found: build/examples/leaky.
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>

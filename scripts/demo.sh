@@ -55,10 +55,10 @@ fi
 # No GPU here: a real trace recorded on the GPU machine, the leaky one first.
 # Fixtures made damaged on purpose (reader tests) are no demo.
 trace=""
-# tests/analyze/data/gpu-leaky-tensors.zst: tests/analyze/gpu/leaky_train.py
+# tests/data/gpu-leaky-tensors.zst: tests/analyze/gpu/leaky_train.py
 # recorded with --tensors on the H200 (a list that keeps every step's output,
 # a bounded cache, a big temporary per step).
-for pat in 'tests/analyze/data/gpu-leaky-tensors.zst' 'tests/data/gpu-*leak*.zst' 'tests/data/gpu-*.zst' 'tests/data/*.zst' 'tests/data/*/*.zst'; do
+for pat in 'tests/data/gpu-leaky-tensors.zst' 'tests/data/gpu-*leak*.zst' 'tests/data/gpu-*.zst' 'tests/data/*.zst' 'tests/data/*/*.zst'; do
     # shellcheck disable=SC2086
     trace=$(ls -1 $pat 2>/dev/null | grep -v -E 'damaged|truncated|corrupt|bad' | head -1 || true)
     [ -n "$trace" ] && break
@@ -68,7 +68,7 @@ if [ -z "$trace" ]; then
     exit 1
 fi
 case "$trace" in
-    tests/data/gpu-*|tests/analyze/data/gpu-*) echo "demo: no GPU here (or --cpu): a trace recorded on the GPU machine, $trace" ;;
+    tests/data/gpu-*|tests/data/gpu-*) echo "demo: no GPU here (or --cpu): a trace recorded on the GPU machine, $trace" ;;
     *) echo "demo: no GPU here (or --cpu): the trace fixture $trace" ;;
 esac
 show "$trace"

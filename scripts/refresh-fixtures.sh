@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# scripts/refresh-fixtures.sh - replace tests/data/gpu-*.{zst,expect} with the
-# traces and VT_EXPECT lines of one scripts/gpu-test.sh run.
+# scripts/refresh-fixtures.sh - replace every GPU fixture in tests/data:
+# gpu-*.{zst,expect} with the traces and VT_EXPECT lines of one
+# scripts/gpu-test.sh run, and gpu-leaky-*.zst with the traces of
+# tests/analyze/gpu-analyze.sh when that run has them.
 #   scripts/refresh-fixtures.sh DIR
 # DIR holds traces/ and logs/ as gpu-test.sh leaves them (unpack the
 # traces.tar.gz and logs.tar.gz that scripts/gpu-all.sh brings back into
-# it).  Then: scripts/update-golden.sh BUILD, read the diff, and update the
-# date and build in tests/data/README.md.
+# it), and gpu-leaky-*.zst as gpu-analyze.sh leaves them.  Then:
+# scripts/update-golden.sh BUILD, read the diff, and update the date and
+# build in tests/data/README.md.
 set -eu
 src=${1:?usage: scripts/refresh-fixtures.sh DIR}
 cd "$(dirname "$0")/.."
@@ -17,7 +20,7 @@ one() { # one trace file in a folder, or fail naming it
     ls "$1"/*.zst
 }
 expect() { grep '^VT_EXPECT' "$src/logs/$1.out"; }
-for t in alloc_basic alloc_async alloc_vmm oom crash_segv crash_kill nostacks \
+for t in alloc_basic alloc_async alloc_vmm oom crash_segv crash_kill nostacks launches \
          torch_default torch_expandable torch_async; do
     name=gpu-${t//_/-}
     cp "$(one "$src/traces/$t")" "$dst/$name.zst"
@@ -35,4 +38,12 @@ cp "$1" "$dst/gpu-forkexec-parent.zst"
 cp "$2" "$dst/gpu-forkexec-child.zst"
 expect forkexec >"$dst/gpu-forkexec-parent.expect"
 expect forkexec_child >"$dst/gpu-forkexec-child.expect"
+# leaky_train.py in PyTorch's three allocator modes (gpu-analyze.sh)
+for m in default expandable tensors; do
+    if [ -f "$src/gpu-leaky-$m.zst" ]; then
+        cp "$src/gpu-leaky-$m.zst" "$dst/gpu-leaky-$m.zst"
+    else
+        echo "refresh-fixtures: $src/gpu-leaky-$m.zst missing: gpu-leaky-$m.zst kept" >&2
+    fi
+done
 ls -l "$dst"/gpu-*

@@ -26,7 +26,7 @@ run_suite() { # name builddir ctest-args cmake-args...
     if ! ctest --test-dir "$dir" --output-on-failure -j"$jobs" $targs; then status=1; fi
 }
 
-run_suite "release" build ""
+run_suite "release" build "" -DVT_BENCH=ON
 if [ $quick -eq 0 ]; then
     # Tests labelled nosan load code into foreign interpreters (Python) or
     # measure crash behaviour that sanitizers intercept.

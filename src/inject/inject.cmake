@@ -1,11 +1,10 @@
-# src/inject/inject.cmake - the injection library (issue 3).
+# src/inject/inject.cmake - the injection library.
 # vt_inject_common: CPU-testable parts (configuration, output naming, module
-# map, native unwinder, the benchmark gate), always built.  vramtrace_inject (libvramtrace.so):
+# map, native unwinder), always built.  vramtrace_inject (libvramtrace.so):
 # the CUPTI glue, only with CUPTI; exports InitializeInjection only.
 add_library(vt_inject_common STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/vt_config.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/vt_unwind.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/vt_gate.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/vt_unwind.c)
 set_target_properties(vt_inject_common PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_include_directories(vt_inject_common PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(vt_inject_common PUBLIC vt_core Threads::Threads ${CMAKE_DL_LIBS})
@@ -18,14 +17,21 @@ if(VT_HAVE_CUPTI)
   # vt_pystack.c in with them (a switch may reach into it).
   function(vt_inject_library target)
     set(dir ${CMAKE_CURRENT_FUNCTION_LIST_DIR}) # src/inject, wherever it is called from
-    set(srcs ${dir}/vt_inject.c)
+    set(srcs ${dir}/vt_inject.c ${dir}/vt_inject_driver.c ${dir}/vt_inject_vmm.c ${dir}/vt_inject_devices.c
+             ${dir}/vt_inject_nvtx.c ${dir}/vt_inject_activity.c ${dir}/vt_inject_sampler.c ${dir}/vt_inject_exit.c)
     if(ARGN AND TARGET vt_pystack)
       list(APPEND srcs ${dir}/vt_pystack.c)
     endif()
     if(ARGN)
       list(APPEND srcs ${dir}/vt_unwind.c) # its copy in vt_inject_common is then not linked
     endif()
+    if("VT_BENCH" IN_LIST ARGN) # benchmark builds: the gate and CUPTI attributes (bench/)
+      list(APPEND srcs ${PROJECT_SOURCE_DIR}/bench/vt_gate.c)
+    endif()
     add_library(${target} SHARED ${srcs})
+    if("VT_BENCH" IN_LIST ARGN)
+      target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/bench)
+    endif()
     set_target_properties(${target} PROPERTIES
       C_VISIBILITY_PRESET hidden
       LINK_DEPENDS ${dir}/exports.map

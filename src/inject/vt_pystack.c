@@ -10,7 +10,7 @@
  * interpreter's own PyCode_Addr2Line (pure reads of a live code object),
  * the eval frames on our native stack, 3.13's _Py_DebugOffsets.  A wrong
  * table disables us with one message instead of crashing.
- * Layouts were learnt from each version's headers; tests/python checks the
+ * Layouts were learnt from each version's headers; tests/inject checks the
  * table against them (vt_pyoffsets_check).  No Python header is used here.
  * Touches nothing but its own state.
  */

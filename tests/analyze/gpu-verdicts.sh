@@ -1,6 +1,6 @@
 #!/bin/bash
 # gpu-verdicts.sh VRAMTRACE DATADIR - what the report must conclude on the
-# real traces of leaky_train.py (tests/analyze/data/gpu-leaky-*.zst):
+# real traces of leaky_train.py (tests/data/gpu-leaky-*.zst):
 # the list is the only growing site (about 1 MiB per step), the bounded
 # cache and the 256 MiB temporary are not; the allocator mode is named.
 set -u

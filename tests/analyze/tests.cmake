@@ -37,17 +37,17 @@ vt_analyze_golden(diff_leak.json 0 diff --json leak.zst leak2.zst)
 # --tensors (backend:cudaMallocAsync).
 foreach(m default expandable tensors)
   add_test(NAME analyze.golden.gpu-leaky-${m}.txt
-    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${CMAKE_CURRENT_LIST_DIR}/data
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
             ${CMAKE_CURRENT_LIST_DIR}/golden/gpu-leaky-${m}.txt 0 report --no-symbols --top 8 --frames 40 gpu-leaky-${m}.zst)
   add_test(NAME analyze.golden.gpu-leaky-${m}.json
-    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${CMAKE_CURRENT_LIST_DIR}/data
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
             ${CMAKE_CURRENT_LIST_DIR}/golden/gpu-leaky-${m}.json 0 report --no-symbols --top 8 --json gpu-leaky-${m}.zst)
   set_tests_properties(analyze.golden.gpu-leaky-${m}.txt analyze.golden.gpu-leaky-${m}.json
                        PROPERTIES LABELS "analyze;analyze-golden")
 endforeach()
 # The verdicts on those real traces, independent of the golden text.
 add_test(NAME analyze.gpu-verdicts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/gpu-verdicts.sh $<TARGET_FILE:vramtrace>
-                                           ${CMAKE_CURRENT_LIST_DIR}/data)
+                                           ${VT_TEST_DATA})
 set_tests_properties(analyze.gpu-verdicts PROPERTIES LABELS "analyze")
 
 # Real traces recorded on the GPU machine by the injection tests
@@ -56,6 +56,7 @@ set_tests_properties(analyze.gpu-verdicts PROPERTIES LABELS "analyze")
 # cut by SIGKILL is reported, then the read error exits 1.
 set(VT_GPU_FIXTURE_RC_gpu-crash-kill 1)
 file(GLOB VT_GPU_FIXTURES ${VT_TEST_DATA}/gpu-*.zst)
+list(FILTER VT_GPU_FIXTURES EXCLUDE REGEX "gpu-leaky-") # their goldens above
 foreach(f ${VT_GPU_FIXTURES})
   get_filename_component(n ${f} NAME_WE)
   set(rc 0)
@@ -90,6 +91,6 @@ set_tests_properties(analyze.unit PROPERTIES LABELS "analyze")
 # The replay's consumer interface on the real traces (test_consumer.c).
 add_executable(test_consumer ${CMAKE_CURRENT_LIST_DIR}/test_consumer.c)
 target_link_libraries(test_consumer PRIVATE vt_analyze vt_core)
-file(GLOB VT_CONSUMER_TRACES ${VT_TEST_DATA}/gpu-*.zst ${CMAKE_CURRENT_LIST_DIR}/data/gpu-*.zst)
+file(GLOB VT_CONSUMER_TRACES ${VT_TEST_DATA}/gpu-*.zst)
 add_test(NAME analyze.consumer COMMAND test_consumer ${VT_CONSUMER_TRACES})
 set_tests_properties(analyze.consumer PROPERTIES LABELS "analyze")

@@ -29,3 +29,5 @@ endif()
 if(EXISTS ${VT_TEST_DATA}/gpu-crash-kill.zst)
   vt_dump_golden(dump-gpu-crash-kill.txt 1 dump --no-defs gpu-crash-kill.zst)
 endif()
+
+include(${CMAKE_CURRENT_LIST_DIR}/record.cmake)

@@ -3,7 +3,7 @@ trace's allocations with the stacks a script wrote down when it made them.
 
 EXPECT_JSON: {"python": VERSION, "cases": [{"case", "addr", "size", "stack",
 "exact"}]} where stack is [[file, function, line], ...] innermost first
-(torch_pylines.py on the GPU, tests/python/test_pystack_trace.py on the
+(torch_pylines.py on the GPU, tests/inject/test_pystack_trace.py on the
 CPU).  DUMP_JSONL: `vramtrace dump --json --stacks TRACE`.  For each case an
 allocation at that address of at least that size must have exactly those
 Python frames (exact; extra innermost frames only from inside the torch

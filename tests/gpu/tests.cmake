@@ -10,6 +10,6 @@ target_link_libraries(vt_gpucheck PRIVATE vt_core)
 foreach(t alloc-basic alloc-async alloc-vmm oom threads crash-segv crash-kill nostacks
           forkexec-parent forkexec-child torch-default torch-expandable torch-async
           launches)
-  add_test(NAME inject_gpu_replay_${t}
+  add_test(NAME gpu.replay.${t}
            COMMAND vt_gpucheck --no-symbols ${VT_TEST_DATA}/gpu-${t}.zst ${VT_TEST_DATA}/gpu-${t}.expect)
 endforeach()

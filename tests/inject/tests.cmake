@@ -1,11 +1,8 @@
 # tests/inject/tests.cmake - CPU tests of the injection library's pure parts.
 add_executable(test_inject_config ${CMAKE_CURRENT_LIST_DIR}/test_config.c)
 target_link_libraries(test_inject_config PRIVATE vt_inject_common vt_cmocka)
-add_test(NAME inject_config COMMAND test_inject_config)
+add_test(NAME inject.config COMMAND test_inject_config)
 
-add_executable(test_inject_gate ${CMAKE_CURRENT_LIST_DIR}/test_gate.c)
-target_link_libraries(test_inject_gate PRIVATE vt_inject_common vt_cmocka)
-add_test(NAME inject_gate COMMAND test_inject_gate)
 
 add_library(vt_test_dlmod SHARED ${CMAKE_CURRENT_LIST_DIR}/dlmod.c)
 target_link_options(vt_test_dlmod PRIVATE -Wl,--build-id=sha1)
@@ -28,9 +25,11 @@ foreach(variant fp nofp)
   target_compile_definitions(test_inject_unwind_${variant} PRIVATE DLMOD_PATH="$<TARGET_FILE:vt_test_dlmod>"
                              CHAIN_FP=$<STREQUAL:${variant},fp>)
   add_dependencies(test_inject_unwind_${variant} vt_test_dlmod)
-  add_test(NAME inject_unwind_${variant} COMMAND test_inject_unwind_${variant})
+  add_test(NAME inject.unwind.${variant} COMMAND test_inject_unwind_${variant})
 endforeach()
 
 if(TARGET vramtrace_inject)
-  add_test(NAME inject_exports COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_exports.sh $<TARGET_FILE:vramtrace_inject>)
+  add_test(NAME inject.exports COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_exports.sh $<TARGET_FILE:vramtrace_inject>)
 endif()
+
+include(${CMAKE_CURRENT_LIST_DIR}/python.cmake)

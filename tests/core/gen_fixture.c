@@ -1,7 +1,7 @@
 /* gen_fixture.c - writes the small deterministic traces used by the CLI
  * golden tests (tests/cli) and seeded into the fuzz corpus:
  *   gen_fixture sample OUT   hand-built stream with every record kind, two
- *                            zstd frames (tests/reader/vt_testenc.c)
+ *                            zstd frames (tests/core/vt_testenc.c)
  *   gen_fixture writer OUT   the same kind of content through the real
  *                            writer (src/core/vt_writer.c)
  *   gen_fixture corpus DIR   small valid and hostile seeds for the fuzz

@@ -1,5 +1,5 @@
 /* record_child.c - a stand-in for the traced command in the CLI tests of
- * `vramtrace record` (tests/record/test_record_cli.c).  It never loads
+ * `vramtrace record` (tests/cli/test_record_cli.c).  It never loads
  * CUDA; where a test needs the files a CUDA process would leave, it plays
  * the injection library's part: it expands VRAMTRACE_OUTPUT the way
  * src/inject does (%n program, %h host, %r rank or "0", %p pid) and writes

@@ -1,4 +1,4 @@
-/* test_gate.c - the benchmark gate (src/inject/vt_gate.c): requests are
+/* test_gate.c - the benchmark gate (bench/vt_gate.c): requests are
  * applied in order, only changes of the on bit call the apply function,
  * and every request is acknowledged. */
 #include <errno.h>

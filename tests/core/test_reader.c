@@ -1,5 +1,5 @@
 /* test_reader.c - unit tests of the streaming reader (src/core/vt_reader.c)
- * on hand-built streams (tests/reader/vt_testenc.c): every record kind
+ * on hand-built streams (tests/core/vt_testenc.c): every record kind
  * cross-checked against protobuf-c's unpack, truncation at every offset,
  * random corruption, hostile inputs, resume after a damaged frame. */
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* test_record_cli.c - `vramtrace record` end to end, without a GPU: the
- * real binary runs tests/record/record_child (which never loads CUDA, so the
+ * real binary runs tests/cli/record_child (which never loads CUDA, so the
  * library named by VRAMTRACE_LIB is never loaded: an empty file stands in
  * for it).  Checks the environment the command gets, exit statuses and
  * signals passed through, Ctrl-C on a terminal, errors, the output

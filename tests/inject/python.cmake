@@ -1,4 +1,4 @@
-# tests/python: vt_pystack (Python stacks without the GIL).
+# tests/inject/python.cmake: vt_pystack (Python stacks without the GIL).
 #  - pystack_merge: cmocka, no interpreter (init refusal, merge rules);
 #  - pystack_offsets_3XX: the layout table vs each version's own headers;
 #  - pystack_py_3XX: real interpreters (pyenv) calling the capture through
@@ -15,7 +15,7 @@
 #  - pystack_layout_3XX: every layout field made wrong on purpose: init
 #    refuses (or the field is unused), nothing ever crashes.
 set(VT_PY_DIR ${CMAKE_CURRENT_LIST_DIR})
-set(VT_PY_VERSIONS 3.10.13 3.11.7 3.12.1 3.13.0 CACHE STRING "pyenv versions tested by tests/python")
+set(VT_PY_VERSIONS 3.10.13 3.11.7 3.12.1 3.13.0 CACHE STRING "pyenv versions tested by tests/inject/python.cmake")
 if(DEFINED ENV{PYENV_ROOT})
   set(VT_PYENV_ROOT $ENV{PYENV_ROOT})
 else()
@@ -35,17 +35,17 @@ target_compile_definitions(vt_pystack_testlib PRIVATE VT_HAVE_PYSTACK=1) # vt_ca
 
 add_executable(test_pystack_merge ${VT_PY_DIR}/test_pystack_merge.c)
 target_link_libraries(test_pystack_merge PRIVATE vt_pystack vt_cmocka)
-add_test(NAME pystack_merge COMMAND test_pystack_merge)
+add_test(NAME inject.pystack.merge COMMAND test_pystack_merge)
 
 # a version vt_pystack does not support: refused with a reason, no crash
 set(VT_PY_UNSUPPORTED 3.9.18 CACHE STRING "a pyenv version vt_pystack must refuse")
 if(EXISTS ${VT_PYENV_ROOT}/versions/${VT_PY_UNSUPPORTED}/bin/python3)
-  add_test(NAME pystack_refuse_39
+  add_test(NAME inject.pystack.refuse_39
            COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${VT_PY_UNSUPPORTED}
                    ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack_refuse.py
                    $<TARGET_FILE:vt_pystack_testlib>)
 else()
-  message(WARNING "tests/python: Python ${VT_PY_UNSUPPORTED} is not installed under ${VT_PYENV_ROOT}")
+  message(WARNING "tests/inject: Python ${VT_PY_UNSUPPORTED} is not installed under ${VT_PYENV_ROOT}")
 endif()
 
 foreach(v ${VT_PY_VERSIONS})
@@ -56,53 +56,53 @@ foreach(v ${VT_PY_VERSIONS})
     add_executable(vt_pyoffsets_check_3${minor} ${VT_PY_DIR}/vt_pyoffsets_check.c)
     target_include_directories(vt_pyoffsets_check_3${minor} SYSTEM PRIVATE ${inc} ${inc}/internal)
     target_link_libraries(vt_pyoffsets_check_3${minor} PRIVATE vt_pystack)
-    add_test(NAME pystack_offsets_3${minor} COMMAND vt_pyoffsets_check_3${minor})
+    add_test(NAME inject.pystack.offsets_3${minor} COMMAND vt_pyoffsets_check_3${minor})
   else()
-    message(WARNING "tests/python: no headers for Python ${v} in ${inc}")
+    message(WARNING "tests/inject: no headers for Python ${v} in ${inc}")
   endif()
   if(EXISTS ${VT_PYENV_ROOT}/versions/${v}/bin/python3)
-    add_test(NAME pystack_py_3${minor}
+    add_test(NAME inject.pystack.py_3${minor}
              COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v}
                      ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack.py
                      $<TARGET_FILE:vt_pystack_testlib> ${v})
-    set_tests_properties(pystack_py_3${minor} PROPERTIES TIMEOUT 300)
+    set_tests_properties(inject.pystack.py_3${minor} PROPERTIES TIMEOUT 300)
     # initialized with the GIL held: 3.12+ name code objects by address
     # (a code watcher counts their destruction)
-    add_test(NAME pystack_py_gil_3${minor}
+    add_test(NAME inject.pystack.py_gil_3${minor}
              COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v} VTPT_INIT_GIL=1
                      ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack.py
                      $<TARGET_FILE:vt_pystack_testlib> ${v})
-    set_tests_properties(pystack_py_gil_3${minor} PROPERTIES TIMEOUT 300)
+    set_tests_properties(inject.pystack.py_gil_3${minor} PROPERTIES TIMEOUT 300)
     # the same stacks through vt_writer, `vramtrace dump` and the GPU checker
-    add_test(NAME pystack_trace_3${minor}
+    add_test(NAME inject.pystack.trace_3${minor}
              COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v}
                      ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack_trace.py
                      $<TARGET_FILE:vt_pystack_testlib> $<TARGET_FILE:vramtrace>
                      ${CMAKE_CURRENT_BINARY_DIR}/pystack_trace)
-    set_tests_properties(pystack_trace_3${minor} PROPERTIES TIMEOUT 120)
+    set_tests_properties(inject.pystack.trace_3${minor} PROPERTIES TIMEOUT 120)
     # the same with the library's unwinder ending at the eval loop (its default)
-    add_test(NAME pystack_trace_inner_3${minor}
+    add_test(NAME inject.pystack.trace_inner_3${minor}
              COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v} VTPT_UNWIND=inner
                      ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack_trace.py
                      $<TARGET_FILE:vt_pystack_testlib> $<TARGET_FILE:vramtrace>
                      ${CMAKE_CURRENT_BINARY_DIR}/pystack_trace_inner)
-    set_tests_properties(pystack_trace_inner_3${minor} PROPERTIES TIMEOUT 120)
+    set_tests_properties(inject.pystack.trace_inner_3${minor} PROPERTIES TIMEOUT 120)
     # the library's own capture (vt_capture.h: memos, stack references),
     # initialized with the GIL held as in PyTorch
-    add_test(NAME pystack_trace_lib_3${minor}
+    add_test(NAME inject.pystack.trace_lib_3${minor}
              COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v} VTPT_UNWIND=library VTPT_INIT_GIL=1
                      ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack_trace.py
                      $<TARGET_FILE:vt_pystack_testlib> $<TARGET_FILE:vramtrace>
                      ${CMAKE_CURRENT_BINARY_DIR}/pystack_trace_lib)
-    set_tests_properties(pystack_trace_lib_3${minor} PROPERTIES TIMEOUT 120)
+    set_tests_properties(inject.pystack.trace_lib_3${minor} PROPERTIES TIMEOUT 120)
     # a wrong layout table disables, never crashes
-    add_test(NAME pystack_layout_3${minor}
+    add_test(NAME inject.pystack.layout_3${minor}
              COMMAND ${CMAKE_COMMAND} -E env PYENV_VERSION=${v}
                      ${VT_PYENV_PYTHON3} ${VT_PY_DIR}/test_pystack_layout.py
                      $<TARGET_FILE:vt_pystack_testlib>)
-    set_tests_properties(pystack_layout_3${minor} PROPERTIES TIMEOUT 300)
+    set_tests_properties(inject.pystack.layout_3${minor} PROPERTIES TIMEOUT 300)
   else()
-    message(WARNING "tests/python: Python ${v} is not installed under ${VT_PYENV_ROOT}")
+    message(WARNING "tests/inject: Python ${v} is not installed under ${VT_PYENV_ROOT}")
   endif()
 endforeach()
 
@@ -113,13 +113,13 @@ if(VT_SYSTEM_PYTHON3)
   execute_process(COMMAND ${VT_SYSTEM_PYTHON3} -c "import sys; print('%d.%d' % sys.version_info[:2])"
                   OUTPUT_VARIABLE _vt_sys_pyver OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(_vt_sys_pyver MATCHES "^3\\.1[0-3]$")
-    add_test(NAME pystack_py_system
+    add_test(NAME inject.pystack.py_system
              COMMAND ${VT_SYSTEM_PYTHON3} ${VT_PY_DIR}/test_pystack.py $<TARGET_FILE:vt_pystack_testlib>)
-    add_test(NAME pystack_trace_system
+    add_test(NAME inject.pystack.trace_system
              COMMAND ${VT_SYSTEM_PYTHON3} ${VT_PY_DIR}/test_pystack_trace.py
                      $<TARGET_FILE:vt_pystack_testlib> $<TARGET_FILE:vramtrace>
                      ${CMAKE_CURRENT_BINARY_DIR}/pystack_trace_system)
-    set_tests_properties(pystack_py_system pystack_trace_system PROPERTIES TIMEOUT 300)
+    set_tests_properties(inject.pystack.py_system inject.pystack.trace_system PROPERTIES TIMEOUT 300)
   endif()
 endif()
 
@@ -138,7 +138,7 @@ if(VT_SANITIZE MATCHES "address")
   string(REPLACE ";" ":" _vt_preload "${_vt_preload}")
   get_property(_vt_tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
   foreach(t ${_vt_tests})
-    if(t MATCHES "^pystack_(py|trace|layout|refuse)")
+    if(t MATCHES "^inject[.]pystack[.](py|trace|layout|refuse)")
       set_tests_properties(${t} PROPERTIES ENVIRONMENT
         "LD_PRELOAD=${_vt_preload};ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0")
     endif()
@@ -146,7 +146,7 @@ if(VT_SANITIZE MATCHES "address")
 elseif(VT_SANITIZE MATCHES "thread")
   get_property(_vt_tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
   foreach(t ${_vt_tests})
-    if(t MATCHES "^pystack_(py|trace|layout|refuse)")
+    if(t MATCHES "^inject[.]pystack[.](py|trace|layout|refuse)")
       set_tests_properties(${t} PROPERTIES LABELS nosan)
     endif()
   endforeach()
