@@ -22,7 +22,7 @@ if(VT_HAVE_CUPTI)
     set(srcs ${dir}/vt_inject.c ${dir}/vt_inject_driver.c ${dir}/vt_inject_vmm.c ${dir}/vt_inject_devices.c
              ${dir}/vt_inject_nvtx.c ${dir}/vt_inject_activity.c ${dir}/vt_inject_sampler.c ${dir}/vt_inject_exit.c)
     if(ARGN AND TARGET vt_pystack)
-      list(APPEND srcs ${dir}/vt_pystack.c)
+      list(APPEND srcs ${dir}/vt_pystack.c ${dir}/vt_pystack_layout.c ${dir}/vt_pystack_merge.c)
     endif()
     if(ARGN)
       list(APPEND srcs ${dir}/vt_modmap.c ${dir}/vt_cfi.c ${dir}/vt_unwind.c) # their copies in vt_inject_common are then not linked
