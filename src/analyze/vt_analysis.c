@@ -12,6 +12,7 @@
 #include "vt_analyze_int.h"
 #include "vt_error.h"
 #include "vt_reader.h"
+#include "vt_grow.h"
 
 void vt_analysis_config_default(vt_analysis_config *cfg)
 {
@@ -75,14 +76,8 @@ int vt_analysis_begin_process(vt_analysis *a, const char *name)
 {
     if (a->finished)
         return VT_ERR_INVALID;
-    if (a->nprocs == a->capprocs) {
-        size_t nc = a->capprocs ? a->capprocs * 2 : 4;
-        vt_proc **np = realloc(a->procs, nc * sizeof(*np));
-        if (!np)
+    if (VT_GROW(a->procs, a->nprocs, a->capprocs, 4))
             return VT_ERR_NOMEM;
-        a->procs = np;
-        a->capprocs = nc;
-    }
     vt_proc *p;
     int rc = vt_proc_create(&p, name);
     if (rc)
@@ -212,14 +207,9 @@ int vt_analysis_add_dir(vt_analysis *a, const char *dir)
         size_t l = strlen(de->d_name);
         if (l < 5 || strcmp(de->d_name + l - 4, ".zst"))
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, cap * sizeof(*nn));
-            if (!nn) {
-                rc = VT_ERR_NOMEM;
-                goto cleanup;
-            }
-            names = nn;
+        if (VT_GROW(names, n, cap, 16)) {
+            rc = VT_ERR_NOMEM;
+            goto cleanup;
         }
         size_t pl = strlen(dir) + l + 2;
         names[n] = malloc(pl);

@@ -29,6 +29,7 @@
  * step's output has a rising floor; a cache rises then stays flat.
  */
 #include "vt_replay_int.h"
+#include "vt_grow.h"
 int check_device(vt_proc *p, uint32_t *device)
 {
     if (*device >= VT_MAX_DEVICES) {
@@ -233,14 +234,8 @@ static int on_kernel(vt_analysis *a, vt_proc *p, const vt_ev_kernel *e, uint64_t
     if (!v) {
         if (p->nlstats >= (1u << 20))
             return 0;
-        if (p->nlstats == p->caplstats) {
-            size_t nc = p->caplstats ? p->caplstats * 2 : 64;
-            vt_launch_stat *ns = realloc(p->lstats, nc * sizeof(*ns));
-            if (!ns)
+        if (VT_GROW(p->lstats, p->nlstats, p->caplstats, 64))
                 return VT_ERR_NOMEM;
-            p->lstats = ns;
-            p->caplstats = nc;
-        }
         if (vt_map_put(&p->lstat_map, key, p->nlstats))
             return VT_ERR_NOMEM;
         s = &p->lstats[p->nlstats++];

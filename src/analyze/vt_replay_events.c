@@ -1,6 +1,7 @@
 /* vt_replay_events.c - the events off the hot path: failed allocations,
  * VMM, pools, NVTX ranges, the header and every other record. */
 #include "vt_replay_int.h"
+#include "vt_grow.h"
 static void top_holders(vt_proc *p, uint32_t device, vt_oom *o)
 {
     o->ntop = 0;
@@ -77,14 +78,8 @@ static int vmm_release_now(vt_analysis *a, vt_proc *p, uint64_t handle, uint64_t
     vt_vmm *v = &p->vmms[idx - 1];
     vt_replay_note_block(a, p, VT_BLOCK_END, v->handle, v->unit, v->size, v->t, t);
     int rc = account_free(a, p, v->unit, v->size, v->t, t);
-    if (p->nvmm_free == p->capvmm_free) {
-        size_t nc = p->capvmm_free ? p->capvmm_free * 2 : 64;
-        uint32_t *nf = realloc(p->vmm_free, nc * sizeof(*nf));
-        if (!nf)
+    if (VT_GROW(p->vmm_free, p->nvmm_free, p->capvmm_free, 64))
             return VT_ERR_NOMEM;
-        p->vmm_free = nf;
-        p->capvmm_free = nc;
-    }
     p->vmm_free[p->nvmm_free++] = (uint32_t)(idx - 1);
     return rc;
 }
@@ -107,14 +102,8 @@ static int on_vmm_create(vt_analysis *a, vt_proc *p, const vt_ev_vmm_create *e, 
     if (p->nvmm_free) {
         idx = p->vmm_free[--p->nvmm_free];
     } else {
-        if (p->nvmms == p->capvmms) {
-            size_t nc = p->capvmms ? p->capvmms * 2 : 64;
-            vt_vmm *nv = realloc(p->vmms, nc * sizeof(*nv));
-            if (!nv)
+        if (VT_GROW(p->vmms, p->nvmms, p->capvmms, 64))
                 return VT_ERR_NOMEM;
-            p->vmms = nv;
-            p->capvmms = nc;
-        }
         idx = (uint32_t)p->nvmms++;
     }
     vt_vmm *v = &p->vmms[idx];
@@ -187,14 +176,8 @@ static vt_pool *get_pool(vt_proc *p, uint64_t pool, uint32_t device)
     for (size_t i = 0; i < p->npools; i++)
         if (p->pools[i].pool == pool && p->pools[i].device == device)
             return &p->pools[i];
-    if (p->npools == p->cappools) {
-        size_t nc = p->cappools ? p->cappools * 2 : 8;
-        vt_pool *np = realloc(p->pools, nc * sizeof(*np));
-        if (!np)
+    if (VT_GROW(p->pools, p->npools, p->cappools, 8))
             return NULL;
-        p->pools = np;
-        p->cappools = nc;
-    }
     vt_pool *q = &p->pools[p->npools++];
     memset(q, 0, sizeof(*q));
     q->pool = pool;
@@ -275,16 +258,10 @@ static int nvtx_stat(vt_proc *p, const char *msg, uint32_t *idx)
         free(norm);
         return VT_ERR_TOO_LARGE;
     }
-    if (p->nnvtx == p->capnvtx) {
-        size_t nc = p->capnvtx ? p->capnvtx * 2 : 16;
-        vt_nvtx_stat *ns = realloc(p->nvtx, nc * sizeof(*ns));
-        if (!ns) {
+    if (VT_GROW(p->nvtx, p->nnvtx, p->capnvtx, 16)) {
             free(norm);
             return VT_ERR_NOMEM;
         }
-        p->nvtx = ns;
-        p->capnvtx = nc;
-    }
     vt_nvtx_stat *s = &p->nvtx[p->nnvtx];
     memset(s, 0, sizeof(*s));
     s->msg = norm;

@@ -18,6 +18,7 @@
 
 #include "vt_analyze_int.h"
 #include "vt_error.h"
+#include "vt_grow.h"
 
 char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
@@ -185,14 +186,8 @@ static vt_symfile *get_file(vt_symbolizer *s, const char *path, const uint8_t *b
         if (!strcmp(f->path, path) && f->bid_len == bid_len && (!bid_len || !memcmp(f->bid, bid, bid_len)))
             return f;
     }
-    if (s->nfiles == s->capfiles) {
-        size_t nc = s->capfiles ? s->capfiles * 2 : 16;
-        vt_symfile *nf = realloc(s->files, nc * sizeof(*nf));
-        if (!nf)
+    if (VT_GROW(s->files, s->nfiles, s->capfiles, 16))
             return NULL;
-        s->files = nf;
-        s->capfiles = nc;
-    }
     vt_symfile *f = &s->files[s->nfiles];
     memset(f, 0, sizeof(*f));
     f->path = strdup(path);
@@ -311,14 +306,8 @@ const vt_symres *vt_symbolizer_lookup(vt_symbolizer *s, const char *path, const 
     uint64_t *v = vt_map_get(&f->cache, rel + 1);
     if (v)
         return &s->res[*v - 1];
-    if (s->nres == s->capres) {
-        size_t nc = s->capres ? s->capres * 2 : 256;
-        vt_symres *nr = realloc(s->res, nc * sizeof(*nr));
-        if (!nr)
+    if (VT_GROW(s->res, s->nres, s->capres, 256))
             return &s->fail[VT_SYM_NOT_FOUND];
-        s->res = nr;
-        s->capres = nc;
-    }
     vt_symres *r = &s->res[s->nres];
     memset(r, 0, sizeof(*r));
     resolve(f, rel, r);

@@ -316,17 +316,10 @@ static int is_def(vt_evtype t)
            t == VT_EV_LAUNCH;
 }
 
+/* the call site with its stack (vt_event_kinds.h, SITE 2) */
 static const vt_site *site_of(const vt_event *ev)
 {
-    switch (ev->type) {
-    case VT_EV_ALLOC: return &ev->u.alloc.site;
-    case VT_EV_FREE: return &ev->u.free.site;
-    case VT_EV_ALLOC_FAILED: return &ev->u.alloc_failed.site;
-    case VT_EV_VMM_RESERVE: return &ev->u.vmm_range.site;
-    case VT_EV_VMM_CREATE: return &ev->u.vmm_create.site;
-    case VT_EV_POOL: return &ev->u.pool.site;
-    default: return NULL;
-    }
+    return vt_event_stack_site(ev);
 }
 
 static void print_event(dump_ctx *c, const vt_event *ev)

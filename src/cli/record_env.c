@@ -489,20 +489,20 @@ int vt_record_plan_env(vt_record_plan *p, const vt_record_opts *o, const char *l
     if (snprintf(tmpl, sizeof(tmpl), "%s/%s", outdir, VT_RECORD_FILE_TEMPLATE) >=
         (int)sizeof(tmpl))
         return VT_ERR_INVALID;
-    if ((rc = plan_set(p, "VRAMTRACE_OUTPUT", tmpl)))
+    if ((rc = plan_set(p, VT_ENV_OUTPUT, tmpl)))
         return rc;
-    if ((rc = plan_switch(p, "VRAMTRACE_KERNELS", o->kernels)) ||
-        (rc = o->native_stacks == 2 ? plan_set(p, "VRAMTRACE_NATIVE_STACKS", "full")
-                                    : plan_switch(p, "VRAMTRACE_NATIVE_STACKS", o->native_stacks)) ||
-        (rc = plan_switch(p, "VRAMTRACE_PYTHON_STACKS", o->python_stacks)) ||
-        (rc = plan_int(p, "VRAMTRACE_STACK_DEPTH", o->stack_depth)) ||
-        (rc = plan_switch(p, "VRAMTRACE_STATIC", o->static_mem)) ||
-        (rc = plan_int(p, "VRAMTRACE_FLUSH_MS", o->flush_ms)) ||
-        (rc = plan_int(p, "VRAMTRACE_SAMPLE_MS", o->sample_ms)))
+    if ((rc = plan_switch(p, VT_ENV_KERNELS, o->kernels)) ||
+        (rc = o->native_stacks == 2 ? plan_set(p, VT_ENV_NATIVE_STACKS, "full")
+                                    : plan_switch(p, VT_ENV_NATIVE_STACKS, o->native_stacks)) ||
+        (rc = plan_switch(p, VT_ENV_PYTHON_STACKS, o->python_stacks)) ||
+        (rc = plan_int(p, VT_ENV_STACK_DEPTH, o->stack_depth)) ||
+        (rc = plan_switch(p, VT_ENV_STATIC, o->static_mem)) ||
+        (rc = plan_int(p, VT_ENV_FLUSH_MS, o->flush_ms)) ||
+        (rc = plan_int(p, VT_ENV_SAMPLE_MS, o->sample_ms)))
         return rc;
-    if (o->quiet && (rc = plan_set(p, "VRAMTRACE_QUIET", "1")))
+    if (o->quiet && (rc = plan_set(p, VT_ENV_QUIET, "1")))
         return rc;
-    if (o->clock && (rc = plan_set(p, "VRAMTRACE_CLOCK", o->clock)))
+    if (o->clock && (rc = plan_set(p, VT_ENV_CLOCK, o->clock)))
         return rc;
 
     if (o->tensors) {

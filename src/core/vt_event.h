@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vt_event_kinds.h"
+
 #define VT_FORMAT_MAGIC 0x54524d56u /* bytes "VMRT" */
 /* 2: allocations and frees in MemBlock records (a reader of version 1
  * would skip them and lose every block); readers read 1 and 2 */
@@ -58,40 +60,22 @@ typedef enum {
     VT_CLOCK_REALTIME = 3
 } vt_clock;
 
-/* Event types. Values equal the Record.body field numbers. */
+/* Event types. Values equal the Record.body field numbers (one list:
+ * vt_event_kinds.h). */
 typedef enum {
     VT_EV_NONE = 0,
-    VT_EV_HEADER = 2,
-    VT_EV_SYNC = 3,
-    VT_EV_STRING = 4,
-    VT_EV_STACK = 5,
-    VT_EV_FRAME = 6,
-    VT_EV_ALLOC = 7,
-    VT_EV_FREE = 8,
-    VT_EV_KERNEL = 9,
-    VT_EV_LAUNCH = 10,
-    VT_EV_ALLOC_FAILED = 11,
-    VT_EV_MODULE = 12,
-    VT_EV_THREAD = 13,
-    VT_EV_NVTX = 14,
-    VT_EV_DEVICE = 15,
-    VT_EV_VMM_RESERVE = 16,
-    VT_EV_VMM_ADDRESS_FREE = 17,
-    VT_EV_VMM_CREATE = 18,
-    VT_EV_VMM_RELEASE = 19,
-    VT_EV_VMM_MAP = 20,
-    VT_EV_VMM_UNMAP = 21,
-    VT_EV_POOL = 22,
-    VT_EV_POOL_USAGE = 23,
-    VT_EV_MEMORY_USAGE = 24,
-    VT_EV_DROPPED = 25,
-    VT_EV_NOTE = 26,
-    VT_EV_END = 27,
-    VT_EV__MAX = 28
+#define VT_X_ENUM(E, V, N, M, S, C) VT_EV_##E = V,
+    VT_EVENT_KINDS(VT_X_ENUM)
+#undef VT_X_ENUM
+    VT_EV__MAX = 28 /* 1 + the highest VALUE */
 } vt_evtype;
 
 /* Name of an event type ("alloc", "free", ...), "?" when unknown. */
 const char *vt_evtype_name(vt_evtype t);
+/* 0: no call site, 1: a site with the thread only, 2: with the call stack */
+int vt_evtype_site(vt_evtype t);
+/* 1 when the kind carries a CUPTI correlation id */
+int vt_evtype_corr(vt_evtype t);
 const char *vt_memkind_name(vt_memkind k);  /* "device", "device_static", ... */
 const char *vt_allocapi_name(vt_allocapi a); /* "malloc", "malloc_async", ... */
 
@@ -290,5 +274,32 @@ typedef struct {
         vt_ev_end end;
     } u;
 } vt_event;
+
+/* The vt_site of an event whose kind has one (SITE 1 or 2), or NULL;
+ * vt_event_stack_site: only where the site carries a call stack (SITE 2). */
+#define VT_X_SITE_0(E, M)
+#define VT_X_SITE_1(E, M) case VT_EV_##E: return &ev->u.M.site;
+#define VT_X_SITE_2(E, M) case VT_EV_##E: return &ev->u.M.site;
+#define VT_X_STACK_0(E, M)
+#define VT_X_STACK_1(E, M)
+#define VT_X_STACK_2(E, M) case VT_EV_##E: return &ev->u.M.site;
+#define VT_X_SITE(E, V, N, M, S, C) VT_X_SITE_##S(E, M)
+#define VT_X_STACK(E, V, N, M, S, C) VT_X_STACK_##S(E, M)
+static inline vt_site *vt_event_site(vt_event *ev)
+{
+    switch (ev->type) {
+    VT_EVENT_KINDS(VT_X_SITE)
+    default: return NULL;
+    }
+}
+static inline const vt_site *vt_event_stack_site(const vt_event *ev)
+{
+    switch (ev->type) {
+    VT_EVENT_KINDS(VT_X_STACK)
+    default: return NULL;
+    }
+}
+#undef VT_X_SITE
+#undef VT_X_STACK
 
 #endif

@@ -2,23 +2,40 @@
  * `vramtrace dump`, JSON output and golden files). */
 #include "vt_event.h"
 
+#define VT_X_CHECK(E, V, N, M, S, C) _Static_assert(V > 0 && V < VT_EV__MAX, "VT_EV__MAX: 1 + the highest VALUE");
+VT_EVENT_KINDS(VT_X_CHECK)
+#undef VT_X_CHECK
+
 const char *vt_evtype_name(vt_evtype t)
 {
     static const char *const names[VT_EV__MAX] = {
-        [VT_EV_HEADER] = "header", [VT_EV_SYNC] = "sync", [VT_EV_STRING] = "string",
-        [VT_EV_STACK] = "stack", [VT_EV_FRAME] = "frame", [VT_EV_ALLOC] = "alloc",
-        [VT_EV_FREE] = "free", [VT_EV_KERNEL] = "kernel", [VT_EV_LAUNCH] = "launch",
-        [VT_EV_ALLOC_FAILED] = "alloc_failed", [VT_EV_MODULE] = "module",
-        [VT_EV_THREAD] = "thread", [VT_EV_NVTX] = "nvtx", [VT_EV_DEVICE] = "device",
-        [VT_EV_VMM_RESERVE] = "vmm_reserve", [VT_EV_VMM_ADDRESS_FREE] = "vmm_address_free",
-        [VT_EV_VMM_CREATE] = "vmm_create", [VT_EV_VMM_RELEASE] = "vmm_release",
-        [VT_EV_VMM_MAP] = "vmm_map", [VT_EV_VMM_UNMAP] = "vmm_unmap", [VT_EV_POOL] = "pool",
-        [VT_EV_POOL_USAGE] = "pool_usage", [VT_EV_MEMORY_USAGE] = "memory_usage",
-        [VT_EV_DROPPED] = "dropped", [VT_EV_NOTE] = "note", [VT_EV_END] = "end",
+#define VT_X_NAME(E, V, N, M, S, C) [VT_EV_##E] = N,
+        VT_EVENT_KINDS(VT_X_NAME)
+#undef VT_X_NAME
     };
     if ((unsigned)t >= VT_EV__MAX || !names[t])
         return "?";
     return names[t];
+}
+
+int vt_evtype_site(vt_evtype t)
+{
+    static const unsigned char site[VT_EV__MAX] = {
+#define VT_X_SITE(E, V, N, M, S, C) [VT_EV_##E] = S,
+        VT_EVENT_KINDS(VT_X_SITE)
+#undef VT_X_SITE
+    };
+    return (unsigned)t < VT_EV__MAX ? site[t] : 0;
+}
+
+int vt_evtype_corr(vt_evtype t)
+{
+    static const unsigned char corr[VT_EV__MAX] = {
+#define VT_X_CORR(E, V, N, M, S, C) [VT_EV_##E] = C,
+        VT_EVENT_KINDS(VT_X_CORR)
+#undef VT_X_CORR
+    };
+    return (unsigned)t < VT_EV__MAX ? corr[t] : 0;
 }
 
 const char *vt_memkind_name(vt_memkind k)

@@ -300,7 +300,7 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
     uint64_t ts = 0, cd = 0;
     uint32_t body = 0;
     const uint8_t *bp = NULL, *be = NULL;
-    int has_corr = 0, rc = 0;
+    int rc = 0;
 
     while (p < end) {
         uint64_t tag, v;
@@ -340,7 +340,6 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
         vt_ev_kernel *k = &ev->u.kernel;
         ZERO(k);
         rc = dec_kernel(r, bp, be, k, &cd);
-        has_corr = 1;
         kernel_resolve(r, k);
         break;
     }
@@ -373,22 +372,16 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
     case VT_EV_ALLOC:
         ZERO(&ev->u.alloc);
         rc = dec_alloc(r, bp, be, &ev->u.alloc, &cd);
-        ev->u.alloc.site.tid = tid_of(r, ev->u.alloc.site.thread);
-        has_corr = 1;
         break;
     case VT_EV_FREE:
         ZERO(&ev->u.free);
         rc = dec_free(r, bp, be, &ev->u.free, &cd);
-        ev->u.free.site.tid = tid_of(r, ev->u.free.site.thread);
-        has_corr = 1;
         break;
     case VT_EV_ALLOC_FAILED: {
         vt_ev_alloc_failed *a = &ev->u.alloc_failed;
         ZERO(a);
         rc = dec_alloc_failed(r, bp, be, a, &cd);
         a->error_name = rd_str_get(r, a->error_name_id);
-        a->site.tid = tid_of(r, a->site.thread);
-        has_corr = 1;
         break;
     }
     case VT_EV_VMM_RESERVE:
@@ -396,32 +389,22 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
     case VT_EV_VMM_UNMAP:
         ZERO(&ev->u.vmm_range);
         rc = dec_vmm_range(r, bp, be, &ev->u.vmm_range, &cd, body == VT_EV_VMM_RESERVE);
-        ev->u.vmm_range.site.tid = tid_of(r, ev->u.vmm_range.site.thread);
-        has_corr = 1;
         break;
     case VT_EV_VMM_CREATE:
         ZERO(&ev->u.vmm_create);
         rc = dec_vmm_create(r, bp, be, &ev->u.vmm_create, &cd);
-        ev->u.vmm_create.site.tid = tid_of(r, ev->u.vmm_create.site.thread);
-        has_corr = 1;
         break;
     case VT_EV_VMM_RELEASE:
         ZERO(&ev->u.vmm_release);
         rc = dec_vmm_release(r, bp, be, &ev->u.vmm_release, &cd);
-        ev->u.vmm_release.site.tid = tid_of(r, ev->u.vmm_release.site.thread);
-        has_corr = 1;
         break;
     case VT_EV_VMM_MAP:
         ZERO(&ev->u.vmm_map);
         rc = dec_vmm_map(r, bp, be, &ev->u.vmm_map, &cd);
-        ev->u.vmm_map.site.tid = tid_of(r, ev->u.vmm_map.site.thread);
-        has_corr = 1;
         break;
     case VT_EV_POOL:
         ZERO(&ev->u.pool);
         rc = dec_pool(r, bp, be, &ev->u.pool, &cd);
-        ev->u.pool.site.tid = tid_of(r, ev->u.pool.site.thread);
-        has_corr = 1;
         break;
     case VT_EV_POOL_USAGE:
         ZERO(&ev->u.pool_usage);
@@ -433,7 +416,6 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
         rc = dec_nvtx(r, bp, be, a);
         a->message = rd_str_get(r, a->message_id);
         a->domain = rd_str_get(r, a->domain_id);
-        a->site.tid = tid_of(r, a->site.thread);
         break;
     }
     case VT_EV_MEMORY_USAGE:
@@ -505,19 +487,21 @@ static int decode_record(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_
     }
     if (rc)
         return rc;
-    if (has_corr) {
+    vt_site *site = vt_event_site(ev);
+    if (site)
+        site->tid = tid_of(r, site->thread);
+    if (vt_evtype_corr((vt_evtype)body)) {
         r->corr += cd ? (uint64_t)unzigzag(cd) : 0;
         /* every corr-bearing struct keeps `corr` where the decoder put it */
         switch (body) {
-        case VT_EV_KERNEL: ev->u.kernel.corr = r->corr; break;
-        case VT_EV_ALLOC: ev->u.alloc.corr = r->corr; break;
-        case VT_EV_FREE: ev->u.free.corr = r->corr; break;
-        case VT_EV_ALLOC_FAILED: ev->u.alloc_failed.corr = r->corr; break;
-        case VT_EV_VMM_CREATE: ev->u.vmm_create.corr = r->corr; break;
-        case VT_EV_VMM_RELEASE: ev->u.vmm_release.corr = r->corr; break;
-        case VT_EV_VMM_MAP: ev->u.vmm_map.corr = r->corr; break;
-        case VT_EV_POOL: ev->u.pool.corr = r->corr; break;
-        default: ev->u.vmm_range.corr = r->corr; break;
+#define VT_X_CORR_0(E, M)
+#define VT_X_CORR_1(E, M) case VT_EV_##E: ev->u.M.corr = r->corr; break;
+#define VT_X_CORR(E, V, N, M, S, C) VT_X_CORR_##C(E, M)
+        VT_EVENT_KINDS(VT_X_CORR)
+#undef VT_X_CORR
+#undef VT_X_CORR_1
+#undef VT_X_CORR_0
+        default: break;
         }
     }
     if (body == VT_EV_KERNEL) {

@@ -1,6 +1,7 @@
 /* vt_writer_encode.c - ring entries into records, and the merge of every
  * ring by time (one round of the encoder). */
 #include "vt_writer_int.h"
+#include "vt_grow.h"
 /* ------------------------------------------------------ entry -> record */
 
 /* Turn the offsets stored by vt_push back into pointers. */
@@ -410,14 +411,8 @@ long vt_enc_round(vt_writer *w)
 {
     size_t n = 0;
     for (vt_ring *r = atomic_load_explicit(&w->rings, memory_order_acquire); r; r = r->next) {
-        if (n == w->cap_cur) {
-            size_t nc = w->cap_cur ? w->cap_cur * 2 : 16;
-            vt_cursor *ncur = realloc(w->cur, nc * sizeof(*ncur));
-            if (!ncur)
-                break; /* the other rings wait for the next round */
-            w->cur = ncur;
-            w->cap_cur = nc;
-        }
+        if (VT_GROW(w->cur, n, w->cap_cur, 16))
+            break; /* the other rings wait for the next round */
         vt_cursor *c = &w->cur[n];
         c->ring = r;
         c->pos = atomic_load_explicit(&r->tail, memory_order_relaxed);

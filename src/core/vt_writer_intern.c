@@ -1,6 +1,7 @@
 /* vt_writer_intern.c - definitions written once, referred to by id:
  * strings, threads, modules, code keys, frames, stacks, launches. */
 #include "vt_writer_int.h"
+#include "vt_grow.h"
 /* ------------------------------------------------------------ interning
  *
  * Every intern function writes the definition first and only then takes
@@ -123,16 +124,8 @@ static uint32_t vt_mod_lookup(const vt_writer *w, uint64_t ip)
 
 int vt_in_module(vt_writer *w, const vt_ev_module *m)
 {
-    if (w->n_mods + 1 > w->cap_mods) {
-        if (w->no_alloc)
-            return VT_ERR_NOMEM;
-        size_t nc = w->cap_mods ? w->cap_mods * 2 : 64;
-        vt_modrange *nm = realloc(w->mods, nc * sizeof(*nm));
-        if (!nm)
-            return VT_ERR_NOMEM;
-        w->mods = nm;
-        w->cap_mods = nc;
-    }
+    if (w->n_mods >= w->cap_mods && (w->no_alloc || VT_GROW(w->mods, w->n_mods, w->cap_mods, 64)))
+        return VT_ERR_NOMEM;
     uint32_t id = w->n_module + 1;
     Vramtrace__Module pm = VRAMTRACE__MODULE__INIT;
     pm.id = id;

@@ -76,34 +76,34 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
     cfg->static_mem = -1; /* auto */
     cfg->quiet = 0;
     cfg->stack_refs = 1;
-    const char *o = env_lookup(lookup, arg, "VRAMTRACE_OUTPUT");
+    const char *o = env_lookup(lookup, arg, VT_ENV_OUTPUT);
     if (o && *o) {
         if (strlen(o) >= sizeof(cfg->output))
-            warn(cfg, "VRAMTRACE_OUTPUT", "(too long)");
+            warn(cfg, VT_ENV_OUTPUT, "(too long)");
         else
             snprintf(cfg->output, sizeof(cfg->output), "%s", o);
     }
-    get_bool(cfg, lookup, arg, "VRAMTRACE_KERNELS", &cfg->kernels);
-    const char *ns = env_lookup(lookup, arg, "VRAMTRACE_NATIVE_STACKS");
+    get_bool(cfg, lookup, arg, VT_ENV_KERNELS, &cfg->kernels);
+    const char *ns = env_lookup(lookup, arg, VT_ENV_NATIVE_STACKS);
     if (ns && !strcasecmp(ns, "full"))
         cfg->native_stacks = VT_CFG_NATIVE_FULL;
     else
-        get_bool(cfg, lookup, arg, "VRAMTRACE_NATIVE_STACKS", &cfg->native_stacks);
-    get_bool(cfg, lookup, arg, "VRAMTRACE_PYTHON_STACKS", &cfg->python_stacks);
-    get_bool(cfg, lookup, arg, "VRAMTRACE_STATIC", &cfg->static_mem);
-    get_bool(cfg, lookup, arg, "VRAMTRACE_QUIET", &cfg->quiet);
-    get_bool(cfg, lookup, arg, "VRAMTRACE_SELFTIME", &cfg->selftime);
-    get_bool(cfg, lookup, arg, "VRAMTRACE_STACK_REFS", &cfg->stack_refs);
+        get_bool(cfg, lookup, arg, VT_ENV_NATIVE_STACKS, &cfg->native_stacks);
+    get_bool(cfg, lookup, arg, VT_ENV_PYTHON_STACKS, &cfg->python_stacks);
+    get_bool(cfg, lookup, arg, VT_ENV_STATIC, &cfg->static_mem);
+    get_bool(cfg, lookup, arg, VT_ENV_QUIET, &cfg->quiet);
+    get_bool(cfg, lookup, arg, VT_ENV_SELFTIME, &cfg->selftime);
+    get_bool(cfg, lookup, arg, VT_ENV_STACK_REFS, &cfg->stack_refs);
     unsigned depth = (unsigned)cfg->stack_depth;
-    get_uint(cfg, lookup, arg, "VRAMTRACE_STACK_DEPTH", VT_SET_STACK_DEPTH_MIN, VT_SET_STACK_DEPTH_MAX, 0, &depth);
+    get_uint(cfg, lookup, arg, VT_ENV_STACK_DEPTH, VT_SET_STACK_DEPTH_MIN, VT_SET_STACK_DEPTH_MAX, 0, &depth);
     cfg->stack_depth = (int)depth;
-    get_uint(cfg, lookup, arg, "VRAMTRACE_FLUSH_MS", VT_SET_FLUSH_MS_MIN, VT_SET_FLUSH_MS_MAX, 0, &cfg->flush_ms);
-    get_uint(cfg, lookup, arg, "VRAMTRACE_SAMPLE_MS", VT_SET_SAMPLE_MS_MIN, VT_SET_SAMPLE_MS_MAX, 1, &cfg->sample_ms);
-    const char *ck = env_lookup(lookup, arg, "VRAMTRACE_CLOCK");
+    get_uint(cfg, lookup, arg, VT_ENV_FLUSH_MS, VT_SET_FLUSH_MS_MIN, VT_SET_FLUSH_MS_MAX, 0, &cfg->flush_ms);
+    get_uint(cfg, lookup, arg, VT_ENV_SAMPLE_MS, VT_SET_SAMPLE_MS_MIN, VT_SET_SAMPLE_MS_MAX, 1, &cfg->sample_ms);
+    const char *ck = env_lookup(lookup, arg, VT_ENV_CLOCK);
     if (ck && *ck) {
         int m = vt_settings_clock(ck);
         if (m < 0)
-            warn(cfg, "VRAMTRACE_CLOCK", ck);
+            warn(cfg, VT_ENV_CLOCK, ck);
         else
             cfg->clock = m;
     }

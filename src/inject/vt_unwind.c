@@ -2,6 +2,7 @@
  * per-ip rule cache and a per-thread memo of recent walks.  May touch: the
  * calling thread's stack. */
 #include "vt_unwind_int.h"
+#include "vt_grow.h"
 /* ---------------------------------------------------------------- unwinder */
 
 #define MAX_SKIP 8
@@ -114,15 +115,9 @@ static int rescan(vt_unwinder *u, int force)
                 removed = 1;
         }
     }
-    if (old && u->nretired == u->capretired) {
-        size_t cap = u->capretired ? u->capretired * 2 : 16;
-        vt_modmap **r = realloc(u->retired, cap * sizeof(*r));
-        if (!r) {
-            vt_modmap_free(nm);
-            goto out;
-        }
-        u->retired = r;
-        u->capretired = cap;
+    if (old && VT_GROW(u->retired, u->nretired, u->capretired, 16)) {
+        vt_modmap_free(nm);
+        goto out;
     }
     for (size_t i = 0; i < nm->n; i++) {
         const vt_module *n = &nm->mods[i];
