@@ -12,6 +12,19 @@ trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/a/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 [ -x "$prefix/bin/vramtrace" ] || { echo "FAIL: no $prefix/bin/vramtrace"; exit 1; }
+# What the README's commands need: the format for `protoc --decode`, the
+# documents, the man page.
+for f in share/vramtrace/vramtrace.proto share/doc/vramtrace/README.md share/doc/vramtrace/FORMAT.md \
+         share/doc/vramtrace/REPORT.md share/doc/vramtrace/LICENSE share/man/man1/vramtrace.1; do
+    [ -f "$prefix/$f" ] || { echo "FAIL: no $prefix/$f"; exit 1; }
+done
+if command -v protoc >/dev/null; then
+    # the README's decode line with the installed schema, on a real trace
+    src=$(cd "$(dirname "$0")/../.." && pwd)
+    zstd -dc "$src/tests/data/gpu-alloc-basic.zst" |
+        protoc -I "$prefix/share/vramtrace" --decode=vramtrace.Trace vramtrace.proto | grep -q 'header {' ||
+        { echo "FAIL: protoc --decode with the installed vramtrace.proto"; exit 1; }
+fi
 unset VRAMTRACE_LIB CUDA_INJECTION64_PATH
 if [ "$have_lib" = 1 ]; then
     [ -f "$prefix/lib/libvramtrace.so" ] || { echo "FAIL: no $prefix/lib/libvramtrace.so"; exit 1; }

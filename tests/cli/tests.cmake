@@ -31,3 +31,8 @@ if(EXISTS ${VT_TEST_DATA}/gpu-crash-kill.zst)
 endif()
 
 include(${CMAKE_CURRENT_LIST_DIR}/record.cmake)
+
+# The man page names every command and option that --help does.
+add_test(NAME cli.man COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/man_check.sh $<TARGET_FILE:vramtrace>
+                                   ${CMAKE_SOURCE_DIR}/docs/man/vramtrace.1)
+set_tests_properties(cli.man PROPERTIES LABELS "cli")
