@@ -10,10 +10,11 @@ import subprocess
 import sys
 
 
-def configs(build):
-    # the shipped library's code built with the benchmark switches (gate,
-    # CUPTI attributes: bench/inject.cmake), which libvramtrace.so lacks
-    lib = os.path.join(build, "bench", "libvramtrace-bench.so")
+def configs(build, gate=False):
+    # gate: the shipped library's code built with the benchmark switches
+    # (the gate, CUPTI attributes: bench/inject.cmake), which the shipped
+    # libvramtrace.so lacks; whole-process benchmarks time the shipped one
+    lib = os.path.join(build, "bench", "libvramtrace-bench.so") if gate else os.path.join(build, "libvramtrace.so")
     floor = os.path.join(build, "bench", "libvt_cupti_floor.so")
     traced = {"CUDA_INJECTION64_PATH": lib, "VRAMTRACE_QUIET": "0"}
     c = {

@@ -5,7 +5,7 @@ then of all the given logs together with a bootstrap 95 % interval of the
 median (4000 resamples, fixed seed: the same numbers every time).  Give
 only logs whose configs name the same library (a config's name is all
 this script knows of it).  BENCHMARKS.md's pooled step ratios come from
-it, e.g.  python3 bench/gate_pool.py bench/data/gate-s9-run[2-5].log
+it, e.g.  python3 bench/gate_pool.py bench/data/gate-s11-run*.log
 --diff A,B (repeatable): also the difference of the two configs' pooled
 medians, from the logs that ran both (side by side on one host), with a
 bootstrap interval that resamples processes within each log, e.g.

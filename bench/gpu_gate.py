@@ -37,7 +37,7 @@ out = os.environ.get("OUT", "/tmp")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_configs import block_pair_ratios, configs as bench_configs, start_step  # noqa: E402
 
-configs = bench_configs(build)
+configs = bench_configs(build, gate=True)
 cfgs = os.environ.get("VT_GATE_CONFIGS", "traced,floor,traced-nostacks").split(",")
 for c in cfgs:
     if "CUDA_INJECTION64_PATH" not in configs[c]:

@@ -1,4 +1,4 @@
-# bench/pystack.cmake - cost of a GIL-free Python stack capture (issue 6).
+# bench/pystack.cmake - cost of a GIL-free Python stack capture.
 # `cmake --build B --target bench_pystack` runs bench/pystack_bench.py on
 # every pyenv version of tests/inject/python.cmake (30 Python frames, loop inside C).
 if(TARGET vt_pystack)

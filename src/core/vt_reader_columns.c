@@ -1,9 +1,13 @@
-/* vt_reader_columns.c - KernelBatch decoding for the reader (see
- * vt_reader_columns.h).  One pass over the record into columns sized by the
- * record's length (an entry takes at least a byte) capped at
- * VT_KBATCH_READ_MAX; columns may come packed or, as protobuf allows, one
- * varint per entry, in any order and in pieces; their lengths are checked
- * against each other at the end.  Touches nothing but its own memory.
+/* vt_reader_columns.c - the column records for the reader (see
+ * vt_reader_columns.h): KernelBatch (varint columns, format 1), KernelBlock
+ * (bit-packed kernel columns) and MemBlock (bit-packed allocation and free
+ * columns with per-context templates).  A KernelBatch is read in one pass
+ * into columns sized by the record's length (an entry takes at least a
+ * byte) capped at VT_KBATCH_READ_MAX; its columns may come packed or, as
+ * protobuf allows, one varint per entry, in any order and in pieces, their
+ * lengths checked against each other at the end.  A block is decoded whole
+ * and its events handed out from the columns.  Touches nothing but its own
+ * memory.
  */
 #include "vt_reader_columns.h"
 

@@ -14,8 +14,9 @@
  * clock, go first), so that a free and a reuse of the same address by two
  * threads are not swapped.  All interning (strings, frames, stacks, threads,
  * launches, modules, Python code keys) happens on the writer thread.
- * Kernels that follow each other in that order are written as KernelBatch
- * records of 16..256 (docs/FORMAT.md); the stream order stays the same.
+ * Kernels that follow each other in that order are written as KernelBlock
+ * records of 16..256, allocations and frees as MemBlock records
+ * (docs/FORMAT.md); the stream order stays the same.
  *
  * Crash safety: the writer polls every flush_ms/4 and flushes (ZSTD_e_flush
  * + write) once data waited flush_ms/4, so an event is in the file about

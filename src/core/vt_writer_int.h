@@ -79,7 +79,7 @@
 #define VT_STAGE_BYTES (256u << 10)
 #define VT_EMERGENCY_WAIT_MS 1000 /* a signal handler waits at most this for the writer thread */
 #define VT_EMERGENCY_DRAIN_NS (100ull * 1000000) /* the writer thread's drain budget then */
-#define VT_KBATCH_MAX 256  /* kernels per KernelBatch record (bounded: packed without a size pass) */
+#define VT_KBATCH_MAX 256  /* kernels per KernelBlock record (bounded: packed without a size pass) */
 /* a KernelBlock or MemBlock column of m entries (vt_kcol): width, base, up
  * to 64 bits an entry, exceptions at worst, slack for the packer's 4-byte stores */
 #define VT_COL_BYTES(m) (1 + 10 + (m) * (8 + 2 * 10) + 8)

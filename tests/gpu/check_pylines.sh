@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check_pylines.sh - GPU check of Python call stacks (issue 6): PyTorch with
+# check_pylines.sh - GPU check of Python call stacks: PyTorch with
 # PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (one cudaMallocAsync per
 # tensor) runs tests/gpu/torch_pylines.py under the injection library with
 # VRAMTRACE_PYTHON_STACKS=1.  Each case allocated one tensor on a known line
