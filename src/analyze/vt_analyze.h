@@ -88,6 +88,7 @@ typedef struct {
     uint64_t t;        /* this event's time */
     uint32_t device;
     uint32_t stack;    /* the call site of its allocation: a stack id of the process, 0 none */
+    uint32_t unit;     /* the replay's accounting unit (call site x device x kind), stable across replays */
     uint8_t kind, api; /* vt_memkind, vt_allocapi of the call site's first allocation */
 } vt_replay_block;
 

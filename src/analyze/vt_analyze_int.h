@@ -238,6 +238,7 @@ typedef struct {
     /* header */
     int have_header;
     uint32_t pid, ppid;
+    uint64_t trace_clock_ns, realtime_ns; /* the header's clock pair: trace clock -> wall clock */
     char *host, *program, *clock;
     char **argv;
     uint32_t argc;
@@ -349,6 +350,11 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev);
 /* ev[0 .. n) in order; stops at the first error and returns it */
 int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n);
 int vt_proc_finish(vt_analysis *a, vt_proc *p);
+/* Every block still live in p's tables (allocations, and VMM physical
+ * allocations with their handle as the address): fn(ctx, address, size,
+ * allocation time, unit); stops at fn's first nonzero return. */
+int vt_proc_live_blocks(const vt_proc *p, int (*fn)(void *ctx, uint64_t addr, uint64_t size, uint64_t t, uint32_t unit),
+                        void *ctx);
 const char *vt_proc_string(const vt_proc *p, uint32_t id);
 /* frames of a stack, innermost first; returns depth (may exceed max) */
 uint32_t vt_proc_stack(const vt_proc *p, uint32_t stack, uint32_t *out, uint32_t max);

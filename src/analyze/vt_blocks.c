@@ -182,3 +182,27 @@ vt_block *blocks_lookup(vt_proc *p, uint64_t addr, vt_blockmap **table)
     }
     return NULL;
 }
+
+int vt_proc_live_blocks(const vt_proc *p, int (*fn)(void *ctx, uint64_t addr, uint64_t size, uint64_t t, uint32_t unit),
+                        void *ctx)
+{
+    const vt_blockmap *tabs[2] = {&p->blocks, &p->old};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < tabs[k]->cap; i++) {
+            const vt_block *b = &tabs[k]->slots[i];
+            if (b->addr && b->unit != VT_DEAD) {
+                int rc = fn(ctx, b->addr, b->size, b->t, b->unit);
+                if (rc)
+                    return rc;
+            }
+        }
+    for (size_t i = 0; i < p->vmm_handles.cap; i++) { /* VMM physical allocations not released */
+        if (!p->vmm_handles.keys[i])
+            continue;
+        const vt_vmm *v = &p->vmms[p->vmm_handles.vals[i] - 1];
+        int rc = fn(ctx, v->handle, v->size, v->t, v->unit);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}

@@ -337,6 +337,8 @@ static void copy_header(vt_proc *p, const vt_ev_header *h)
 {
     p->have_header = 1;
     p->pid = h->pid;
+    p->trace_clock_ns = h->trace_clock_ns;
+    p->realtime_ns = h->realtime_ns;
     p->ppid = h->ppid;
     free(p->host);
     p->host = xstrdup(h->hostname);

@@ -325,6 +325,7 @@ static inline void vt_replay_note_block(const vt_analysis *a, vt_proc *p, vt_blo
     b->t = t;
     b->device = u->device;
     b->stack = u->stack;
+    b->unit = ui;
     b->kind = u->kind;
     b->api = u->api;
 }

@@ -15,6 +15,7 @@ static const struct cmd_struct {
     {"dump", cmd_dump, "print the events of a trace, one per line"},
     {"report", cmd_report, "leaks, growth, peak, OOM and allocator view of traces"},
     {"diff", cmd_diff, "compare two traces per call site"},
+    {"export", cmd_export, "traces for Perfetto, chrome://tracing and PyTorch's memory_viz"},
     {"record", cmd_record, "run a command with tracing: vramtrace record -- CMD ARGS..."},
 };
 
