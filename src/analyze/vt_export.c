@@ -67,7 +67,7 @@ void vt_xjob_site_name(vt_xjob *j, const vt_proc *p, uint32_t stack, char *buf, 
 /* ------------------------------------------------------------ the timeline */
 
 #define XT_KERNEL_LANES 4
-#define XT_UNIT_LANES 8
+#define XT_UNIT_LANES 64
 #define XT_NVTX_LANES 8
 #define XT_MAX_THREADS 256
 
@@ -85,9 +85,10 @@ typedef struct {
 } xt_stream;
 
 typedef struct {
-    uint64_t end[XT_UNIT_LANES];
-    uint64_t track[XT_UNIT_LANES];
+    uint64_t *end, *track; /* lanes: the last slice's end, the lane's track */
+    size_t nlanes, caplanes, caplanes2;
     uint64_t live_track; /* the blocks still live at the end, nested */
+    char *site;          /* its call site's name (made once) */
 } xt_unit;
 
 typedef struct {
@@ -101,6 +102,13 @@ typedef struct {
     uint64_t t, id;
     char *msg;
 } xt_range;
+
+#define XT_LAUNCH_CACHE 64
+typedef struct { /* a launch signature's grid and block, printed once */
+    int valid;
+    uint32_t id;
+    char grid[40], block[40];
+} xt_launch;
 
 typedef struct { /* one process of the timeline */
     int declared;
@@ -124,6 +132,8 @@ typedef struct { /* one process of the timeline */
     uint64_t drv_free[64];
     uint32_t nfailed;
     uint64_t dropped_slices;
+    xt_launch launch[XT_LAUNCH_CACHE];
+    uint32_t live_ctr[8][VT_MEM__COUNT + 1]; /* the live-bytes counters of the first 8 devices: index + 1 */
 } xt_proc;
 
 typedef struct {
@@ -256,19 +266,36 @@ static const char *kind_label(unsigned k)
     }
 }
 
+/* The counter of key if declared, else NULL. */
+static xt_counter *xt_counter_find(xt *x, unsigned i, uint64_t key)
+{
+    uint64_t *v = vt_map_get(&x->procs[i].ctr_map, key);
+    return v ? &x->procs[i].ctr[*v - 1] : NULL;
+}
+
 static void xt_live_counters(xt *x, unsigned i, uint32_t dev, const int64_t *live, int64_t live_dev, uint64_t t)
 {
     char name[96], share[32];
-    snprintf(share, sizeof(share), "gpu%u", dev);
-    for (unsigned k = 0; k < VT_MEM__COUNT; k++) {
-        uint64_t key = 1ull << 60 | (uint64_t)dev << 8 | k;
-        if (!live[k] && !vt_map_get(&x->procs[i].ctr_map, key))
-            continue;
-        snprintf(name, sizeof(name), "GPU %u live bytes: %s", dev, kind_label(k));
-        xt_counter_set(x, i, xt_counter_get(x, i, key, name, share), t, live[k]);
+    for (unsigned k = 0; k <= VT_MEM__COUNT; k++) {
+        const int all = k == VT_MEM__COUNT; /* the device-resident total */
+        uint64_t key = all ? 2ull << 60 | dev : 1ull << 60 | (uint64_t)dev << 8 | k;
+        int64_t v = all ? live_dev : live[k];
+        uint32_t *ci = dev < 8 ? &x->procs[i].live_ctr[dev][k] : NULL;
+        xt_counter *c = ci && *ci ? &x->procs[i].ctr[*ci - 1] : xt_counter_find(x, i, key);
+        if (!c) {
+            if (!v && !all)
+                continue;
+            snprintf(share, sizeof(share), "gpu%u", dev);
+            if (all)
+                snprintf(name, sizeof(name), "GPU %u live bytes: device-resident", dev);
+            else
+                snprintf(name, sizeof(name), "GPU %u live bytes: %s", dev, kind_label(k));
+            c = xt_counter_get(x, i, key, name, share);
+        }
+        if (c && ci)
+            *ci = (uint32_t)(c - x->procs[i].ctr) + 1;
+        xt_counter_set(x, i, c, t, v);
     }
-    snprintf(name, sizeof(name), "GPU %u live bytes: device-resident", dev);
-    xt_counter_set(x, i, xt_counter_get(x, i, 2ull << 60 | dev, name, share), t, live_dev);
 }
 
 /* ---- lanes ---- */
@@ -354,17 +381,24 @@ static void xt_kernel(xt *x, unsigned i, const vt_proc *p, const vt_ev_kernel *k
         q->dropped_slices++;
         return;
     }
-    char name[96];
-    if (lane)
-        snprintf(name, sizeof(name), "GPU %u stream %u (overlap %d)", k->device, k->stream, lane);
-    else
-        snprintf(name, sizeof(name), "GPU %u stream %u", k->device, k->stream);
-    uint64_t tr = xt_lane_track(x, i, &s->track[lane], name, 0, 100 + (int)(key & 0xffff));
-    char grid[48], block[48];
-    snprintf(grid, sizeof(grid), "%u,%u,%u", k->grid[0], k->grid[1], k->grid[2]);
-    snprintf(block, sizeof(block), "%u,%u,%u", k->block[0], k->block[1], k->block[2]);
-    vt_xarg a[4] = {VT_XARG_S("grid", grid), VT_XARG_S("block", block), VT_XARG_I("shared_memory", k->shared_memory),
-                    VT_XARG_I("correlation", k->corr)};
+    if (!s->track[lane]) {
+        char name[96];
+        if (lane)
+            snprintf(name, sizeof(name), "GPU %u stream %u (overlap %d)", k->device, k->stream, lane);
+        else
+            snprintf(name, sizeof(name), "GPU %u stream %u", k->device, k->stream);
+        xt_lane_track(x, i, &s->track[lane], name, 0, 100 + (int)(key & 0xffff));
+    }
+    uint64_t tr = s->track[lane];
+    xt_launch *L = &q->launch[k->launch_id % XT_LAUNCH_CACHE];
+    if (!L->valid || L->id != k->launch_id) {
+        L->valid = 1;
+        L->id = k->launch_id;
+        snprintf(L->grid, sizeof(L->grid), "%u,%u,%u", k->grid[0], k->grid[1], k->grid[2]);
+        snprintf(L->block, sizeof(L->block), "%u,%u,%u", k->block[0], k->block[1], k->block[2]);
+    }
+    vt_xarg a[4] = {VT_XARG_S("grid", L->grid), VT_XARG_S("block", L->block),
+                    VT_XARG_I("shared_memory", k->shared_memory), VT_XARG_I("correlation", k->corr)};
     int rc = x->s->slice(x->s->ctx, tr, t0, t1, k->name ? k->name : "kernel", 0, 0, a, 4);
     if (rc)
         x->err = rc;
@@ -398,8 +432,16 @@ static void xt_block_slice(xt *x, unsigned i, const vt_replay_block *b, uint64_t
     if (t1 <= t0)
         t1 = t0 + 1;
     xt_unit *u = &q->units[b->unit];
-    char site[400], name[520];
-    vt_xjob_site_name(x->j, m, b->stack, site, sizeof(site));
+    char name[520];
+    if (!u->site) {
+        char s[400];
+        vt_xjob_site_name(x->j, m, b->stack, s, sizeof(s));
+        if (!(u->site = strdup(s))) {
+            x->err = VT_ERR_NOMEM;
+            return;
+        }
+    }
+    const char *site = u->site;
     uint32_t dev = b->device < 8 ? b->device : 7;
     char gname[64];
     snprintf(gname, sizeof(gname), "GPU %u allocations (call sites)", b->device);
@@ -409,7 +451,16 @@ static void xt_block_slice(xt *x, unsigned i, const vt_replay_block *b, uint64_t
         snprintf(name, sizeof(name), "%s (live at the end)", site);
         tr = xt_lane_track(x, i, &u->live_track, name, parent, (int)b->unit * 16 + 15);
     } else {
-        int lane = xt_lane(u->end, XT_UNIT_LANES, t0, t1);
+        int lane = xt_lane(u->end, (int)u->nlanes, t0, t1);
+        if (lane < 0 && u->nlanes < XT_UNIT_LANES) { /* one more lane */
+            if (VT_GROW(u->end, u->nlanes, u->caplanes, 4) || VT_GROW(u->track, u->nlanes, u->caplanes2, 4)) {
+                x->err = VT_ERR_NOMEM;
+                return;
+            }
+            u->end[u->nlanes] = t1;
+            u->track[u->nlanes] = 0;
+            lane = (int)u->nlanes++;
+        }
         if (lane < 0) {
             q->dropped_slices++;
             return;
@@ -736,6 +787,11 @@ static void xt_free(xt *x)
         free(q->ctr);
         vt_map_free(&q->ctr_map);
         free(q->streams);
+        for (size_t k = 0; k < q->nunits; k++) {
+            free(q->units[k].site);
+            free(q->units[k].end);
+            free(q->units[k].track);
+        }
         free(q->units);
         for (size_t k = 0; k < q->nthreads; k++)
             free(q->threads[k].name);

@@ -241,10 +241,13 @@ static void mv_entry(mv *m, unsigned proc, const vt_proc *p, uint32_t device, co
     fputc('u', f);
 }
 
-/* ---- the live set and the segments at the view ---- */
+/* ---- the set live at the view and its segments ---- */
+
+static void mv_live_del(mv *m, uint64_t addr);
 
 static void mv_live_add(mv *m, const mv_block *b)
 {
+    mv_live_del(m, b->addr); /* a block over one whose free was not seen */
     if (VT_GROW(m->live, m->nlive, m->caplive, 1024) || vt_map_put(&m->live_map, b->addr + 1, m->nlive + 1)) {
         m->err = VT_ERR_NOMEM;
         return;
@@ -393,8 +396,6 @@ static int mv_on_event(void *ctx, const vt_replay_event *re)
         vt_map_free(&m->live_map);
     }
     const uint64_t t = ev->time_ns;
-    if (!m->snapped && p->view_t && t > p->view_t && ev->type != VT_EV_KERNEL)
-        mv_snapshot(m, proc);
     int inw = vt_xjob_in_window(m->j, p, t);
     for (unsigned k = 0; k < re->nblocks; k++) {
         const vt_replay_block *b = &re->blocks[k];
@@ -402,14 +403,20 @@ static int mv_on_event(void *ctx, const vt_replay_event *re)
             continue; /* physical handles: their mappings are the segments */
         const vt_unit *u = b->unit < lp->nunits ? &lp->units[b->unit] : NULL;
         int segment = u && u->segment;
+        /* the blocks live at the view by their times (module globals come
+         * late, from CUPTI's activity records, with earlier times): in the
+         * set when allocated at or before the view, out when freed then */
+        const uint64_t view = p->view_t ? p->view_t : UINT64_MAX;
         if (b->op == VT_BLOCK_BEGIN) {
             mv_block mb = {b->address, b->size, b->t_alloc, b->stack, b->unit, b->kind, b->api, (uint8_t)segment};
-            mv_live_add(m, &mb);
+            if (b->t_alloc <= view)
+                mv_live_add(m, &mb);
             if (inw)
                 mv_entry(m, proc, p, b->device, segment ? "segment_alloc" : "alloc", b->address, b->size, b->t,
                          b->stack, -1);
         } else {
-            mv_live_del(m, b->address);
+            if (b->t <= view)
+                mv_live_del(m, b->address);
             if (!inw)
                 continue;
             if (segment) {

@@ -76,16 +76,22 @@ static void pb_msg(pb *b, unsigned f, const pb *m) { pb_bytes(b, f, m->d, m->n);
 static void pb_reset(pb *b) { b->n = 0; }
 
 /* interned strings and stacks: iid by content */
+#define ISTR_PCACHE 256
 typedef struct {
     char **s;
     size_t n, cap;
     vt_map map; /* hash -> index + 1 (chained by linear search on collision) */
+    struct {
+        const char *p;
+        uint64_t iid;
+    } pc[ISTR_PCACHE]; /* by the string's address: the same pointer is mostly the same string */
 } istr;
 
 typedef struct {
     FILE *out;
     pb pkt, ev, sub, sub2, intern;
-    istr names, paths;
+    pb obuf; /* packets not yet written (flushed at 1 MiB) */
+    istr names, paths, evnames, annots;
     vt_map frames;     /* (name iid << 40 | path iid << 20 | line) -> frame iid */
     uint64_t nframes;
     uint64_t *cs;      /* callstacks: concatenated frame iids, [len, ids...] per stack */
@@ -96,18 +102,32 @@ typedef struct {
     int started;
 } pf;
 
+static int pf_flush(pf *f)
+{
+    int ok = fwrite(f->obuf.d, 1, f->obuf.n, f->out) == f->obuf.n;
+    f->obuf.n = 0;
+    return ok ? 0 : VT_ERR_IO;
+}
+
 static int pf_write(pf *f, pb *pkt)
 {
     if (pkt->oom)
         return VT_ERR_NOMEM;
-    pb hdr = {0};
-    pb_varint(&hdr, 1 << 3 | 2);
-    pb_varint(&hdr, pkt->n);
-    int ok = !hdr.oom && fwrite(hdr.d, 1, hdr.n, f->out) == hdr.n && fwrite(pkt->d, 1, pkt->n, f->out) == pkt->n;
-    f->bytes += hdr.n + pkt->n;
-    free(hdr.d);
+    uint8_t hdr[11];
+    size_t k = 0;
+    hdr[k++] = 1 << 3 | 2; /* Trace.packet */
+    for (uint64_t v = pkt->n; ; v >>= 7) {
+        hdr[k++] = (uint8_t)(v < 0x80 ? v : (v & 0x7f) | 0x80);
+        if (v < 0x80)
+            break;
+    }
+    f->bytes += k + pkt->n;
+    pb_raw(&f->obuf, hdr, k);
+    pb_raw(&f->obuf, pkt->d, pkt->n);
     pb_reset(pkt);
-    return ok ? 0 : VT_ERR_IO;
+    if (f->obuf.oom)
+        return VT_ERR_NOMEM;
+    return f->obuf.n >= (1u << 20) ? pf_flush(f) : 0;
 }
 
 /* a packet on our sequence at t (0: no timestamp) */
@@ -183,11 +203,30 @@ static int pf_track(void *ctx, uint64_t track, uint64_t parent, int kind, const 
     return pf_write(f, &f->pkt);
 }
 
+static uint64_t istr_get(istr *t, const char *s, int *fresh);
+static void intern_string(pf *f, unsigned field, uint64_t iid, const char *s);
+
+/* iid of an event name or annotation name, defined in this packet's
+ * interned data when new (field: InternedData.event_names 2 or
+ * debug_annotation_names 3, {iid 1, name 2}) */
+static uint64_t pf_iid(pf *f, istr *t, unsigned field, const char *s)
+{
+    int fresh;
+    uint64_t iid = istr_get(t, s ? s : "", &fresh);
+    if (!iid) {
+        f->pkt.oom = 1;
+        return 0;
+    }
+    if (fresh)
+        intern_string(f, field, iid, s ? s : "");
+    return iid;
+}
+
 static void pf_args(pf *f, const vt_xarg *a, int n)
 {
     for (int k = 0; k < n; k++) {
         pb_reset(&f->sub);
-        pb_str(&f->sub, 10, a[k].key);
+        pb_uint(&f->sub, 1, pf_iid(f, &f->annots, 3, a[k].key));
         if (a[k].is_str)
             pb_str(&f->sub, 6, a[k].s);
         else
@@ -199,13 +238,16 @@ static void pf_args(pf *f, const vt_xarg *a, int n)
 static int pf_event(pf *f, uint64_t t, uint64_t track, unsigned type, const char *name, const vt_xarg *a, int n)
 {
     pb_reset(&f->ev);
+    pb_reset(&f->intern);
     pb_uint(&f->ev, 9, type);
     pb_uint(&f->ev, 11, track);
     if (name)
-        pb_str(&f->ev, 23, name);
+        pb_uint(&f->ev, 10, pf_iid(f, &f->evnames, 2, name));
     pf_args(f, a, n);
-    pf_begin(f, t, 0);
+    pf_begin(f, t, name || n);
     pb_msg(&f->pkt, 11, &f->ev);
+    if (f->intern.n)
+        pb_msg(&f->pkt, 12, &f->intern);
     return pf_write(f, &f->pkt);
 }
 
@@ -257,13 +299,24 @@ static uint64_t str_hash(const char *s)
 static uint64_t istr_get(istr *t, const char *s, int *fresh)
 {
     *fresh = 0;
+    const unsigned slot = (unsigned)(((uintptr_t)s >> 3) * 0x9E3779B97F4A7C15ull >> 56) % ISTR_PCACHE;
+    if (t->pc[slot].p == s && !strcmp(t->s[t->pc[slot].iid - 1], s))
+        return t->pc[slot].iid;
+    uint64_t iid = 0;
     uint64_t h = str_hash(s);
     for (uint64_t probe = h;; probe = vt_hash64(probe) | 1) {
         uint64_t *v = vt_map_get(&t->map, probe);
         if (!v)
             break;
-        if (!strcmp(t->s[*v - 1], s))
-            return *v;
+        if (!strcmp(t->s[*v - 1], s)) {
+            iid = *v;
+            break;
+        }
+    }
+    if (iid) {
+        t->pc[slot].p = s;
+        t->pc[slot].iid = iid;
+        return iid;
     }
     if (VT_GROW(t->s, t->n, t->cap, 64))
         return 0;
@@ -277,6 +330,8 @@ static uint64_t istr_get(istr *t, const char *s, int *fresh)
     if (vt_map_put(&t->map, probe, t->n))
         return 0;
     *fresh = 1;
+    t->pc[slot].p = s;
+    t->pc[slot].iid = t->n;
     return t->n;
 }
 
@@ -384,11 +439,11 @@ static int pf_flame(void *ctx, uint64_t track, uint64_t t, const vt_xframe *fr, 
     pb_reset(&f->ev);
     pb_uint(&f->ev, 9, 3);
     pb_uint(&f->ev, 11, track);
-    pb_str(&f->ev, 23, name);
+    pb_uint(&f->ev, 10, pf_iid(f, &f->evnames, 2, name));
     pb_uint(&f->ev, 56, csid);
     pb_uint(&f->ev, 57, bytes);
     pb_reset(&f->sub);
-    pb_str(&f->sub, 10, "bytes");
+    pb_uint(&f->sub, 1, pf_iid(f, &f->annots, 3, "bytes"));
     pb_int(&f->sub, 4, (int64_t)bytes);
     pb_msg(&f->ev, 4, &f->sub);
     pf_begin(f, t, 1);
@@ -401,7 +456,8 @@ static int pf_flame(void *ctx, uint64_t track, uint64_t t, const vt_xframe *fr, 
 static int pf_finish(void *ctx)
 {
     pf *f = ctx;
-    return fflush(f->out) ? VT_ERR_IO : 0;
+    int rc = pf_flush(f);
+    return rc ? rc : fflush(f->out) ? VT_ERR_IO : 0;
 }
 
 static void pf_free(void *ctx)
@@ -412,8 +468,11 @@ static void pf_free(void *ctx)
     free(f->sub.d);
     free(f->sub2.d);
     free(f->intern.d);
+    free(f->obuf.d);
     istr_free(&f->names);
     istr_free(&f->paths);
+    istr_free(&f->evnames);
+    istr_free(&f->annots);
     vt_map_free(&f->frames);
     vt_map_free(&f->cs_map);
     free(f->cs);

@@ -35,6 +35,8 @@ static void export_usage(FILE *f)
             "                       live at the view and those of growing call sites)\n"
             "  --max-points N       counter points per track: min, max and last of N/3 time\n"
             "                       buckets (default 100000)\n"
+            "  --max-bytes BYTES    chrome: refuse to write more than BYTES of JSON (default\n"
+            "                       256M: what a browser still opens)\n"
             "  --no-symbols         do not read binaries to symbolize native frames\n"
             "  --sysroot DIR        look for the traced binaries under DIR\n"
             "  --no-progress        never print progress on stderr\n");
@@ -76,7 +78,7 @@ int cmd_export(int argc, char **argv)
             return 0;
         }
         if (!strcmp(o, "--format") || !strcmp(o, "-o") || !strcmp(o, "--output") || !strcmp(o, "--start") ||
-            !strcmp(o, "--end") || !strcmp(o, "--max-points")) {
+            !strcmp(o, "--end") || !strcmp(o, "--max-points") || !strcmp(o, "--max-bytes")) {
             if (!v) {
                 fprintf(stderr, "vramtrace export: %s needs a value\n", o);
                 free(inputs);
@@ -98,6 +100,14 @@ int cmd_export(int argc, char **argv)
                 }
             } else if (!strcmp(o, "-o") || !strcmp(o, "--output")) {
                 out_path = v;
+            } else if (!strcmp(o, "--max-bytes")) {
+                uint64_t b;
+                if (vt_parse_bytes(v, &b) || !b) {
+                    fprintf(stderr, "vramtrace export: --max-bytes wants a size (256M), not '%s'\n", v);
+                    free(inputs);
+                    return 2;
+                }
+                cfg.max_bytes = b;
             } else if (!strcmp(o, "--max-points")) {
                 char *end;
                 unsigned long long n = strtoull(v, &end, 10);

@@ -93,6 +93,7 @@ def main(path, report=None):
         r = json.load(open(report))
         want = 0
         for p in r["processes"]:
+            want += p["leaks"]["module_globals_bytes"]  # device memory too, apart in the report
             for site in p["leaks"]["sites"]:
                 if site["kind"] not in ("pinned_host", "host_registered") and site["api"] != "vmm":
                     want += site["bytes"]

@@ -64,6 +64,7 @@ def main(path):
     if not packets:
         fail("no packets")
     tracks, names, paths, frames, stacks = {}, set(), set(), set(), set()
+    evnames, annots = set(), set()
     slices = []  # (ts, order, track, +1/-1)
     counters = instants = flames = 0
     for n, raw in enumerate(packets):
@@ -83,7 +84,11 @@ def main(path):
             for f, _, v in fields(interned):
                 m = fields(v)
                 iid = get(m, 1)
-                if f == 5:
+                if f == 2:
+                    evnames.add(iid)
+                elif f == 3:
+                    annots.add(iid)
+                elif f == 5:
                     names.add(iid)
                 elif f == 18:
                     paths.add(iid)
@@ -115,6 +120,14 @@ def main(path):
                 fail("packet %d: event on undefined track %s" % (n, tr))
             if ts is None:
                 fail("packet %d: event without a timestamp" % n)
+            ni = get(e, 10)
+            if ni is not None and (ni not in evnames or not flags & 2):
+                fail("packet %d: event name iid %d undefined (or without NEEDS_INCREMENTAL_STATE)" % (n, ni))
+            for k, _, v in e:
+                if k == 4:
+                    ai = get(fields(v), 1)
+                    if ai is not None and ai not in annots:
+                        fail("packet %d: annotation name iid %d undefined" % (n, ai))
             if ty == 4:
                 if not tracks[tr]:
                     fail("packet %d: counter value on a slice track" % n)

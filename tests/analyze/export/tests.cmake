@@ -1,0 +1,9 @@
+# tests/analyze/export: `vramtrace export` on every real fixture, validated
+# per format (export.sh), with golden text forms in tests/analyze/golden.
+find_program(VT_PROTOC protoc)
+if(VT_PROTOC)
+  add_test(NAME analyze.export
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/export.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
+            ${CMAKE_CURRENT_LIST_DIR}/../golden)
+  set_tests_properties(analyze.export PROPERTIES LABELS "analyze;golden" TIMEOUT 900)
+endif()
