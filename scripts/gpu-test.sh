@@ -181,6 +181,22 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         esac
         PYTORCH_CUDA_ALLOC_CONF=$conf run_one "torch_$mode" 0 python3 "$root/tests/gpu/torch_train.py"
     done
+    # those traces as PyTorch memory snapshots, read by PyTorch's own
+    # memory_viz (trace_plot, segment_plot, stats: tests/gpu/check_memviz_torch.py)
+    snaps=()
+    for mode in default expandable async; do
+        t=$(ls "$W/traces/torch_$mode"/*.zst 2>/dev/null | head -1)
+        [ -n "$t" ] || continue
+        "$VRAMTRACE_CLI" export --no-progress --no-symbols --format memory-viz -o "$W/traces/torch_$mode.pickle" "$t" \
+            2>>"$W/logs/memviz.err" && snaps+=("$W/traces/torch_$mode.pickle")
+    done
+    if want memviz && [ ${#snaps[@]} -gt 0 ]; then
+        if python3 "$root/tests/gpu/check_memviz_torch.py" "${snaps[@]}" >"$W/logs/memviz.out" 2>&1; then
+            record memviz ok "${#snaps[@]} snapshots read by torch.cuda._memory_viz trace_plot, segment_plot, stats"
+        else
+            record memviz FAIL "see logs/memviz.out"
+        fi
+    fi
 else
     record torch SKIP "no torch with CUDA"
 fi
