@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# Install the Debian packages vramtrace needs to build and test, if missing.
-# Only apt-get; nothing else is downloaded.  Safe to run repeatedly.
+# Install what vramtrace needs to build and test, if missing: Debian
+# packages (apt-get), and the npm packages of the HTML report's browser
+# test (viewer/package-lock.json: playwright-core, which drives Debian's
+# chromium).  Safe to run repeatedly.
 set -euo pipefail
 
 pkgs=(cmake make gcc g++ pkg-config
       libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
-      libzstd-dev zstd libdw-dev libelf-dev libcmocka-dev python3)
+      libzstd-dev zstd libdw-dev libelf-dev libcmocka-dev python3 chromium)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+npm_deps() { # the viewer's test packages, from its lockfile
+    local here
+    here=$(cd "$(dirname "$0")/.." && pwd)
+    if command -v npm >/dev/null && [ ! -d "$here/viewer/node_modules/playwright-core" ]; then
+        echo "install-deps: npm ci in viewer/"
+        (cd "$here/viewer" && npm ci --no-audit --no-fund --silent)
+    fi
+}
 if [ ${#missing[@]} -eq 0 ]; then
+    npm_deps
     exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
@@ -23,3 +34,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+npm_deps

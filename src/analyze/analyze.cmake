@@ -8,3 +8,13 @@ target_link_libraries(vt_analyze PRIVATE vt_core PkgConfig::LIBDW stdc++ m)
 # shuffles to take them apart again (-2.3 instructions per record for
 # report, BENCHMARKS.md: analyze).
 set_source_files_properties(vt_replay.c vt_replay_account.c vt_blocks.c PROPERTIES COMPILE_OPTIONS -fno-tree-slp-vectorize)
+# The HTML report's page (viewer/), inlined and embedded at build time.
+set(VT_VIEWER_DIR ${PROJECT_SOURCE_DIR}/viewer)
+add_custom_command(
+  OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/vt_viewer_page.c
+  COMMAND ${CMAKE_COMMAND} -DSRC=${VT_VIEWER_DIR} -DOUT=${CMAKE_CURRENT_BINARY_DIR}/vt_viewer_page.c
+          -P ${PROJECT_SOURCE_DIR}/cmake/embed_viewer.cmake
+  DEPENDS ${VT_VIEWER_DIR}/index.html ${VT_VIEWER_DIR}/style.css ${VT_VIEWER_DIR}/lib.js ${VT_VIEWER_DIR}/app.js
+          ${PROJECT_SOURCE_DIR}/cmake/embed_viewer.cmake
+  COMMENT "embed viewer/ (the HTML report's page)")
+target_sources(vt_analyze PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/vt_viewer_page.c)

@@ -119,9 +119,15 @@ int vt_analysis_finish(vt_analysis *a);
 int vt_report_text(vt_analysis *a, FILE *out);
 int vt_report_json(vt_analysis *a, FILE *out);
 
+/* The HTML page (viewer/, embedded): the JSON report with each process's
+ * timeline and call-site histograms from a second replay of the same
+ * inputs (files or directories); after finish. */
+int vt_report_html(vt_analysis *a, char *const *inputs, int ninputs, FILE *out);
+
 /* Compare two finished analyses per call site (A = before, B = after). */
 int vt_diff_text(vt_analysis *a, vt_analysis *b, FILE *out);
 int vt_diff_json(vt_analysis *a, vt_analysis *b, FILE *out);
+int vt_diff_html(vt_analysis *a, vt_analysis *b, FILE *out);
 
 /* After finish: totals used by --fail-on-leak / --fail-on-growth, summed
  * over the processes. */

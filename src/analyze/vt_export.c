@@ -709,7 +709,8 @@ static int xt_finish_proc(xt *x, unsigned i)
     xt_live l = {x, i, NULL, 0, 0};
     rc = vt_proc_live_blocks(x->j->live->procs[i], xt_collect_live, &l);
     if (!rc) {
-        qsort(l.v, l.n, sizeof(*l.v), live_cmp);
+        if (l.n)
+            qsort(l.v, l.n, sizeof(*l.v), live_cmp);
         for (size_t k = 0; k < l.n && !x->err; k++)
             xt_block_slice(x, i, &l.v[k], m->t_last, 1);
     }

@@ -345,7 +345,8 @@ static void mv_snapshot(mv *m, unsigned proc)
         return;
     m->snapped = 1;
     const vt_proc *p = m->j->model->procs[proc];
-    qsort(m->live, m->nlive, sizeof(*m->live), blk_cmp);
+    if (m->nlive)
+        qsort(m->live, m->nlive, sizeof(*m->live), blk_cmp);
     /* by device: the blocks live[] of one device are not contiguous in
      * the sort (by kind, address); take each device in turn */
     for (int d = 0; d < MV_MAX_DEVS; d++) {

@@ -15,7 +15,8 @@ int vt_cli_add_input(vt_analysis *a, const char *path);
 static void diff_usage(FILE *f)
 {
     fprintf(f, "usage: vramtrace diff [options] A B   (A, B: trace files or directories)\n"
-               "  --json  --at TIME|MARKER|end  --top N  --frames N  --no-symbols  --sysroot DIR  --no-progress\n"
+               "  --json  --html FILE  --at TIME|MARKER|end  --top N  --frames N  --no-symbols  --sysroot DIR\n"
+               "  --no-progress\n"
                "  (as for `vramtrace report`)\n");
 }
 
@@ -25,6 +26,7 @@ int cmd_diff(int argc, char **argv)
     vt_analysis_config_default(&cfg);
     cfg.progress = 1;
     int json = 0, n = 0, rc = 0;
+    const char *html = NULL;
     const char *in[2] = {NULL, NULL};
     vt_analysis *an[2] = {NULL, NULL};
     for (int i = 1; i < argc; i++) {
@@ -35,6 +37,14 @@ int cmd_diff(int argc, char **argv)
         }
         if (!strcmp(o, "--json")) {
             json = 1;
+            continue;
+        }
+        if (!strcmp(o, "--html")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "vramtrace diff: --html needs a file name\n");
+                return 2;
+            }
+            html = argv[++i];
             continue;
         }
         int k = vt_cli_common_option(argc, argv, &i, &cfg);
@@ -63,6 +73,18 @@ int cmd_diff(int argc, char **argv)
             rc = 1;
             goto cleanup;
         }
+    }
+    if (html) {
+        FILE *f = fopen(html, "w");
+        int hrc = f ? vt_diff_html(an[0], an[1], f) : VT_ERR_IO;
+        if (f && fclose(f) && !hrc)
+            hrc = VT_ERR_IO;
+        if (hrc) {
+            fprintf(stderr, "vramtrace diff: %s: cannot write the page: %s\n", html, vt_strerror(hrc));
+            rc = 1;
+            goto cleanup;
+        }
+        fprintf(stderr, "vramtrace diff: wrote %s\n", html);
     }
     if ((json ? vt_diff_json(an[0], an[1], stdout) : vt_diff_text(an[0], an[1], stdout)) || fflush(stdout)) {
         fprintf(stderr, "vramtrace diff: cannot write the output\n");

@@ -18,6 +18,8 @@ static void report_usage(FILE *f)
     fprintf(f,
             "usage: vramtrace report [options] TRACE|DIR...\n"
             "  --json               JSON output (schema in docs/REPORT.md)\n"
+            "  --html FILE          also write the report as one self-contained HTML page\n"
+            "                       (timeline, flamegraph, tables; opens offline)\n"
             "  --at TIME|MARKER     leak view at TIME after the start (1.5s, 200ms) or at the last\n"
             "                       NVTX mark/range MARKER; `--at end` = end of trace.\n"
             "                       Default: the end of the last kernel.\n"
@@ -108,6 +110,7 @@ int cmd_report(int argc, char **argv)
     int json = 0, rc = 0, ninputs = 0;
     uint64_t fail_leak = 0, fail_growth = 0;
     int have_fail_leak = 0, have_fail_growth = 0;
+    const char *html = NULL;
     char **inputs = calloc((size_t)argc + 1, sizeof(char *));
     vt_analysis *a = NULL;
     if (!inputs)
@@ -121,6 +124,15 @@ int cmd_report(int argc, char **argv)
         }
         if (!strcmp(o, "--json")) {
             json = 1;
+            continue;
+        }
+        if (!strcmp(o, "--html")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "vramtrace report: --html needs a file name\n");
+                rc = 2;
+                goto cleanup;
+            }
+            html = argv[++i];
             continue;
         }
         if (!strcmp(o, "--fail-on-leak") || !strcmp(o, "--fail-on-growth")) {
@@ -173,8 +185,22 @@ int cmd_report(int argc, char **argv)
         rc = 1;
         goto cleanup;
     }
+    if (html) { /* the page, then the text report as usual unless --json */
+        FILE *f = strcmp(html, "-") ? fopen(html, "w") : stdout;
+        int hrc = f ? vt_report_html(a, inputs, ninputs, f) : VT_ERR_IO;
+        if (f && f != stdout && fclose(f) && !hrc)
+            hrc = VT_ERR_IO;
+        if (hrc) {
+            fprintf(stderr, "vramtrace report: %s: cannot write the page: %s\n", html, vt_strerror(hrc));
+            rc = 1;
+            goto cleanup;
+        }
+        fprintf(stderr, "vramtrace report: wrote %s\n", html);
+        if (!strcmp(html, "-"))
+            json = -1; /* the page went to stdout */
+    }
     /* Nothing readable: the errors alone say it (JSON keeps its schema). */
-    int empty = !json && vt_analysis_nprocs(a) == 0 && vt_analysis_nerrors(a) > 0;
+    int empty = json < 0 || (!json && vt_analysis_nprocs(a) == 0 && vt_analysis_nerrors(a) > 0);
     if (!empty && ((json ? vt_report_json(a, stdout) : vt_report_text(a, stdout)) || fflush(stdout))) {
         fprintf(stderr, "vramtrace report: cannot write the report\n");
         rc = 1;

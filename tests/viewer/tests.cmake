@@ -1,0 +1,13 @@
+# tests/viewer: the HTML report's page (viewer/): its data transforms under
+# node's own test runner, and the page in a real browser (Debian's chromium
+# driven by playwright-core) on every fixture, a whole job and a diff.
+# scripts/install-deps.sh installs chromium and viewer/node_modules.
+find_program(VT_NODE node)
+if(VT_NODE)
+  add_test(NAME viewer.unit COMMAND ${VT_NODE} --test ${PROJECT_SOURCE_DIR}/viewer/test/)
+  set_tests_properties(viewer.unit PROPERTIES LABELS "viewer")
+  add_test(NAME viewer.browser
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/browser.sh ${VT_NODE} $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
+            ${CMAKE_BINARY_DIR}/viewer-pages ${PROJECT_SOURCE_DIR}/viewer)
+  set_tests_properties(viewer.browser PROPERTIES LABELS "viewer" TIMEOUT 900 SKIP_RETURN_CODE 77)
+endif()

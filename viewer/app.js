@@ -1,0 +1,477 @@
+/* app.js - the report page: the verdict and summary of a process, a
+ * timeline per device (click: a time; drag: a range; wheel: zoom;
+ * double-click: all), the icicle of live bytes by call site at the chosen
+ * time (or what the chosen range allocated and left live), and the
+ * report's tables, sortable and filterable, each row finding its frames in
+ * the icicle.  A diff page (window.VT_DIFF) shows the differential icicle
+ * and the table of changes.  Data: window.VT_REPORT (the JSON report),
+ * window.VT_SERIES (timelines, call-site histograms). */
+(function () {
+  "use strict";
+  var L = VTLIB, $ = function (id) { return document.getElementById(id); };
+  var COLORS = { "device-resident": "#4c78a8", "device": "#72b7b2", "module globals": "#b279a2",
+    "managed": "#9d755d", "pinned host": "#bab0ac", "arrays": "#54a24b", "host registered": "#d6d6d6",
+    "driver used": "#e45756", "pool reserved": "#f58518", "pool used": "#eeca3b", "unknown kind": "#999" };
+  var st = { proc: 0, sel: null, zoom: null, native: false, search: "", view: [0, 0] };
+
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function userFrame(s) {
+    var f = s && (s.user_frame || (s.site && s.site.user_frame));
+    if (!f) return "(no call stack)";
+    if (f.kind === "python") return f["function"] + " (" + f.file.split("/").pop() + ":" + f.line + ")";
+    return f["function"] || ((f.module || "?").split("/").pop() + "+" + f.offset);
+  }
+
+  /* ---------------------------------------------------------- the report */
+
+  function procLabel(p, i) {
+    return (p.program || "?") + " (rank " + (p.rank === null || p.rank === undefined ? 0 : p.rank) + ", pid " + p.pid + ")";
+  }
+
+  function verdict(p) {
+    var grown = p.growth ? p.growth.grown_bytes : 0, leak = p.leaks ? p.leaks.bytes : 0;
+    var failed = p.oom ? p.oom.failed : 0;
+    if (failed) return { cls: "bad", text: failed + " failed allocation" + (failed > 1 ? "s" : "") +
+      (grown ? "; memory grew by " + L.fmtBytes(grown) : "") };
+    if (grown) return { cls: "bad", text: "growing: " + L.fmtBytes(grown) + " in " + p.growth.sites.length +
+      " call site" + (p.growth.sites.length > 1 ? "s" : "") };
+    return { cls: "ok", text: "no growth; " + L.fmtBytes(leak) + " live at the view" };
+  }
+
+  function summary(p, s) {
+    var box = $("summary");
+    box.textContent = "";
+    var v = verdict(p);
+    var vd = el("div", { id: "verdict", "class": "verdict " + v.cls }, v.text);
+    box.appendChild(vd);
+    if ((p.read_errors && p.read_errors.length) || (VT_REPORT.errors && VT_REPORT.errors.length)) {
+      var errs = (p.read_errors || []).concat(VT_REPORT.errors || []);
+      box.appendChild(el("div", { id: "damaged", "class": "damaged" },
+        "The trace is damaged: " + errs.join("; ") + ". What follows is what could be read."));
+    }
+    var dl = el("dl");
+    function row(k, val, id) {
+      dl.appendChild(el("dt", {}, k));
+      var d = el("dd", id ? { id: id } : {}, val);
+      dl.appendChild(d);
+    }
+    (p.devices || []).forEach(function (d) {
+      row("GPU " + d.index + " peak", L.fmtBytes(d.peak_live_bytes) + " at " + L.fmtTime(d.peak_time_s), "peak-" + d.index);
+    });
+    row("live at the view", L.fmtBytes(p.leaks ? p.leaks.bytes : 0) + " (" + (p.view ? p.view.description : "") + ")", "view");
+    row("growth", L.fmtBytes(p.growth ? p.growth.grown_bytes : 0), "growth");
+    row("failed allocations", String(p.oom ? p.oom.failed : 0), "failed");
+    var a = p.allocator || {};
+    row("allocator", (a.mode || "?") + (a.tensor_level ? " (every tensor is an allocation)" :
+      " (the caching allocator's segments are recorded, not its tensors)"));
+    row("duration", L.fmtTime(p.duration_s || (s ? s.duration_s : 0)));
+    box.appendChild(dl);
+  }
+
+  /* ---------------------------------------------------------- timeline */
+
+  function bucketOf(s, t) { return Math.max(0, Math.min(s.buckets - 1, Math.floor(t / s.bucket_s))); }
+
+  function drawTimelines(s) {
+    var box = $("timelines");
+    box.textContent = "";
+    if (!s || !s.devices.length) {
+      box.appendChild(el("p", {}, "No device memory was recorded."));
+      return;
+    }
+    s.devices.forEach(function (d) {
+      var wrap = el("div", { "class": "tl" });
+      var title = el("div", { "class": "tl-title" }, "GPU " + d.device + " \u2014 peak " + L.fmtBytes(d.peak_bytes) +
+        " at " + L.fmtTime(d.peak_s));
+      title.id = "tl-title-" + d.device;
+      var c = el("canvas", { "class": "tl-canvas", "data-device": d.device, height: "190" });
+      var leg = el("div", { "class": "legend" });
+      d.series.forEach(function (ser) {
+        var it = el("span", { "class": "key" });
+        var sw = el("i");
+        sw.style.background = COLORS[ser.name] || "#888";
+        it.appendChild(sw);
+        it.appendChild(document.createTextNode(ser.name));
+        leg.appendChild(it);
+      });
+      wrap.appendChild(title);
+      wrap.appendChild(c);
+      wrap.appendChild(leg);
+      box.appendChild(wrap);
+      c.width = Math.max(400, box.clientWidth - 2);
+      paint(c, s, d);
+      interact(c, s, d);
+    });
+  }
+
+  function paint(c, s, d) {
+    var g = c.getContext("2d"), W = c.width, H = c.height, pad = 46, top = 6, bot = 18;
+    g.clearRect(0, 0, W, H);
+    var v0 = st.view[0], v1 = st.view[1], cols = W - pad;
+    var hi = 1;
+    d.series.forEach(function (ser) { for (var b = Math.floor(v0); b < v1; b++) if (ser.max[b] > hi) hi = ser.max[b]; });
+    var y = function (v) { return top + (H - top - bot) * (1 - v / hi); };
+    var x = function (b) { return pad + (b - v0) / (v1 - v0) * cols; };
+    g.font = "11px sans-serif";
+    g.fillStyle = "#666";
+    for (var k = 0; k <= 4; k++) {
+      var v = hi * k / 4;
+      g.fillText(L.fmtBytes(v), 2, y(v) + 4);
+      g.strokeStyle = "#eee";
+      g.beginPath(); g.moveTo(pad, y(v)); g.lineTo(W, y(v)); g.stroke();
+    }
+    /* steps */
+    g.strokeStyle = "#ddd";
+    (s.steps || []).forEach(function (t) {
+      var b = t / s.bucket_s;
+      if (b < v0 || b > v1) return;
+      g.beginPath(); g.moveTo(x(b), H - bot); g.lineTo(x(b), H - bot + 5); g.stroke();
+    });
+    d.series.forEach(function (ser) {
+      var dm = L.decimate(ser.min, ser.max, v0, v1, cols), col = COLORS[ser.name] || "#888";
+      if (ser.name === "device-resident") {
+        g.fillStyle = col + "55";
+        g.beginPath();
+        for (var i = 0; i < cols; i++) g.lineTo(pad + i, y(dm.max[i]));
+        for (var j = cols - 1; j >= 0; j--) g.lineTo(pad + j, y(dm.min[j]));
+        g.fill();
+      }
+      g.strokeStyle = col;
+      g.lineWidth = ser.name === "driver used" ? 1.5 : 1;
+      g.beginPath();
+      for (var q = 0; q < cols; q++) g.lineTo(pad + q, y(dm.max[q]));
+      g.stroke();
+    });
+    g.lineWidth = 1;
+    function mark(t, color, dash) {
+      var b = t / s.bucket_s;
+      if (b < v0 || b > v1) return;
+      g.strokeStyle = color;
+      g.setLineDash(dash || []);
+      g.beginPath(); g.moveTo(x(b), top); g.lineTo(x(b), H - bot); g.stroke();
+      g.setLineDash([]);
+    }
+    mark(d.peak_s, "#f58518");
+    mark(s.view_s, "#4c78a8", [4, 3]);
+    (s.ooms || []).forEach(function (o) { if (o.device === d.device) mark(o.t_s, "#d62728"); });
+    if (st.sel) {
+      g.fillStyle = "rgba(80,80,200,0.15)";
+      if (st.sel.mode === "peak" || st.sel.mode === "view") {
+        /* marked by the peak and view lines */
+      } else if (st.sel.mode === "range") g.fillRect(x(st.sel.b0), top, x(st.sel.b1 + 1) - x(st.sel.b0), H - top - bot);
+      else { g.strokeStyle = "#222"; g.beginPath(); g.moveTo(x(st.sel.b + 0.5), top); g.lineTo(x(st.sel.b + 0.5), H - bot); g.stroke(); }
+    }
+    g.fillStyle = "#666";
+    g.fillText(L.fmtTime(v0 * s.bucket_s), pad, H - 3);
+    var end = L.fmtTime(v1 * s.bucket_s);
+    g.fillText(end, W - g.measureText(end).width - 2, H - 3);
+  }
+
+  function interact(c, s, d) {
+    var down = null;
+    function bAt(ev) {
+      var r = c.getBoundingClientRect(), px = ev.clientX - r.left - 46;
+      var f = Math.max(0, Math.min(1, px / (c.width - 46)));
+      return Math.max(0, Math.min(s.buckets - 1, Math.floor(st.view[0] + f * (st.view[1] - st.view[0]))));
+    }
+    c.addEventListener("mousedown", function (ev) { down = bAt(ev); });
+    c.addEventListener("mouseup", function (ev) {
+      if (down === null) return;
+      var b = bAt(ev);
+      if (Math.abs(b - down) < 1) select({ mode: "time", b: b });
+      else select({ mode: "range", b0: Math.min(down, b), b1: Math.max(down, b) });
+      down = null;
+    });
+    c.addEventListener("mousemove", function (ev) {
+      var b = bAt(ev), parts = [L.fmtTime((b + 0.5) * s.bucket_s)];
+      d.series.forEach(function (ser) { parts.push(ser.name + " " + L.fmtBytes(ser.max[b])); });
+      c.title = parts.join("\n");
+    });
+    c.addEventListener("wheel", function (ev) {
+      ev.preventDefault();
+      var b = bAt(ev), f = ev.deltaY > 0 ? 1.25 : 0.8, v0 = st.view[0], v1 = st.view[1];
+      var n0 = b - (b - v0) * f, n1 = b + (v1 - b) * f;
+      st.view = [Math.max(0, n0), Math.min(s.buckets, Math.max(n0 + 4, n1))];
+      redrawTimelines(s);
+    }, { passive: false });
+    c.addEventListener("dblclick", function () { st.view = [0, s.buckets]; redrawTimelines(s); });
+  }
+
+  function redrawTimelines(s) {
+    var cs = document.querySelectorAll(".tl-canvas");
+    for (var i = 0; i < cs.length; i++) {
+      var dev = +cs[i].getAttribute("data-device");
+      paint(cs[i], s, s.devices.filter(function (d) { return d.device === dev; })[0]);
+    }
+  }
+
+  /* ---------------------------------------------------------- icicle */
+
+  function currentWeights(s) {
+    if (!st.sel) return function () { return 0; };
+    /* the peak and the view: the report's exact bytes per call site */
+    if (st.sel.mode === "peak") return function (site) { return (site.peak || {})[st.sel.device] || 0; };
+    if (st.sel.mode === "view") return function (site) { return site.view || 0; };
+    if (st.sel.mode === "range") return function (site) { return L.rangeLeft(site, st.sel.b0, st.sel.b1); };
+    return function (site) { return L.liveAt(site, st.sel.b); };
+  }
+
+  function drawFlame(s) {
+    var box = $("flame");
+    box.textContent = "";
+    if (!s) return;
+    var tree = L.buildTree(s.sites, currentWeights(s), st.native);
+    var root = tree;
+    (st.zoom || []).forEach(function (name) { if (root.children[name]) root = root.children[name]; });
+    var W = Math.max(300, box.clientWidth || 900), rects = L.layout(root, W, 1), rowH = 18, maxd = 0;
+    var q = st.search.toLowerCase();
+    rects.forEach(function (r) {
+      var div = el("div", { "class": "fr" + (r.depth === 0 ? " root" : "") });
+      div.style.left = r.x + "px";
+      div.style.width = Math.max(1, r.w - 1) + "px";
+      div.style.top = r.depth * rowH + "px";
+      div.setAttribute("data-bytes", String(r.node.value));
+      div.setAttribute("data-name", r.node.name);
+      var pct = tree.value ? (100 * r.node.value / tree.value).toFixed(1) : "0";
+      div.title = r.node.name + "\n" + L.fmtBytes(r.node.value) + " (" + r.node.value + " bytes, " + pct + " %)";
+      if (r.w > 40) div.textContent = r.node.name + " \u2014 " + L.fmtBytes(r.node.value);
+      var py = r.node.frame && r.node.frame[3];
+      div.className += py ? " py" : r.depth ? " native" : "";
+      if (q && r.node.name.toLowerCase().indexOf(q) >= 0) div.className += " match";
+      div.addEventListener("click", function () {
+        if (r.depth === 0) { st.zoom = (st.zoom || []).slice(0, -1); } else {
+          var path = [], n = r.node;
+          /* the path from the tree's root to this node */
+          (function find(p, acc) {
+            if (p === n) { path = acc; return true; }
+            for (var k in p.children) if (find(p.children[k], acc.concat([k]))) return true;
+            return false;
+          })(tree, []);
+          st.zoom = path;
+        }
+        drawFlame(s);
+      });
+      box.appendChild(div);
+      if (r.depth > maxd) maxd = r.depth;
+    });
+    box.style.height = (maxd + 1) * rowH + 4 + "px";
+    var at = $("flame-at");
+    if (!st.sel) at.textContent = "";
+    else if (st.sel.mode === "peak") at.textContent = "live at GPU " + st.sel.device + "'s peak (" +
+      L.fmtTime(st.sel.t) + "): " + L.fmtBytes(tree.value);
+    else if (st.sel.mode === "view") at.textContent = "live at the view (" + L.fmtTime(s.view_s) + "): " + L.fmtBytes(tree.value);
+    else if (st.sel.mode === "range") at.textContent = "allocated from " + L.fmtTime(st.sel.b0 * s.bucket_s) + " to " +
+      L.fmtTime((st.sel.b1 + 1) * s.bucket_s) + " and still live then: " + L.fmtBytes(tree.value);
+    else at.textContent = "live at " + L.fmtTime((st.sel.b + 0.5) * s.bucket_s) + ": " + L.fmtBytes(tree.value);
+    at.setAttribute("data-bytes", String(tree.value));
+    drawRange(s);
+  }
+
+  /* the range's own table: what it allocated and left live, by call site */
+  function drawRange(s) {
+    var box = $("range");
+    box.textContent = "";
+    if (!st.sel || st.sel.mode !== "range") return;
+    var rows = s.sites.map(function (site) { return { site: site, bytes: L.rangeLeft(site, st.sel.b0, st.sel.b1) }; })
+      .filter(function (r) { return r.bytes > 0; }).sort(function (a, b) { return b.bytes - a.bytes; });
+    table(box, "range-table", "Allocated in the range and still live at its end", ["bytes", "call site", "kind"],
+      rows.map(function (r) { return [r.bytes, r.site.name, r.site.kind]; }), [true, false, false], null);
+  }
+
+  function select(sel) {
+    st.sel = sel;
+    var s = series();
+    redrawTimelines(s);
+    drawFlame(s);
+  }
+
+  /* ---------------------------------------------------------- tables */
+
+  function table(box, id, title, heads, rows, bytesCol, onRow) {
+    var sec = el("div", { "class": "tbl" });
+    sec.appendChild(el("h3", {}, title + " (" + rows.length + ")"));
+    var filt = el("input", { placeholder: "filter", "class": "filter" });
+    sec.appendChild(filt);
+    var t = el("table", { id: id }), thead = el("thead"), tr = el("tr");
+    heads.forEach(function (h, k) {
+      var th = el("th", {}, h);
+      th.addEventListener("click", function () {
+        var dir = th.getAttribute("data-dir") === "desc" ? "asc" : "desc";
+        th.setAttribute("data-dir", dir);
+        rows.sort(function (a, b) {
+          var x = a[k], y = b[k], c = typeof x === "number" ? x - y : String(x) < String(y) ? -1 : String(x) > String(y) ? 1 : 0;
+          return dir === "desc" ? -c : c;
+        });
+        fill();
+      });
+      tr.appendChild(th);
+    });
+    thead.appendChild(tr);
+    t.appendChild(thead);
+    var tb = el("tbody");
+    t.appendChild(tb);
+    function fill() {
+      tb.textContent = "";
+      var q = filt.value.toLowerCase();
+      rows.forEach(function (r) {
+        if (q && r.join(" ").toLowerCase().indexOf(q) < 0) return;
+        var row = el("tr");
+        r.forEach(function (v, k) {
+          var td = el("td");
+          if (v && v.svg) {
+            td.innerHTML = v.svg;
+          } else if (bytesCol[k]) {
+            td.textContent = L.fmtBytes(v);
+            td.title = v + " bytes";
+            td.className = "num";
+          } else {
+            td.textContent = v;
+          }
+          row.appendChild(td);
+        });
+        if (onRow) row.addEventListener("click", function () { onRow(r); });
+        tb.appendChild(row);
+      });
+    }
+    filt.addEventListener("input", fill);
+    fill();
+    sec.appendChild(t);
+    box.appendChild(sec);
+  }
+
+  function findInFlame(name) {
+    st.search = name.replace(/ \(.*$/, "");
+    $("search").value = st.search;
+    drawFlame(series());
+  }
+
+  function sparkFor(s, key) {
+    var site = s && s.sites.filter(function (x) { return x.key === key; })[0];
+    if (!site) return "";
+    var all = L.liveSeries(site, s.buckets), pts = [];
+    for (var k = 0; k < 60; k++) pts.push(all[Math.min(s.buckets - 1, Math.floor((k + 0.5) * s.buckets / 60))]);
+    return { svg: '<svg class="spark" width="90" height="18"><path d="' + L.sparkPath(pts, 90, 18) + '"/></svg>' };
+  }
+
+  function tables(p, s) {
+    var box = $("tables");
+    box.textContent = "";
+    var leaks = (p.leaks && p.leaks.sites) || [];
+    table(box, "leaks-table", "Live at the view", ["bytes", "blocks", "call site", "kind", "api"],
+      leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind, x.api]; }),
+      [true, false, false, false, false], function (r) { findInFlame(r[2]); });
+    var gr = (p.growth && p.growth.sites) || [];
+    table(box, "growth-table", "Growing call sites", ["grown", "per step", "per second", "confidence", "call site", "live bytes"],
+      gr.map(function (x) {
+        return [x.grown_bytes, Math.round(x.rate_bytes_per_step || 0), Math.round(x.rate_bytes_per_s || 0),
+          x.confidence, userFrame(x), sparkFor(s, x.site && x.site.key)];
+      }), [true, true, true, false, false, false], function (r) { findInFlame(r[4]); });
+    (p.peak || []).forEach(function (pk) {
+      table(box, "peak-table-" + pk.device, "Live at GPU " + pk.device + "'s peak (" + L.fmtBytes(pk.bytes) + " at " +
+        L.fmtTime(pk.time_s) + ")", ["bytes", "blocks", "call site", "kind"],
+        pk.sites.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind]; }), [true, false, false, false],
+        function (r) { findInFlame(r[2]); });
+    });
+    var ev = (p.oom && p.oom.events) || [];
+    table(box, "oom-table", "Failed allocations", ["time", "requested", "error", "at", "top holder"],
+      ev.map(function (x) {
+        var th = (x.top_holders || [])[0];
+        return [L.fmtTime(x.time_s), x.requested_bytes, x.error_name, userFrame(x),
+          th ? L.fmtBytes(th.bytes) + " " + userFrame(th) : ""];
+      }), [false, true, false, false, false], function (r) { findInFlame(r[3]); });
+  }
+
+  /* ---------------------------------------------------------- the page */
+
+  function series() { return window.VT_SERIES ? VT_SERIES.processes[st.proc] : null; }
+
+  function showProc(i) {
+    st.proc = i;
+    var p = VT_REPORT.processes[i], s = series();
+    st.zoom = null;
+    st.view = [0, s ? s.buckets : 1];
+    summary(p, s);
+    drawTimelines(s);
+    /* the peak of the first device by default */
+    if (s && s.devices.length) st.sel = { mode: "peak", device: s.devices[0].device, t: s.devices[0].peak_s };
+    else st.sel = null;
+    if (s) redrawTimelines(s);
+    drawFlame(s);
+    tables(p, s);
+  }
+
+  function report() {
+    var sel = $("proc");
+    VT_REPORT.processes.forEach(function (p, i) { sel.appendChild(el("option", { value: i }, procLabel(p, i))); });
+    sel.addEventListener("change", function () { showProc(+sel.value); });
+    $("search").addEventListener("input", function (ev) { st.search = ev.target.value; drawFlame(series()); });
+    $("native").addEventListener("change", function (ev) { st.native = ev.target.checked; drawFlame(series()); });
+    $("reset-zoom").addEventListener("click", function () { st.zoom = null; drawFlame(series()); });
+    document.querySelectorAll(".at").forEach(function (b) {
+      b.addEventListener("click", function () {
+        var s = series(), w = b.getAttribute("data-at");
+        if (!s) return;
+        if (w === "peak" && s.devices.length) select({ mode: "peak", device: s.devices[0].device, t: s.devices[0].peak_s });
+        else if (w === "view") select({ mode: "view" });
+        else select({ mode: "time", b: s.buckets - 1 });
+      });
+    });
+    if (!VT_REPORT.processes.length) {
+      $("summary").appendChild(el("div", { id: "damaged", "class": "damaged" }, "Nothing could be read: " +
+        (VT_REPORT.errors || []).join("; ")));
+      return;
+    }
+    showProc(0);
+    window.addEventListener("resize", function () { drawTimelines(series()); redrawTimelines(series()); drawFlame(series()); });
+  }
+
+  function diff() {
+    document.body.className = "diff";
+    var d = VT_DIFF, box = $("tables");
+    var grown = (d.b.leaked_bytes || 0) - (d.a.leaked_bytes || 0);
+    $("summary").appendChild(el("div", { id: "verdict", "class": "verdict " + (grown > 0 ? "bad" : "ok") },
+      "B against A: " + (grown >= 0 ? "+" : "") + L.fmtBytes(grown) + " live at the view (A " + L.fmtBytes(d.a.leaked_bytes || 0) +
+      " in " + d.a.processes + " process" + (d.a.processes === 1 ? "" : "es") + ", B " + L.fmtBytes(d.b.leaked_bytes || 0) +
+      "); peak " + L.fmtBytes(d.a.peak_bytes || 0) + " \u2192 " + L.fmtBytes(d.b.peak_bytes || 0)));
+    var sites = d.sites || [];
+    function drawDiff() {
+      var f = $("flame");
+      f.textContent = "";
+      var tree = L.diffTree(sites, st.native), W = Math.max(300, f.clientWidth || 900), rects = L.layout(tree, W, 1), maxd = 0;
+      rects.forEach(function (r) {
+        var div = el("div", { "class": "fr" + (r.depth === 0 ? " root" : "") });
+        div.style.left = r.x + "px";
+        div.style.width = Math.max(1, r.w - 1) + "px";
+        div.style.top = r.depth * 18 + "px";
+        var dl = r.node.delta;
+        div.style.background = dl > 0 ? "rgba(214,39,40," + Math.min(0.9, 0.25 + Math.abs(dl) / (tree.value || 1)) + ")" :
+          dl < 0 ? "rgba(44,160,44," + Math.min(0.9, 0.25 + Math.abs(dl) / (tree.value || 1)) + ")" : "#ddd";
+        div.setAttribute("data-delta", String(dl));
+        div.title = r.node.name + "\nB - A: " + L.fmtBytes(dl);
+        if (r.w > 40) div.textContent = r.node.name + " \u2014 " + (dl >= 0 ? "+" : "") + L.fmtBytes(dl);
+        f.appendChild(div);
+        if (r.depth > maxd) maxd = r.depth;
+      });
+      f.style.height = (maxd + 1) * 18 + 4 + "px";
+      $("flame-at").textContent = "leaked bytes, grown (red) and shrunk (green) from A to B";
+    }
+    $("native").addEventListener("change", function (ev) { st.native = ev.target.checked; drawDiff(); });
+    drawDiff();
+    table(box, "diff-table", "Call sites, A against B", ["status", "leaked A", "leaked B", "B - A", "call site"],
+      sites.map(function (x) {
+        var lb = x.leaked_bytes || [0, 0], a = lb[0] || 0, b = lb[1] || 0;
+        return [x.status, a, b, b - a, typeof x.user_frame === "string" ? x.user_frame : userFrame(x)];
+      }), [false, true, true, true, false], null);
+  }
+
+  window.addEventListener("DOMContentLoaded", function () {
+    if (window.VT_DIFF) diff();
+    else if (window.VT_REPORT) report();
+  });
+})();

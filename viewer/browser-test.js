@@ -1,0 +1,127 @@
+// browser-test.js VRAMTRACE DATA_DIR OUT_DIR - the HTML report in a real browser
+// (Debian's chromium through playwright-core): for every fixture of DATA_DIR
+// and the directory as one job, `vramtrace report --html` then the page
+// loaded from file://: no console error, no request to any host, the
+// summary's peak and the flamegraph's root equal to the JSON report's peak,
+// the tables' rows equal to the JSON report's rows, a click on a frame
+// zooms into it, a dragged range fills the range table with what the range
+// left live; a damaged trace's page says so; the diff page of two traces.
+// Screenshots and pages under OUT_DIR.  Exit 1 on the first failed check
+// of any page (all pages are tried).
+"use strict";
+const { execFileSync } = require("node:child_process");
+const fs = require("node:fs");
+const path = require("node:path");
+const { chromium } = require("playwright-core");
+const L = require("./lib.js");
+
+const [bin, data, out] = process.argv.slice(2);
+const CHROMIUM = process.env.VT_CHROMIUM || "/usr/bin/chromium";
+fs.mkdirSync(out, { recursive: true });
+
+function report(args, html) {
+  try {
+    execFileSync(bin, ["report", "--no-symbols", "--no-progress", "--html", html, ...args], { stdio: "ignore" });
+  } catch (e) { /* damaged traces exit 1 and still write the page */ }
+  let json;
+  try {
+    json = execFileSync(bin, ["report", "--json", "--no-symbols", "--no-progress", ...args],
+      { stdio: ["ignore", "pipe", "ignore"], maxBuffer: 1 << 30 });
+  } catch (e) {
+    json = e.stdout;
+  }
+  return JSON.parse(json.toString());
+}
+
+async function check(browser, name, html, rep, opts) {
+  const fails = [];
+  const expect = (ok, msg) => { if (!ok) fails.push(msg); };
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const errors = [], requests = [];
+  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("request", (r) => { if (!r.url().startsWith("file:")) requests.push(r.url()); });
+  const t0 = Date.now();
+  await page.goto("file://" + path.resolve(html));
+  await page.waitForSelector("#summary > *", { timeout: 10000 }).catch(() => {});
+  const loadMs = Date.now() - t0;
+  expect(errors.length === 0, "console errors: " + errors.join("; "));
+  expect(requests.length === 0, "requests to hosts: " + requests.join(", "));
+  const p = rep.processes ? rep.processes[0] : null;
+  if (opts.damaged) expect(await page.$("#damaged"), "no word of the damage");
+  if (p && !opts.diff) {
+    for (const d of p.devices || []) {
+      const txt = await page.textContent("#peak-" + d.index).catch(() => null);
+      expect(txt && txt.startsWith(L.fmtBytes(d.peak_live_bytes)), `peak of GPU ${d.index}: '${txt}', want ${L.fmtBytes(d.peak_live_bytes)}`);
+    }
+    const pk = (p.peak || [])[0];
+    if (pk && pk.bytes > 0) {
+      const root = await page.getAttribute("#flame .fr.root", "data-bytes");
+      expect(Number(root) === pk.bytes, `flamegraph root ${root}, the report's peak ${pk.bytes}`);
+    }
+    const rows = async (id) => (await page.$$(`#${id} tbody tr`)).length;
+    expect((await rows("leaks-table")) === ((p.leaks && p.leaks.sites.length) || 0), "leak rows differ from the JSON's");
+    expect((await rows("growth-table")) === ((p.growth && p.growth.sites.length) || 0), "growth rows differ from the JSON's");
+    expect((await rows("oom-table")) === ((p.oom && p.oom.events.length) || 0), "failed-allocation rows differ");
+    // click a frame below the root: it becomes the root
+    const frames = await page.$$("#flame .fr:not(.root)");
+    if (frames.length) {
+      const name = await frames[0].getAttribute("data-name");
+      await frames[0].click();
+      const root = await page.getAttribute("#flame .fr.root", "data-name");
+      expect(root === name, `a click on '${name}' zoomed to '${root}'`);
+      await page.click("#reset-zoom");
+    }
+    // drag across the first timeline: the range table and the flamegraph agree
+    const c = await page.$(".tl-canvas");
+    if (c) {
+      const b = await c.boundingBox();
+      await page.mouse.move(b.x + 46 + (b.width - 46) * 0.05, b.y + b.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(b.x + 46 + (b.width - 46) * 0.95, b.y + b.height / 2, { steps: 4 });
+      await page.mouse.up();
+      const at = await page.textContent("#flame-at");
+      expect(/allocated from/.test(at), `after a drag the flamegraph says '${at}'`);
+      const left = Number(await page.getAttribute("#flame-at", "data-bytes"));
+      const cells = await page.$$eval("#range-table tbody tr td:first-child", (tds) => tds.map((t) => Number(t.title.split(" ")[0])));
+      const sum = cells.reduce((a, v) => a + v, 0);
+      expect(sum === left, `range table sums to ${sum}, the flamegraph's root ${left}`);
+      await page.click('button[data-at="peak"]');
+    }
+  }
+  if (opts.diff) {
+    const n = (await page.$$("#diff-table tbody tr")).length;
+    expect(n === rep.sites.length, `diff rows ${n}, JSON ${rep.sites.length}`);
+    expect((await page.$$("#flame .fr")).length > 0 || rep.sites.length === 0, "no differential flamegraph");
+  }
+  await page.screenshot({ path: path.join(out, name + ".png"), fullPage: true });
+  await page.close();
+  const size = fs.statSync(html).size;
+  console.log(`${fails.length ? "FAIL" : "ok  "} ${name}: ${(size / 1024).toFixed(0)} KiB, first paint ${loadMs} ms` +
+    (fails.length ? "\n      " + fails.join("\n      ") : ""));
+  return fails.length === 0;
+}
+
+(async () => {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  let ok = true, n = 0;
+  const files = fs.readdirSync(data).filter((f) => f.endsWith(".zst")).sort();
+  for (const f of files) {
+    const name = f.replace(/\.zst$/, ""), html = path.join(out, name + ".html");
+    const rep = report([path.join(data, f)], html);
+    ok = (await check(browser, name, html, rep, { damaged: /damaged|truncated/.test(name) })) && ok;
+    n++;
+  }
+  const job = path.join(out, "job.html");
+  ok = (await check(browser, "job", job, report([data], job), {})) && ok;
+  const dh = path.join(out, "diff.html");
+  const a = path.join(data, "gpu-leaky-default.zst"), b = path.join(data, "gpu-leaky-tensors.zst");
+  try {
+    execFileSync(bin, ["diff", "--no-symbols", "--no-progress", "--html", dh, a, b], { stdio: "ignore" });
+  } catch (e) { /* exit status 1 on read errors */ }
+  const dj = JSON.parse(execFileSync(bin, ["diff", "--json", "--no-symbols", "--no-progress", a, b], { maxBuffer: 1 << 30 }).toString());
+  ok = (await check(browser, "diff", dh, dj, { diff: true })) && ok;
+  await browser.close();
+  console.log(`browser: ${n + 2} pages, ${ok ? "all passed" : "FAILURES"}`);
+  process.exit(ok ? 0 : 1);
+})().catch((e) => { console.error(e); process.exit(1); });

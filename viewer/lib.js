@@ -1,0 +1,173 @@
+/* lib.js - the page's data transforms, without the DOM: byte formatting,
+ * live bytes of a call site at a time bucket and what a range left live
+ * (from the call sites' histograms of bytes by allocation bucket and free
+ * bucket), decimation of a timeline into pixel columns, the icicle tree and
+ * its layout, the differential tree of a diff.  Loaded by the page and, for
+ * its unit tests, by node (viewer/test/lib.test.js). */
+var VTLIB = (function () {
+  "use strict";
+
+  function fmtBytes(b) {
+    var neg = b < 0, v = Math.abs(b), u = ["B", "KiB", "MiB", "GiB", "TiB"], k = 0;
+    while (v >= 1024 && k < u.length - 1) { v /= 1024; k++; }
+    var s = k === 0 ? String(Math.round(v)) : v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2);
+    return (neg ? "-" : "") + s + " " + u[k];
+  }
+
+  function fmtTime(s) {
+    if (s >= 1) return s.toFixed(3) + " s";
+    if (s >= 1e-3) return (s * 1e3).toFixed(2) + " ms";
+    return (s * 1e6).toFixed(1) + " \u00b5s";
+  }
+
+  /* A site's histogram entries are [allocation bucket, free bucket, bytes];
+   * free bucket == buckets: never freed.  Live at bucket b: allocated at or
+   * before b and freed after it. */
+  function liveAt(site, b) {
+    var s = 0, h = site.hist;
+    for (var i = 0; i < h.length; i++) if (h[i][0] <= b && h[i][1] > b) s += h[i][2];
+    return s;
+  }
+
+  /* Allocated in [b0, b1] and still live at the end of b1. */
+  function rangeLeft(site, b0, b1) {
+    var s = 0, h = site.hist;
+    for (var i = 0; i < h.length; i++) if (h[i][0] >= b0 && h[i][0] <= b1 && h[i][1] > b1) s += h[i][2];
+    return s;
+  }
+
+  /* Live bytes of a site at every bucket (a sweep: O(entries + buckets)). */
+  function liveSeries(site, buckets) {
+    var d = new Float64Array(buckets + 1), out = new Array(buckets), h = site.hist, v = 0;
+    for (var i = 0; i < h.length; i++) {
+      d[h[i][0]] += h[i][2];
+      if (h[i][1] < buckets) d[h[i][1]] -= h[i][2];
+    }
+    for (var b = 0; b < buckets; b++) { v += d[b]; out[b] = v; }
+    return out;
+  }
+
+  /* Buckets [v0, v1) of min/max arrays into `cols` pixel columns: the min
+   * of the minima and the max of the maxima of the buckets each column
+   * covers (a column between two buckets takes the nearer). */
+  function decimate(mn, mx, v0, v1, cols) {
+    var outMin = new Array(cols), outMax = new Array(cols), span = (v1 - v0) / cols;
+    for (var c = 0; c < cols; c++) {
+      var a = Math.floor(v0 + c * span), z = Math.max(a + 1, Math.floor(v0 + (c + 1) * span));
+      var lo = Infinity, hi = -Infinity;
+      for (var b = Math.max(0, a); b < Math.min(z, mn.length); b++) {
+        if (mn[b] < lo) lo = mn[b];
+        if (mx[b] > hi) hi = mx[b];
+      }
+      if (lo === Infinity) { lo = 0; hi = 0; }
+      outMin[c] = lo; outMax[c] = hi;
+    }
+    return { min: outMin, max: outMax };
+  }
+
+  function frameLabel(f) {
+    /* f: [function, file, line, python, internal] */
+    if (!f[1]) return f[0];
+    if (f[3]) return f[0] + " (" + base(f[1]) + ":" + f[2] + ")";
+    return f[2] ? f[0] + " (" + base(f[1]) + ":" + f[2] + ")" : f[0];
+  }
+
+  function base(p) {
+    var k = p.lastIndexOf("/");
+    return k >= 0 ? p.slice(k + 1) : p;
+  }
+
+  /* The frames of a site shown in the tree, outermost first: Python frames
+   * and the user's native frames; the runtime's native frames only with
+   * `native`.  A stack of runtime frames alone keeps its innermost one. */
+  function shownFrames(site, native) {
+    var fr = site.frames, out = [];
+    for (var i = fr.length - 1; i >= 0; i--) if (native || fr[i][3] || !fr[i][4]) out.push(fr[i]);
+    if (!out.length && fr.length) out.push(fr[0]);
+    return out;
+  }
+
+  /* The icicle tree: weight(site) bytes down each site's frames. */
+  function buildTree(sites, weight, native) {
+    var root = { name: "all", value: 0, children: {}, sites: [] };
+    for (var i = 0; i < sites.length; i++) {
+      var w = weight(sites[i], i);
+      if (!(w > 0)) continue;
+      root.value += w;
+      var node = root, fr = shownFrames(sites[i], native);
+      for (var k = 0; k < fr.length; k++) {
+        var name = frameLabel(fr[k]);
+        var c = node.children[name];
+        if (!c) c = node.children[name] = { name: name, value: 0, children: {}, sites: [], frame: fr[k] };
+        c.value += w;
+        node = c;
+      }
+      node.sites.push(i);
+    }
+    return root;
+  }
+
+  /* Rectangles of the tree under `root` in a width of `width` pixels:
+   * {x, w, depth, node}, children by decreasing value; narrower than
+   * `minw` pixels left out. */
+  function layout(root, width, minw) {
+    var out = [];
+    minw = minw || 0.5;
+    (function walk(n, x, w, d) {
+      out.push({ x: x, w: w, depth: d, node: n });
+      var kids = Object.keys(n.children).map(function (k) { return n.children[k]; });
+      kids.sort(function (a, b) { return b.value - a.value || (a.name < b.name ? -1 : 1); });
+      var cx = x;
+      for (var i = 0; i < kids.length; i++) {
+        var cw = n.value ? w * kids[i].value / n.value : 0;
+        if (cw >= minw) walk(kids[i], cx, cw, d + 1);
+        cx += cw;
+      }
+    })(root, 0, width, 0);
+    return out;
+  }
+
+  /* The differential tree of a diff (JSON `sites` with `stack`): each
+   * site's weight is the larger of its leaked bytes before and after, its
+   * delta after - before. */
+  function diffTree(sites, native) {
+    var conv = sites.map(function (s) {
+      var st = (s.stack || []).map(function (f) {
+        if (typeof f === "string") { /* the diff's frames: "function (file:line)" or "module+0x... (status)" */
+          var py = /\.py:\d+\)$/.test(f), nat = !py && /\.so|\+0x/.test(f);
+          return [f.replace(/ \((not symbolized|no module|no symbol)[^)]*\)$/, ""), "", 0, py ? 1 : 0, nat ? 1 : 0];
+        }
+        return [f["function"] || (f.module ? base(f.module) + "+" + f.offset : "?"), f.file || f.module || "",
+          f.line || 0, f.kind === "python" ? 1 : 0, f.internal ? 1 : 0];
+      });
+      var lb = s.leaked_bytes || [0, 0]; /* [A, B] */
+      return { frames: st, a: lb[0] || 0, b: lb[1] || 0 };
+    });
+    var root = buildTree(conv, function (s) { return Math.max(s.a, s.b); }, native);
+    (function delta(n) {
+      n.delta = 0;
+      n.sites.forEach(function (i) { n.delta += conv[i].b - conv[i].a; });
+      Object.keys(n.children).forEach(function (k) { n.delta += delta(n.children[k]); });
+      return n.delta;
+    })(root);
+    return root;
+  }
+
+  /* An SVG path of values in w x h (a sparkline). */
+  function sparkPath(vals, w, h) {
+    var hi = 0;
+    for (var i = 0; i < vals.length; i++) if (vals[i] > hi) hi = vals[i];
+    if (!vals.length) return "";
+    var p = "";
+    for (var k = 0; k < vals.length; k++) {
+      var x = vals.length > 1 ? k * w / (vals.length - 1) : 0, y = h - (hi ? vals[k] / hi * (h - 1) : 0);
+      p += (k ? "L" : "M") + x.toFixed(1) + " " + y.toFixed(1);
+    }
+    return p;
+  }
+
+  return { fmtBytes: fmtBytes, fmtTime: fmtTime, liveAt: liveAt, rangeLeft: rangeLeft, liveSeries: liveSeries,
+    decimate: decimate, buildTree: buildTree, layout: layout, diffTree: diffTree, sparkPath: sparkPath,
+    shownFrames: shownFrames, frameLabel: frameLabel };
+})();
+if (typeof module !== "undefined") module.exports = VTLIB;

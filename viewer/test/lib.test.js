@@ -1,0 +1,74 @@
+// lib.test.js - unit tests of the page's data transforms (node --test).
+"use strict";
+const test = require("node:test");
+const assert = require("node:assert");
+const L = require("../lib.js");
+
+const site = (hist, frames) => ({ hist, frames: frames || [["f", "a.py", 1, 1, 0]] });
+
+test("bytes with their unit", () => {
+  assert.strictEqual(L.fmtBytes(0), "0 B");
+  assert.strictEqual(L.fmtBytes(1023), "1023 B");
+  assert.strictEqual(L.fmtBytes(1024), "1.00 KiB");
+  assert.strictEqual(L.fmtBytes(1.5 * 1024 * 1024 * 1024), "1.50 GiB");
+  assert.strictEqual(L.fmtBytes(-2048), "-2.00 KiB");
+});
+
+test("live bytes at a bucket, and what a range left live", () => {
+  // [alloc bucket, free bucket, bytes]; free bucket 10 = never freed (10 buckets)
+  const s = site([[0, 3, 100], [2, 10, 50], [5, 6, 7], [5, 10, 1]]);
+  assert.strictEqual(L.liveAt(s, 0), 100);
+  assert.strictEqual(L.liveAt(s, 2), 150);
+  assert.strictEqual(L.liveAt(s, 3), 50);
+  assert.strictEqual(L.liveAt(s, 5), 58);
+  assert.strictEqual(L.liveAt(s, 9), 51);
+  assert.strictEqual(L.rangeLeft(s, 2, 5), 58); // the 50, the 7 (freed after the range) and the 1; the 100 began before
+  assert.strictEqual(L.rangeLeft(s, 5, 5), 8);
+  const series = L.liveSeries(s, 10);
+  for (let b = 0; b < 10; b++) assert.strictEqual(series[b], L.liveAt(s, b), "bucket " + b);
+});
+
+test("decimation keeps every minimum and maximum", () => {
+  const mn = [], mx = [];
+  for (let i = 0; i < 1000; i++) { mn.push(i % 7); mx.push(i % 7 + (i === 500 ? 1000 : 0)); }
+  const d = L.decimate(mn, mx, 0, 1000, 100);
+  assert.strictEqual(d.min.length, 100);
+  assert.strictEqual(Math.max(...d.max), 1003);
+  assert.strictEqual(Math.min(...d.min), 0);
+  const z = L.decimate(mn, mx, 0, 10, 100); // zoomed in: more columns than buckets
+  assert.strictEqual(z.max.length, 100);
+  assert.ok(z.max.every((v) => v >= 0 && v <= 6));
+});
+
+test("the icicle: sums, frames outermost first, native runtime frames folded", () => {
+  const py = ["train", "t.py", 5, 1, 0], inner = ["alloc", "t.py", 9, 1, 0], rt = ["cudaMalloc", "libcudart", 0, 0, 1];
+  const sites = [site([], [rt, inner, py]), site([], [rt, py])];
+  const w = [30, 12];
+  const t = L.buildTree(sites, (s, i) => w[i], false);
+  assert.strictEqual(t.value, 42);
+  const top = t.children["train (t.py:5)"];
+  assert.ok(top, "outermost frame at the top");
+  assert.strictEqual(top.value, 42);
+  assert.strictEqual(top.children["alloc (t.py:9)"].value, 30);
+  assert.ok(!("cudaMalloc" in top.children["alloc (t.py:9)"].children), "runtime frames folded");
+  const n = L.buildTree(sites, (s, i) => w[i], true);
+  assert.strictEqual(n.children["train (t.py:5)"].children["alloc (t.py:9)"].children["cudaMalloc"].value, 30);
+  const rects = L.layout(t, 1000, 0);
+  assert.strictEqual(rects[0].w, 1000);
+  const w1 = rects.filter((r) => r.depth === 1).reduce((a, r) => a + r.w, 0);
+  const w2 = rects.filter((r) => r.depth === 2).reduce((a, r) => a + r.w, 0);
+  assert.ok(Math.abs(w1 - 1000) < 1e-6, "a child as wide as its bytes");
+  assert.ok(Math.abs(w2 - 1000 * 30 / 42) < 1e-6);
+});
+
+test("a differential tree: grown and shrunk call sites", () => {
+  const st = (fn) => [{ kind: "python", function: fn, file: "t.py", line: 1, internal: false }];
+  const t = L.diffTree([
+    { stack: st("a"), leaked_bytes: [10, 50] },
+    { stack: st("b"), leaked_bytes: [30, 0] },
+  ], false);
+  assert.strictEqual(t.value, 80);
+  assert.strictEqual(t.delta, 10);
+  assert.strictEqual(t.children["a (t.py:1)"].delta, 40);
+  assert.strictEqual(t.children["b (t.py:1)"].delta, -30);
+});
