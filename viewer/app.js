@@ -406,10 +406,33 @@
     tables(p, s);
   }
 
+  /* all processes: the report's merged tables (by call site over ranks) */
+  function showMerged() {
+    var m = VT_REPORT.merged;
+    $("summary").textContent = "";
+    $("summary").appendChild(el("div", { id: "verdict", "class": "verdict " + (m.grown_bytes ? "bad" : "ok") },
+      VT_REPORT.processes.length + " processes: " + L.fmtBytes(m.leaked_bytes) + " live at the view, " +
+      L.fmtBytes(m.grown_bytes) + " grown"));
+    $("timelines").textContent = "";
+    $("timelines").appendChild(el("p", {}, "Timelines are per process: choose one above."));
+    $("flame").textContent = "";
+    $("flame-at").textContent = "";
+    var box = $("tables");
+    box.textContent = "";
+    table(box, "merged-leaks-table", "Live at the view, all processes", ["bytes", "blocks", "processes", "call site", "kind"],
+      (m.leaks || []).map(function (x) { return [x.bytes, x.blocks, x.processes, userFrame(x), x.site ? x.site.kind : ""]; }),
+      [true, false, false, false, false], null);
+    table(box, "merged-growth-table", "Growing call sites, all processes", ["grown", "processes", "call site"],
+      (m.growth || []).map(function (x) { return [x.grown_bytes || x.bytes || 0, x.processes, userFrame(x)]; }),
+      [true, false, false], null);
+  }
+
   function report() {
     var sel = $("proc");
     VT_REPORT.processes.forEach(function (p, i) { sel.appendChild(el("option", { value: i }, procLabel(p, i))); });
-    sel.addEventListener("change", function () { showProc(+sel.value); });
+    if (VT_REPORT.merged && VT_REPORT.processes.length > 1)
+      sel.appendChild(el("option", { value: "merged" }, "all processes (merged by call site)"));
+    sel.addEventListener("change", function () { if (sel.value === "merged") showMerged(); else showProc(+sel.value); });
     $("search").addEventListener("input", function (ev) { st.search = ev.target.value; drawFlame(series()); });
     $("native").addEventListener("change", function (ev) { st.native = ev.target.checked; drawFlame(series()); });
     $("reset-zoom").addEventListener("click", function () { st.zoom = null; drawFlame(series()); });

@@ -89,6 +89,12 @@ async function check(browser, name, html, rep, opts) {
       await page.click('button[data-at="peak"]');
     }
   }
+  if (opts.merged && rep.merged) { /* the ranks merged by call site */
+    await page.selectOption("#proc", "merged");
+    const n = (await page.$$("#merged-leaks-table tbody tr")).length;
+    expect(n === (rep.merged.leaks || []).length, `merged rows ${n}, JSON ${(rep.merged.leaks || []).length}`);
+    expect(errors.length === 0, "console errors in the merged view: " + errors.join("; "));
+  }
   if (opts.diff) {
     const n = (await page.$$("#diff-table tbody tr")).length;
     expect(n === rep.sites.length, `diff rows ${n}, JSON ${rep.sites.length}`);
@@ -113,7 +119,7 @@ async function check(browser, name, html, rep, opts) {
     n++;
   }
   const job = path.join(out, "job.html");
-  ok = (await check(browser, "job", job, report([data], job), {})) && ok;
+  ok = (await check(browser, "job", job, report([data], job), { merged: true })) && ok;
   const dh = path.join(out, "diff.html");
   const a = path.join(data, "gpu-leaky-default.zst"), b = path.join(data, "gpu-leaky-tensors.zst");
   try {
