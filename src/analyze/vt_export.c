@@ -273,6 +273,9 @@ static xt_counter *xt_counter_find(xt *x, unsigned i, uint64_t key)
     return v ? &x->procs[i].ctr[*v - 1] : NULL;
 }
 
+/* Every live-bytes counter of device dev after an event on it: each is
+ * set, changed or not, since a counter's time bucket closes only when it is
+ * set (xt_counter_set); unchanged values are not written twice. */
 static void xt_live_counters(xt *x, unsigned i, uint32_t dev, const int64_t *live, int64_t live_dev, uint64_t t)
 {
     char name[96], share[32];

@@ -17,7 +17,8 @@
 #include "vt_analyze_int.h"
 #include "vt_export.h"
 
-/* An annotation of a slice or instant. */
+/* An annotation of a slice or instant; `key` is a string literal (the
+ * Perfetto writer interns keys by their address). */
 typedef struct {
     const char *key;
     int is_str;

@@ -91,6 +91,10 @@ typedef struct {
     FILE *out;
     pb pkt, ev, sub, sub2, intern;
     pb obuf; /* packets not yet written (flushed at 1 MiB) */
+    struct {
+        const char *p;
+        uint64_t iid;
+    } keys[ISTR_PCACHE]; /* annotation names by address */
     istr names, paths, evnames, annots;
     vt_map frames;     /* (name iid << 40 | path iid << 20 | line) -> frame iid */
     uint64_t nframes;
@@ -222,16 +226,43 @@ static uint64_t pf_iid(pf *f, istr *t, unsigned field, const char *s)
     return iid;
 }
 
+/* an annotation name's iid: keys are string literals, found by address */
+static uint64_t pf_key_iid(pf *f, const char *key)
+{
+    const unsigned slot = (unsigned)(((uintptr_t)key >> 3) * 0x9E3779B97F4A7C15ull >> 56) % ISTR_PCACHE;
+    if (f->keys[slot].p == key)
+        return f->keys[slot].iid;
+    uint64_t iid = pf_iid(f, &f->annots, 3, key);
+    f->keys[slot].p = key;
+    f->keys[slot].iid = iid;
+    return iid;
+}
+
+static unsigned vlen(uint64_t v)
+{
+    unsigned n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* DebugAnnotation{name_iid 1, int_value 4 | string_value 6} straight into
+ * the event (its length known beforehand) */
 static void pf_args(pf *f, const vt_xarg *a, int n)
 {
     for (int k = 0; k < n; k++) {
-        pb_reset(&f->sub);
-        pb_uint(&f->sub, 1, pf_iid(f, &f->annots, 3, a[k].key));
+        uint64_t iid = pf_key_iid(f, a[k].key);
+        size_t sl = a[k].is_str ? strlen(a[k].s ? a[k].s : "") : 0;
+        uint64_t len = 1 + vlen(iid) + 1 + (a[k].is_str ? vlen(sl) + sl : vlen((uint64_t)a[k].i));
+        pb_varint(&f->ev, 4 << 3 | 2);
+        pb_varint(&f->ev, len);
+        pb_uint(&f->ev, 1, iid);
         if (a[k].is_str)
-            pb_str(&f->sub, 6, a[k].s);
+            pb_bytes(&f->ev, 6, a[k].s ? a[k].s : "", sl);
         else
-            pb_int(&f->sub, 4, a[k].i);
-        pb_msg(&f->ev, 4, &f->sub);
+            pb_int(&f->ev, 4, a[k].i);
     }
 }
 
@@ -443,7 +474,7 @@ static int pf_flame(void *ctx, uint64_t track, uint64_t t, const vt_xframe *fr, 
     pb_uint(&f->ev, 56, csid);
     pb_uint(&f->ev, 57, bytes);
     pb_reset(&f->sub);
-    pb_uint(&f->sub, 1, pf_iid(f, &f->annots, 3, "bytes"));
+    pb_uint(&f->sub, 1, pf_key_iid(f, "bytes"));
     pb_int(&f->sub, 4, (int64_t)bytes);
     pb_msg(&f->ev, 4, &f->sub);
     pf_begin(f, t, 1);
