@@ -266,6 +266,8 @@ static void pf_args(pf *f, const vt_xarg *a, int n)
     }
 }
 
+/* A TrackEvent packet, assembled straight into the output buffer (its
+ * length known once the event and any new interned names are encoded). */
 static int pf_event(pf *f, uint64_t t, uint64_t track, unsigned type, const char *name, const vt_xarg *a, int n)
 {
     pb_reset(&f->ev);
@@ -275,11 +277,25 @@ static int pf_event(pf *f, uint64_t t, uint64_t track, unsigned type, const char
     if (name)
         pb_uint(&f->ev, 10, pf_iid(f, &f->evnames, 2, name));
     pf_args(f, a, n);
-    pf_begin(f, t, name || n);
-    pb_msg(&f->pkt, 11, &f->ev);
+    if (f->ev.oom || f->intern.oom || f->pkt.oom)
+        return VT_ERR_NOMEM;
+    const int needs = name || n;
+    uint64_t len = 1 + vlen(t) + 1 + vlen(SEQ_ID) + (needs ? 2 : 0) + 1 + vlen(f->ev.n) + f->ev.n +
+                   (f->intern.n ? 1 + vlen(f->intern.n) + f->intern.n : 0);
+    pb *o = &f->obuf;
+    pb_varint(o, 1 << 3 | 2);
+    pb_varint(o, len);
+    pb_uint(o, 8, t);
+    pb_uint(o, 10, SEQ_ID);
+    if (needs)
+        pb_uint(o, 13, 2);
+    pb_bytes(o, 11, f->ev.d, f->ev.n);
     if (f->intern.n)
-        pb_msg(&f->pkt, 12, &f->intern);
-    return pf_write(f, &f->pkt);
+        pb_bytes(o, 12, f->intern.d, f->intern.n);
+    f->bytes += len + 1 + vlen(len);
+    if (o->oom)
+        return VT_ERR_NOMEM;
+    return o->n >= (1u << 20) ? pf_flush(f) : 0;
 }
 
 static int pf_slice(void *ctx, uint64_t track, uint64_t t0, uint64_t t1, const char *name, int async, uint64_t id,
