@@ -35,6 +35,17 @@
   }
 
   function verdict(p) {
+    var v = p.verdict;
+    if (v && v.kind === "leak") return { cls: "bad", text: "Leak at " + userFrame(v.site) + ": +" + L.fmtBytes(v.grown_bytes) +
+      (v.rate_bytes_per_step !== null && v.rate_bytes_per_step !== undefined && v.steps ?
+        ", " + L.fmtBytes(v.rate_bytes_per_step) + " per step over " + v.steps + " steps" : "") +
+      ", confidence " + v.confidence.toFixed(2) };
+    if (v && v.kind === "cannot_tell") return { cls: "warn", text: "Cannot tell in this mode: the caching allocator's " +
+      "segments grew by " + L.fmtBytes(v.segments_grown_bytes) + "; " + v.reason + ". To find the line: " + v.command };
+    if (v && v.kind === "no_leak") return { cls: "ok", text: "No leak: no call site keeps growing" +
+      (v.steps ? " over " + v.steps + " steps" : "") + "; " + L.fmtBytes(p.leaks ? p.leaks.bytes : 0) +
+      " live at the view" + (v.pool_cached_bytes > 0 ? "; the pools keep " + L.fmtBytes(v.pool_cached_bytes) +
+      " reserved beyond what is allocated (cached, not leaked)" : "") };
     var grown = p.growth ? p.growth.grown_bytes : 0, leak = p.leaks ? p.leaks.bytes : 0;
     var failed = p.oom ? p.oom.failed : 0;
     if (failed) return { cls: "bad", text: failed + " failed allocation" + (failed > 1 ? "s" : "") +

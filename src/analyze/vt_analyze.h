@@ -40,6 +40,7 @@ typedef struct {
     unsigned top;           /* rows per section and process; default 20, 0 = default */
     unsigned max_frames;    /* frames shown per stack in text; default 24 */
     int symbolize;          /* resolve native frames with libdwfl; default on (1) */
+    int native;             /* text: every native frame (default: the runtime's folded into one line) */
     int progress;           /* print progress on stderr when a file takes > 2 s */
     const char *sysroot;    /* optional prefix for module paths (binaries copied from another machine) */
 } vt_analysis_config;

@@ -41,4 +41,28 @@ size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out);
 const char *rep_allocator_mode(const vt_proc *p, int *tensor_level);
 size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out);
 
+/* The verdict of a process, before anything else: a leak (the call site
+ * that grows most, how fast), no leak (live bytes flat over the steps; what
+ * the pools keep reserved beyond what is allocated), or cannot tell in this
+ * mode (what grew, why the mode cannot name the line, the command that
+ * can). */
+typedef enum { REP_LEAK = 0, REP_NO_LEAK = 1, REP_CANNOT_TELL = 2 } rep_verdict_kind;
+typedef struct {
+    rep_verdict_kind kind;
+    int have_unit;
+    uint32_t unit;          /* REP_LEAK: the leading growing call site */
+    uint64_t grown;         /* bytes grown, all flagged sites */
+    double rate, per_step;  /* of the leading site: bytes/s, bytes/step (< 0 unknown) */
+    double confidence;
+    uint64_t steps;
+    int64_t cached;         /* pools: reserved - used at the last sample, -1 none */
+    uint64_t segments_grown; /* REP_CANNOT_TELL: growth of caching-allocator segments */
+    const char *mode;
+    int tensor_level;
+    char reason[320];
+    char command[600];
+} rep_verdict;
+void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v);
+const char *rep_verdict_name(rep_verdict_kind k);
+
 #endif

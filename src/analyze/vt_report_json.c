@@ -39,6 +39,37 @@ static void json_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o
     fprintf(o, "]");
 }
 
+static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, int64_t count, FILE *o);
+
+/* "verdict": the answer first (docs/REPORT.md, "The verdict") */
+static void json_verdict(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    rep_verdict v;
+    rep_verdict_of(a, p, &v);
+    fprintf(o, ",\"verdict\":{\"kind\":\"%s\",\"allocator_mode\":\"%s\",\"tensor_level\":%s,\"steps\":%" PRIu64
+               ",\"grown_bytes\":%" PRIu64,
+            rep_verdict_name(v.kind), v.mode, v.tensor_level ? "true" : "false", v.steps, v.grown);
+    if (v.have_unit) {
+        fprintf(o, ",\"rate_bytes_per_s\":%.1f,\"rate_bytes_per_step\":", v.rate);
+        if (v.per_step >= 0)
+            fprintf(o, "%.1f", v.per_step);
+        else
+            fputs("null", o);
+        fprintf(o, ",\"confidence\":%.3f,\"site\":", v.confidence);
+        const vt_unit *u = &p->units[v.unit];
+        json_site(a, p, v.unit, u->at_bytes, u->at_count, o);
+    }
+    if (v.cached >= 0)
+        fprintf(o, ",\"pool_cached_bytes\":%" PRId64, v.cached);
+    if (v.kind == REP_CANNOT_TELL) {
+        fprintf(o, ",\"segments_grown_bytes\":%" PRIu64 ",\"reason\":", v.segments_grown);
+        vt_json_str(o, v.reason);
+        fputs(",\"command\":", o);
+        vt_json_str(o, v.command);
+    }
+    fputc('}', o);
+}
+
 static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, int64_t count, FILE *o)
 {
     const vt_unit *u = &p->units[unit];
@@ -63,6 +94,7 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     vt_json_str(o, p->host);
     fprintf(o, ",\"program\":");
     vt_json_str(o, p->program);
+    json_verdict(a, p, o);
     fprintf(o, ",\"argv\":[");
     for (uint32_t i = 0; i < p->argc; i++) {
         if (i)
@@ -294,6 +326,20 @@ int vt_report_json(vt_analysis *a, FILE *o)
         for (size_t i = 0; i < a->nprocs; i++)
             lb += a->procs[i]->leak_bytes;
         fprintf(o, "{\"leaked_bytes\":%" PRIu64 ",\"grown_bytes\":%" PRIu64, lb, vt_analysis_grown_bytes(a));
+        /* the job's verdict: a leak anywhere, else cannot tell anywhere, else none */
+        int worst = REP_NO_LEAK, leaks = 0;
+        for (size_t i = 0; i < a->nprocs; i++) {
+            rep_verdict v;
+            rep_verdict_of(a, a->procs[i], &v);
+            if (v.kind == REP_LEAK) {
+                worst = REP_LEAK;
+                leaks++;
+            } else if (v.kind == REP_CANNOT_TELL && worst != REP_LEAK) {
+                worst = REP_CANNOT_TELL;
+            }
+        }
+        fprintf(o, ",\"verdict\":{\"kind\":\"%s\",\"processes_leaking\":%d}", rep_verdict_name((rep_verdict_kind)worst),
+                leaks);
         static const char *names[] = {"leaks", "peak", "growth"};
         for (int w = 0; w < 3; w++) {
             vt_mrow *r;

@@ -253,3 +253,59 @@ size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out)
     qsort(r, w, sizeof(*r), mrow_bytes_cmp);
     return w;
 }
+
+/* ------------------------------------------------------------ the verdict */
+
+const char *rep_verdict_name(rep_verdict_kind k)
+{
+    return k == REP_LEAK ? "leak" : k == REP_NO_LEAK ? "no_leak" : "cannot_tell";
+}
+
+void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
+{
+    (void)a;
+    memset(v, 0, sizeof(*v));
+    v->mode = rep_allocator_mode(p, &v->tensor_level);
+    v->steps = p->steps;
+    v->grown = p->grown_total;
+    v->cached = -1;
+    for (size_t k = 0; k < p->npools; k++) {
+        const vt_pool *q = &p->pools[k];
+        if (!q->ns && !q->reserved_last)
+            continue;
+        v->cached = (v->cached < 0 ? 0 : v->cached) + (int64_t)q->reserved_last - (int64_t)q->used_last;
+    }
+    const int segments = !v->tensor_level && (!strcmp(v->mode, "pytorch_caching") || !strcmp(v->mode, "pytorch_expandable"));
+    if (segments) {
+        /* what grew is the pool's segments: their growth says memory went
+         * up, never which line holds it */
+        for (size_t k = 0; k < p->ngrowth; k++) {
+            const vt_unit *u = &p->units[p->growth_order[k]];
+            if (u->segment || u->c10)
+                v->segments_grown += u->grown;
+        }
+        if (p->ngrowth) {
+            v->kind = REP_CANNOT_TELL;
+            snprintf(v->reason, sizeof(v->reason),
+                     "in PyTorch's %s caching allocator the trace holds segments, not tensors: a segment's call site is "
+                     "the allocation that made the pool grow, not what holds the memory",
+                     !strcmp(v->mode, "pytorch_expandable") ? "expandable-segments" : "default");
+            size_t n = (size_t)snprintf(v->command, sizeof(v->command), "vramtrace record --tensors --");
+            for (uint32_t k = 0; k < p->argc && n < sizeof(v->command); k++)
+                n += (size_t)snprintf(v->command + n, sizeof(v->command) - n, " %s", p->argv[k]);
+            return;
+        }
+    }
+    if (p->ngrowth) {
+        const vt_unit *u = &p->units[p->growth_order[0]];
+        v->kind = REP_LEAK;
+        v->have_unit = 1;
+        v->unit = p->growth_order[0];
+        v->rate = u->growth_rate;
+        v->per_step = p->steps ? (u->growth_per_step >= 0 ? u->growth_per_step : u->growth_rate * p->step_period_ns / 1e9)
+                               : -1;
+        v->confidence = u->growth_conf;
+        return;
+    }
+    v->kind = REP_NO_LEAK;
+}

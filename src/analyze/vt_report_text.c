@@ -3,6 +3,45 @@
 #include "vt_report_int.h"
 /* ------------------------------------------------------------ text */
 
+/* The answer first: leak (where, how fast), no leak, or cannot tell in
+ * this mode (and the command that can). */
+static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    rep_verdict v;
+    char b1[32], b2[32], b3[32], at[1200];
+    rep_verdict_of(a, p, &v);
+    if (v.kind == REP_LEAK) {
+        vt_xframe fr[VT_MAX_STACK];
+        int user = -1;
+        uint32_t n = vt_site_frames(a, p, p->units[v.unit].stack, fr, VT_MAX_STACK, &user);
+        if (n)
+            vt_xframe_format(&fr[user >= 0 ? user : 0], at, sizeof(at));
+        else
+            snprintf(at, sizeof(at), "(no call stack recorded)");
+        fprintf(o, "verdict: LEAK at %s: +%s", at, rep_bytes(b1, (double)p->units[v.unit].grown));
+        if (v.per_step >= 0)
+            fprintf(o, ", %s per step over %" PRIu64 " step%s", rep_bytes(b2, v.per_step), v.steps, v.steps == 1 ? "" : "s");
+        fprintf(o, ", %s/s, confidence %.2f", rep_bytes(b3, v.rate), v.confidence);
+        if (p->ngrowth > 1)
+            fprintf(o, " (%zu growing call sites, %s in all)", p->ngrowth, rep_bytes(b1, (double)v.grown));
+        fputc('\n', o);
+    } else if (v.kind == REP_CANNOT_TELL) {
+        fprintf(o, "verdict: CANNOT TELL in this mode: the caching allocator's segments grew by %s; %s\n",
+                rep_bytes(b1, (double)v.segments_grown), v.reason);
+        fprintf(o, "  to find the line: %s\n", v.command);
+    } else {
+        fprintf(o, "verdict: no leak: no call site's live bytes keep rising");
+        if (v.steps)
+            fprintf(o, " over %" PRIu64 " step%s", v.steps, v.steps == 1 ? "" : "s");
+        if (p->leak_bytes)
+            fprintf(o, " (%s live at the view, held, not growing)", rep_bytes(b2, (double)p->leak_bytes));
+        if (v.cached > 0)
+            fprintf(o, "; the pools keep %s reserved beyond what is allocated (freed blocks cached, not a leak)",
+                    rep_bytes(b1, (double)v.cached));
+        fputc('\n', o);
+    }
+}
+
 static void text_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o, const char *indent)
 {
     vt_xframe fr[VT_MAX_STACK];
@@ -15,6 +54,49 @@ static void text_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o
     }
     vt_xframe_format(&fr[user >= 0 ? user : 0], line, sizeof(line));
     fprintf(o, "%sat %s\n", indent, line);
+    if (!a->cfg.native) {
+        /* the user's frames (Python, and native frames of the user's own
+         * binaries), innermost first, below the headline that names the
+         * first of them; runs of framework and runtime frames folded into
+         * one line naming their libraries (--native: every frame) */
+        uint32_t printed = 0;
+        for (uint32_t i = 0; i < n && printed < a->cfg.max_frames;) {
+            if (!fr[i].internal) {
+                if ((int)i != user) {
+                    vt_xframe_format(&fr[i], line, sizeof(line));
+                    fprintf(o, "%s    %s\n", indent, line);
+                    printed++;
+                }
+                i++;
+                continue;
+            }
+            uint32_t j = i, libs = 0;
+            char names[400] = "";
+            size_t len = 0;
+            for (; j < n && fr[j].internal; j++) {
+                const char *m = fr[j].python ? "python" : fr[j].module ? strrchr(fr[j].module, '/') : NULL;
+                m = fr[j].python ? (fr[j].file && strstr(fr[j].file, "site-packages/") ? strstr(fr[j].file, "site-packages/") + 14 : "python")
+                                 : m ? m + 1 : fr[j].module ? fr[j].module : "?";
+                char lib[80];
+                snprintf(lib, sizeof(lib), "%s", m);
+                if (fr[j].python) { /* a package: its top directory */
+                    char *sl = strchr(lib, '/');
+                    if (sl)
+                        *sl = 0;
+                }
+                if (!strstr(names, lib) && libs < 6) {
+                    len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", libs ? ", " : "", lib);
+                    libs++;
+                }
+            }
+            /* a run inside the user's frame is the allocation's way down */
+            fprintf(o, "%s    [%s%u frame%s: %s]\n", indent, user >= 0 && (int)i < user ? "via " : "", j - i,
+                    j - i == 1 ? "" : "s", names);
+            printed++;
+            i = j;
+        }
+        return;
+    }
     uint32_t shown = n < a->cfg.max_frames ? n : a->cfg.max_frames;
     for (uint32_t i = 0; i < shown; i++) {
         vt_xframe_format(&fr[i], line, sizeof(line));
@@ -385,6 +467,7 @@ int vt_report_text(vt_analysis *a, FILE *o)
         vt_proc *p = a->procs[i];
         fprintf(o, "\n");
         proc_title(p, i, o);
+        text_verdict(a, p, o);
         text_summary(a, p, o);
         text_leaks(a, p, o);
         text_growth(a, p, o);

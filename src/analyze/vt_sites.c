@@ -39,7 +39,8 @@ static int internal_module(const char *path)
 static int internal_function(const char *fn)
 {
     static const char *const prefixes[] = {
-        "cuda", "__cuda", "cudart::", "__cudart", "vt_", "vramtrace", "c10::", "at::", "torch::", "std::",
+        "cuda", "__cuda", "cudart::", "__cudart", "libcudart_static", "vt_", "vramtrace", "c10::", "at::", "torch::",
+        "std::",
         "__libc", "__GI_", "_start", "__gnu_cxx::", "operator new", "pybind11::", "_Py", "Py",
     };
     if (!fn)

@@ -27,6 +27,8 @@ static void report_usage(FILE *f)
             "  --fail-on-growth BYTES exit 3 when call sites grew by more than BYTES in all\n"
             "  --top N              rows per section (default 20)\n"
             "  --frames N           frames shown per stack in text (default 24)\n"
+            "  --native             text: every native frame (default: framework and runtime\n"
+            "                       frames folded into one line naming their libraries)\n"
             "  --no-symbols         do not read binaries to symbolize native frames\n"
             "  --sysroot DIR        look for the traced binaries under DIR\n"
             "  --no-progress        never print progress on stderr\n");
@@ -41,6 +43,10 @@ int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
     const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     if (!strcmp(o, "--no-symbols")) {
         cfg->symbolize = 0;
+        return 1;
+    }
+    if (!strcmp(o, "--native")) {
+        cfg->native = 1;
         return 1;
     }
     if (!strcmp(o, "--no-progress")) {

@@ -46,8 +46,9 @@ add_test(NAME core.reader.kbatch_fixture
 set_tests_properties(core.reader.kbatch_fixture PROPERTIES LABELS "reader;golden")
 
 # A real H200 trace of format 1 (tests/data/gpu-torch-async.zst before the
-# fixtures were recorded in format 2, with MemBlock records): reported
-# exactly as the vramtrace of format 1 (a73aeb6) did; golden made with it.
+# fixtures were recorded in format 2, with MemBlock records): its report,
+# made first by the vramtrace of format 1 (a73aeb6) and refreshed with
+# scripts/update-golden.sh only when the report's rendering changed.
 add_test(NAME core.reader.v1_fixture
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
           ${CMAKE_CURRENT_LIST_DIR}/golden/v1-gpu-torch-async.report.txt 0 report --no-symbols v1-gpu-torch-async.zst)
