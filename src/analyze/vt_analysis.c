@@ -186,6 +186,13 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
     if (shown)
         fprintf(stderr, "\r\033[K");
     vt_reader_free(r);
+    if (first_err && a->cur && !a->cur->have_header && !a->cur->records) {
+        /* not a trace at all (empty, text, random bytes): the error alone,
+         * no made-up process */
+        vt_proc_free(a->cur);
+        a->procs[--a->nprocs] = NULL;
+        a->cur = NULL;
+    }
     return first_err;
 }
 
@@ -341,4 +348,40 @@ int vt_parse_bytes(const char *s, uint64_t *bytes)
         return VT_ERR_INVALID;
     *bytes = (uint64_t)(v * mul + 0.5);
     return 0;
+}
+
+int vt_analysis_view_missing(const vt_analysis *a, char *msg, size_t len)
+{
+    if (!a->nprocs || (a->cfg.at_mode != VT_AT_MARKER && a->cfg.at_mode != VT_AT_TIME))
+        return 0;
+    uint64_t longest = 0;
+    for (size_t i = 0; i < a->nprocs; i++) {
+        const vt_proc *p = a->procs[i];
+        if (a->cfg.at_mode == VT_AT_MARKER && p->marker_found)
+            return 0;
+        uint64_t d = p->t_last > p->t0 ? p->t_last - p->t0 : 0;
+        if (a->cfg.at_mode == VT_AT_TIME && a->cfg.at_ns <= d)
+            return 0;
+        if (d > longest)
+            longest = d;
+    }
+    if (a->cfg.at_mode == VT_AT_TIME) {
+        snprintf(msg, len, "--at %.3f s is past the end of every trace (the longest lasts %.3f s)",
+                 (double)a->cfg.at_ns / 1e9, (double)longest / 1e9);
+        return 1;
+    }
+    size_t n = (size_t)snprintf(msg, len, "--at '%s' matches no NVTX mark or range in the traces; they have:",
+                                a->cfg.at_marker ? a->cfg.at_marker : "");
+    unsigned shown = 0, total = 0;
+    for (size_t i = 0; i < a->nprocs; i++) {
+        const vt_proc *p = a->procs[i];
+        for (size_t k = 0; k < p->nnvtx; k++, total++)
+            if (shown < 12 && n + 4 < len && p->nvtx[k].msg && !strstr(msg, p->nvtx[k].msg)) {
+                n += (size_t)snprintf(msg + n, len - n, "%s '%s'", shown ? "," : "", p->nvtx[k].msg);
+                shown++;
+            }
+    }
+    if (!total && n < len)
+        snprintf(msg + n, len - n, " none (no NVTX was recorded); use a time (--at 1.5s) or --at end");
+    return 1;
 }

@@ -130,6 +130,11 @@ int vt_diff_text(vt_analysis *a, vt_analysis *b, FILE *out);
 int vt_diff_json(vt_analysis *a, vt_analysis *b, FILE *out);
 int vt_diff_html(vt_analysis *a, vt_analysis *b, FILE *out);
 
+/* After finish: 1 when the view asked for (--at) exists in no process: a
+ * marker no process has (msg lists the markers the traces have), or a
+ * time past the end of every trace (msg gives the longest duration). */
+int vt_analysis_view_missing(const vt_analysis *a, char *msg, size_t len);
+
 /* After finish: totals used by --fail-on-leak / --fail-on-growth, summed
  * over the processes. */
 uint64_t vt_analysis_leaked_bytes(const vt_analysis *a);

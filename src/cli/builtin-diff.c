@@ -74,6 +74,14 @@ int cmd_diff(int argc, char **argv)
             goto cleanup;
         }
     }
+    for (int s = 0; s < 2; s++) {
+        char vmsg[1200];
+        if (vt_analysis_view_missing(an[s], vmsg, sizeof(vmsg))) {
+            fprintf(stderr, "vramtrace diff: %s: %s\n", s ? "B" : "A", vmsg);
+            rc = 2;
+            goto cleanup;
+        }
+    }
     if (html) {
         FILE *f = fopen(html, "w");
         int hrc = f ? vt_diff_html(an[0], an[1], f) : VT_ERR_IO;

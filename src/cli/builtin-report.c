@@ -31,7 +31,10 @@ static void report_usage(FILE *f)
             "                       frames folded into one line naming their libraries)\n"
             "  --no-symbols         do not read binaries to symbolize native frames\n"
             "  --sysroot DIR        look for the traced binaries under DIR\n"
-            "  --no-progress        never print progress on stderr\n");
+            "  --no-progress        never print progress on stderr\n"
+            "exit status: 0 ok; 1 a read error (the report of what was readable comes first; a file\n"
+            "that is no trace gets the error alone); 2 usage, or --at naming nothing in the traces;\n"
+            "3 a --fail-on-* threshold was exceeded\n");
 }
 
 /* Shared with builtin-diff.c: parse the options common to report and diff.
@@ -189,6 +192,12 @@ int cmd_report(int argc, char **argv)
     if (vt_analysis_finish(a)) {
         fprintf(stderr, "vramtrace report: out of memory\n");
         rc = 1;
+        goto cleanup;
+    }
+    char vmsg[1200];
+    if (vt_analysis_view_missing(a, vmsg, sizeof(vmsg))) {
+        fprintf(stderr, "vramtrace report: %s\n", vmsg);
+        rc = 2;
         goto cleanup;
     }
     if (html) { /* the page, then the text report as usual unless --json */

@@ -41,12 +41,28 @@ if [ -s "$tmp/out" ]; then
 fi
 head -c 3000 /dev/urandom >"$tmp/garbage.zst"
 expect 1 "garbage.zst" "$vt" report "$tmp/garbage.zst"
+if [ -s "$tmp/out" ]; then
+    echo "FAIL: a report of random bytes:"; head -3 "$tmp/out"; fails=$((fails + 1))
+fi
+printf 'not a trace\n' >"$tmp/text.zst"
+expect 1 "not a vramtrace trace" "$vt" report "$tmp/text.zst"
+[ -s "$tmp/out" ] && { echo "FAIL: a report of a text file"; fails=$((fails + 1)); }
+# --at that names nothing in the traces: a usage error saying what there is
+expect 2 "matches no NVTX mark or range.*'step'" "$vt" report --at nosuch "$dir/growth_nvtx.zst"
+expect 2 "past the end of every trace" "$vt" report --at 1000s "$dir/growth_nvtx.zst"
 mkdir "$tmp/empty"
 expect 1 "no \*.zst trace" "$vt" report "$tmp/empty"
-# a cut trace: the report of what was read, then the error with the offset
+# a trace cut inside its only zstd frame: nothing is readable, so the
+# error alone, with the offset, and no made-up process
 size=$(stat -c %s "$dir/growth_nvtx.zst")
 head -c $((size * 2 / 3)) "$dir/growth_nvtx.zst" >"$tmp/cut.zst"
-expect 1 "cut.zst" "$vt" report "$tmp/cut.zst"
+expect 1 "cut.zst: truncated at offset" "$vt" report "$tmp/cut.zst"
+if [ -s "$tmp/out" ]; then
+    echo "FAIL: a report of a trace of which nothing was readable:"; head -5 "$tmp/out"; fails=$((fails + 1))
+fi
+# a trace cut in its second frame: the report of the first, then the error
+src=$(cd "$(dirname "$0")/../.." && pwd)
+expect 1 "truncated at offset" "$vt" report "$src/tests/data/reader-sample-truncated.zst"
 if ! grep -q "^vramtrace report: 1 process" "$tmp/out" || ! grep -q "INCOMPLETE" "$tmp/out"; then
     echo "FAIL: no partial report for a cut trace"; fails=$((fails + 1))
 fi
