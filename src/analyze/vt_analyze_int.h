@@ -79,6 +79,7 @@ typedef struct {
     uint64_t grown;        /* floor at the end of the window - lowest floor */
     uint32_t growth_rises; /* number of rises in the late window */
     char *key;             /* process-independent site key (lazy) */
+    char *mkey;            /* the same by meaning: user frames and symbol names, no offsets (lazy) */
 } vt_unit;
 
 /* blocks of u live now: each allocation counts in allocs, each free of one
@@ -380,6 +381,10 @@ uint32_t vt_site_frames(vt_analysis *a, const vt_proc *p, uint32_t stack, vt_xfr
 void vt_xframe_format(const vt_xframe *f, char *buf, size_t len);
 /* Process-independent key of a unit's call site (kind + frames); cached. */
 const char *vt_unit_key(vt_analysis *a, vt_proc *p, uint32_t unit);
+/* The key of a call site by meaning, for comparing runs: the memory kind and
+ * the user's frames (Python file:function:line, native function names,
+ * modules for frames without a symbol), never raw offsets; cached. */
+const char *vt_unit_meaning_key(vt_analysis *a, vt_proc *p, uint32_t unit);
 int vt_stack_is_c10(const vt_proc *p, uint32_t stack);
 
 /* output helpers (vt_report.c) */

@@ -1,5 +1,7 @@
 /* vt_diff.c - `vramtrace diff A B`: two finished analyses compared per call
- * site (the process-independent key of vt_sites.c): bytes live at the view
+ * site, matched by meaning (vt_unit_meaning_key: the user's frames and
+ * symbol names, never raw offsets, so the same line in two builds or
+ * two machines is one site): bytes live at the view
  * (leaks), at the peak, allocated in all, and growth.  Rows sorted by the
  * largest absolute change, then key.  Touches only the FILE given. */
 #include <inttypes.h>
@@ -75,7 +77,7 @@ static size_t diff_rows(vt_analysis *a, vt_analysis *b, vt_drow **out)
             for (size_t k = 0; k < p->nunits; k++) {
                 vt_unit *u = &p->units[k];
                 vt_drow *d = &r[n++];
-                d->key = vt_unit_key(an[s], p, (uint32_t)k);
+                d->key = vt_unit_meaning_key(an[s], p, (uint32_t)k);
                 d->side = s;
                 d->an = an[s];
                 d->proc = (uint32_t)i;

@@ -49,6 +49,7 @@ void vt_proc_free(vt_proc *p)
     for (size_t i = 0; i < p->nunits; i++) {
         free(p->units[i].floor);
         free(p->units[i].key);
+        free(p->units[i].mkey);
     }
     free(p->units);
     vt_map_free(&p->unitmap);

@@ -202,3 +202,44 @@ const char *vt_unit_key(vt_analysis *a, vt_proc *p, uint32_t unit)
     u->key = k;
     return k;
 }
+
+const char *vt_unit_meaning_key(vt_analysis *a, vt_proc *p, uint32_t unit)
+{
+    vt_unit *u = &p->units[unit];
+    if (u->mkey)
+        return u->mkey;
+    vt_xframe fr[VT_MAX_STACK];
+    int user = -1;
+    uint32_t n = vt_site_frames(a, p, u->stack, fr, VT_MAX_STACK, &user);
+    size_t cap = 256, len = 0;
+    char *k = malloc(cap);
+    if (!k)
+        return "";
+    len = (size_t)snprintf(k, cap, "%s|", vt_memkind_name((vt_memkind)u->kind));
+    int any = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const vt_xframe *x = &fr[i];
+        if (x->internal && (int)i != user)
+            continue;
+        char one[700];
+        if (x->python)
+            snprintf(one, sizeof(one), "%s:%s:%u", x->file ? x->file : "?", x->function ? x->function : "?", x->line);
+        else if (x->function)
+            snprintf(one, sizeof(one), "%s", x->function);
+        else
+            snprintf(one, sizeof(one), "%s", x->module ? base_name(x->module) : "?");
+        size_t l = strlen(one);
+        if (len + l + 2 > cap) {
+            while (len + l + 2 > cap)
+                cap *= 2;
+            char *nk = realloc(k, cap);
+            if (!nk)
+                break;
+            k = nk;
+        }
+        len += (size_t)snprintf(k + len, cap - len, "%s%s", any ? ";" : "", one);
+        any = 1;
+    }
+    u->mkey = k;
+    return k;
+}

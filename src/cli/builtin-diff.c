@@ -16,8 +16,10 @@ static void diff_usage(FILE *f)
 {
     fprintf(f, "usage: vramtrace diff [options] A B   (A, B: trace files or directories)\n"
                "  --json  --html FILE  --at TIME|MARKER|end  --top N  --frames N  --no-symbols  --sysroot DIR\n"
-               "  --no-progress\n"
-               "  (as for `vramtrace report`)\n");
+               "  --no-progress        (as for `vramtrace report`)\n"
+               "  --fail-on-growth BYTES  exit 3 when B holds more than BYTES more than A at the view\n"
+               "call sites are matched by their user frames and symbol names, never raw offsets.\n"
+               "exit status: 0 ok; 1 a read error; 2 usage; 3 the --fail-on-growth threshold\n");
 }
 
 int cmd_diff(int argc, char **argv)
@@ -27,6 +29,8 @@ int cmd_diff(int argc, char **argv)
     cfg.progress = 1;
     int json = 0, n = 0, rc = 0;
     const char *html = NULL;
+    uint64_t fail_growth = 0;
+    int have_fail_growth = 0;
     const char *in[2] = {NULL, NULL};
     vt_analysis *an[2] = {NULL, NULL};
     for (int i = 1; i < argc; i++) {
@@ -37,6 +41,15 @@ int cmd_diff(int argc, char **argv)
         }
         if (!strcmp(o, "--json")) {
             json = 1;
+            continue;
+        }
+        if (!strcmp(o, "--fail-on-growth")) {
+            if (i + 1 >= argc || vt_parse_bytes(argv[i + 1], &fail_growth)) {
+                fprintf(stderr, "vramtrace diff: --fail-on-growth needs a byte count (e.g. 100M)\n");
+                return 2;
+            }
+            have_fail_growth = 1;
+            i++;
             continue;
         }
         if (!strcmp(o, "--html")) {
@@ -104,6 +117,14 @@ int cmd_diff(int argc, char **argv)
             fprintf(stderr, "vramtrace diff: %s\n", vt_analysis_error(an[s], i));
             rc = 1;
         }
+    if (!rc && have_fail_growth) {
+        uint64_t la = vt_analysis_leaked_bytes(an[0]), lb = vt_analysis_leaked_bytes(an[1]);
+        if (lb > la && lb - la > fail_growth) {
+            fprintf(stderr, "vramtrace diff: B holds %llu bytes more than A at the view, over --fail-on-growth %llu\n",
+                    (unsigned long long)(lb - la), (unsigned long long)fail_growth);
+            rc = 3;
+        }
+    }
 cleanup:
     vt_analysis_free(an[0]);
     vt_analysis_free(an[1]);

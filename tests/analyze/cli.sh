@@ -73,6 +73,15 @@ grep -q "make_buffer" "$tmp/out" || { echo "FAIL: good trace not reported next t
 expect 0 - "$vt" diff "$dir/leak.zst" "$dir/leak2.zst"
 expect 2 "usage" "$vt" diff "$dir/leak.zst"
 expect 1 "missing.zst" "$vt" diff "$dir/leak.zst" "$tmp/missing.zst"
+# diff gates: B holds more than A at the view
+expect 3 "over --fail-on-growth" "$vt" diff --fail-on-growth 1k "$dir/leak.zst" "$dir/leak2.zst"
+expect 0 - "$vt" diff --fail-on-growth 100G "$dir/leak.zst" "$dir/leak2.zst"
+# the same line in two traces is one call site, whatever its raw offsets
+src=$(cd "$(dirname "$0")/../.." && pwd)
+"$vt" diff --json --no-symbols "$src/tests/data/gpu-leaky-default.zst" "$src/tests/data/gpu-leaky-expandable.zst" >"$tmp/d.json"
+if ! grep -q '"status":"changed"' "$tmp/d.json"; then
+    echo "FAIL: diff of two allocator modes matched no call site"; fails=$((fails + 1))
+fi
 expect 0 - "$vt" report --help
 # every JSON output parses (strings are valid UTF-8, numbers finite)
 if command -v python3 >/dev/null; then
