@@ -14,10 +14,13 @@
  * Exit: 0 complete trace, 1 read error (everything readable is printed
  * first, the error goes to stderr), 2 usage.
  */
+#include <dirent.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "builtin.h"
 #include "vt_error.h"
@@ -640,7 +643,7 @@ static void print_event(dump_ctx *c, const vt_event *ev)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: vramtrace dump [--json] [--no-defs] [--stacks] [--stats] FILE\n"
+            "usage: vramtrace dump [--json] [--no-defs] [--stacks] [--stats] FILE|DIR\n"
             "\n"
             "Print every record of a trace, one per line (like perf script):\n"
             "  TIME TYPE key=value ...\n"
@@ -648,7 +651,8 @@ static void usage(FILE *f)
             "(kernels: start time on the device clock).  Ids are resolved: kernel\n"
             "names, thread tids, strings; an unknown id prints as ?#ID.\n"
             "Definitions (string, frame, stack, module, thread, launch) are printed\n"
-            "too, where they occur in the stream, unless --no-defs.\n"
+            "too, where they occur in the stream, unless --no-defs.  A directory: each\n"
+            "of its *.zst traces, by name, after a line naming it (JSON: {\"type\":\"file\"}).\n"
             "\n"
             "  --json      one JSON object per line, same keys (addresses as \"0x...\")\n"
             "  --no-defs   leave out the definition records\n"
@@ -659,6 +663,111 @@ static void usage(FILE *f)
             "A damaged or truncated trace is printed as far as it can be read; the\n"
             "errors go to stderr.  Exit status: 0 complete trace, 1 read error or\n"
             "incomplete trace, 2 usage error.\n");
+}
+
+/* One trace: its events, then the reader's errors (file, offset). */
+static int dump_one(dump_ctx *c, const char *path, int stats)
+{
+    int status = 0;
+    char msg[512];
+    int rc = vt_reader_open(&c->r, path, msg, sizeof(msg));
+    if (rc) {
+        fprintf(stderr, "vramtrace dump: %s\n", msg);
+        return 1;
+    }
+    c->out = stdout;
+    vt_event ev;
+    for (;;) {
+        rc = vt_reader_next(c->r, &ev);
+        if (rc == 1) {
+            print_event(c, &ev);
+            continue;
+        }
+        if (rc == 0)
+            break;
+        fflush(stdout);
+        fprintf(stderr, "vramtrace dump: %s\n", vt_reader_errmsg(c->r));
+        status = 1;
+        if (rc != VT_ERR_CORRUPT && rc != VT_ERR_TOO_LARGE)
+            break; /* final */
+    }
+    fflush(stdout);
+    if (stats) {
+        vt_reader_stats st;
+        vt_reader_get_stats(c->r, &st);
+        fprintf(stderr,
+                "records=%llu frames=%llu bytes_in=%llu bytes_raw=%llu skipped_bytes=%llu resyncs=%llu "
+                "sync_gaps=%llu unknown_fields=%llu unknown_records=%llu complete=%d\n",
+                (unsigned long long)st.records, (unsigned long long)st.frames, (unsigned long long)st.bytes_in,
+                (unsigned long long)st.bytes_raw, (unsigned long long)st.skipped_bytes,
+                (unsigned long long)st.resyncs, (unsigned long long)st.sync_gaps,
+                (unsigned long long)st.unknown_fields, (unsigned long long)st.unknown_records, st.complete);
+    }
+    if (ferror(stdout)) {
+        fprintf(stderr, "vramtrace dump: write error on standard output\n");
+        status = 1;
+    }
+    vt_reader_free(c->r);
+    c->r = NULL;
+    return status;
+}
+
+static int zst_name_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+/* Every *.zst of a directory, sorted by name, each after a line naming it. */
+static int dump_dir(dump_ctx *c, const char *dir, int stats)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "vramtrace dump: %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 5 || strcmp(de->d_name + l - 4, ".zst"))
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            char **nn = realloc(names, nc * sizeof(*nn));
+            if (!nn)
+                break;
+            names = nn;
+            cap = nc;
+        }
+        size_t pl = strlen(dir) + l + 2;
+        if (!(names[n] = malloc(pl)))
+            break;
+        snprintf(names[n++], pl, "%s/%s", dir, de->d_name);
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof(*names), zst_name_cmp);
+    int status = n ? 0 : 1;
+    if (!n)
+        fprintf(stderr, "vramtrace dump: %s: no *.zst trace in it\n", dir);
+    for (size_t i = 0; i < n; i++) {
+        dump_ctx one = *c; /* each trace its own time base */
+        one.base = 0;
+        one.base_set = 0;
+        if (c->json) {
+            fputs("{\"type\":\"file\",\"path\":\"", stdout);
+            for (const char *q = names[i]; *q; q++) {
+                if (*q == '"' || *q == '\\')
+                    fputc('\\', stdout);
+                fputc(*q, stdout);
+            }
+            fputs("\"}\n", stdout);
+        } else {
+            printf("== %s ==\n", names[i]);
+        }
+        status |= dump_one(&one, names[i], stats);
+        free(names[i]);
+    }
+    free(names);
+    return status;
 }
 
 int cmd_dump(int argc, char **argv)
@@ -699,46 +808,12 @@ int cmd_dump(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    char msg[512];
-    int rc = vt_reader_open(&c.r, path, msg, sizeof(msg));
-    if (rc) {
-        fprintf(stderr, "vramtrace dump: %s\n", msg);
-        return 1;
-    }
     static char obuf[1 << 16];
     setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
-    c.out = stdout;
-    vt_event ev;
-    for (;;) {
-        rc = vt_reader_next(c.r, &ev);
-        if (rc == 1) {
-            print_event(&c, &ev);
-            continue;
-        }
-        if (rc == 0)
-            break;
-        fflush(stdout);
-        fprintf(stderr, "vramtrace dump: %s\n", vt_reader_errmsg(c.r));
-        status = 1;
-        if (rc != VT_ERR_CORRUPT && rc != VT_ERR_TOO_LARGE)
-            break; /* final */
-    }
-    fflush(stdout);
-    if (stats) {
-        vt_reader_stats st;
-        vt_reader_get_stats(c.r, &st);
-        fprintf(stderr,
-                "records=%llu frames=%llu bytes_in=%llu bytes_raw=%llu skipped_bytes=%llu resyncs=%llu "
-                "sync_gaps=%llu unknown_fields=%llu unknown_records=%llu complete=%d\n",
-                (unsigned long long)st.records, (unsigned long long)st.frames, (unsigned long long)st.bytes_in,
-                (unsigned long long)st.bytes_raw, (unsigned long long)st.skipped_bytes,
-                (unsigned long long)st.resyncs, (unsigned long long)st.sync_gaps,
-                (unsigned long long)st.unknown_fields, (unsigned long long)st.unknown_records, st.complete);
-    }
-    if (ferror(stdout)) {
-        fprintf(stderr, "vramtrace dump: write error on standard output\n");
-        status = 1;
-    }
-    vt_reader_free(c.r);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        status = dump_dir(&c, path, stats);
+    else
+        status = dump_one(&c, path, stats);
     return status;
 }

@@ -31,7 +31,8 @@ expect 2 "missing trace file" "$vt" dump
 expect 2 "unknown option '--bogus'" "$vt" dump --bogus "$sample"
 expect 2 "one trace file at a time" "$vt" dump "$sample" "$sample"
 expect 1 "vramtrace dump: $tmp/nope.zst: No such file or directory" "$vt" dump "$tmp/nope.zst"
-expect 1 "is a directory" "$vt" dump "$dir"
+# a directory of traces, damaged ones among them: all printed, the errors named
+expect 1 "reader-sample-damaged.zst: corrupt" "$vt" dump "$dir"
 printf 'not a trace at all\n' >"$tmp/text.zst"
 expect 1 "not a vramtrace trace" "$vt" dump "$tmp/text.zst"
 : >"$tmp/empty.zst"
@@ -56,6 +57,15 @@ printf '\xff\xff\xff\xff' | dd of="$tmp/bad.zst" bs=1 seek=400 conv=notrunc stat
 expect 1 "bad.zst: corrupt" "$vt" dump "$tmp/bad.zst"
 grep -q "seq=1" "$tmp/out" || { echo "FAIL: the frame after the damage was not printed"; fails=$((fails + 1)); }
 grep -q " end " "$tmp/out" || { echo "FAIL: the end record was not printed"; fails=$((fails + 1)); }
+
+# A directory: each trace by name after a line naming it; an empty one fails.
+mkdir -p "$tmp/dir" "$tmp/none"
+cp "$sample" "$tmp/dir/b.zst"
+cp "$sample" "$tmp/dir/a.zst"
+expect 0 - "$vt" dump "$tmp/dir"
+[ "$(grep -c '^== ' "$tmp/out")" = 2 ] && head -1 "$tmp/out" | grep -q "a.zst ==" ||
+    { echo "FAIL: dump DIR did not print both traces in order"; fails=$((fails + 1)); }
+expect 1 "no \*.zst trace" "$vt" dump "$tmp/none"
 
 # Output to a closed pipe must not hang or crash.
 "$vt" dump "$sample" | head -1 >/dev/null
