@@ -44,7 +44,7 @@
       "segments grew by " + L.fmtBytes(v.segments_grown_bytes) + "; " + v.reason + ". To find the line: " + v.command };
     if (v && v.kind === "no_leak") return { cls: "ok", text: "No leak: no call site keeps growing" +
       (v.steps ? " over " + v.steps + " steps" : "") + "; " + L.fmtBytes(p.leaks ? p.leaks.bytes : 0) +
-      " live at the view" + (v.pool_cached_bytes > 0 ? "; the pools keep " + L.fmtBytes(v.pool_cached_bytes) +
+      " never freed" + (v.pool_cached_bytes > 0 ? "; the pools keep " + L.fmtBytes(v.pool_cached_bytes) +
       " reserved beyond what is allocated (cached, not leaked)" : "") };
     var grown = p.growth ? p.growth.grown_bytes : 0, leak = p.leaks ? p.leaks.bytes : 0;
     var failed = p.oom ? p.oom.failed : 0;

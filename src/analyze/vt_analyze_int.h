@@ -318,7 +318,9 @@ typedef struct {
     uint64_t end_events, end_dropped;
     char *errors[VT_MAX_ERRORS]; uint32_t nerrors;
     /* results */
-    uint64_t leak_bytes, leak_blocks, grown_total;
+    uint64_t leak_bytes, leak_blocks, grown_total; /* leaks: live at the view and never freed */
+    uint64_t teardown_bytes, teardown_blocks;      /* live at the view, freed after it (not counted) */
+    uint64_t held_bytes;                           /* of the leaks: allocated before the first step, not growing */
     uint64_t static_bytes, static_blocks;  /* module globals at the view (not leaks) */
     uint32_t *leak_order; size_t nleak;
     uint32_t *growth_order; size_t ngrowth;

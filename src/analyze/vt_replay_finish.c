@@ -107,7 +107,13 @@ static int leak_cmp(const void *x, const void *y)
 {
     const vt_unit *a = &g_sort_proc->units[*(const uint32_t *)x];
     const vt_unit *b = &g_sort_proc->units[*(const uint32_t *)y];
-    int c = cmp_u64_desc((uint64_t)a->at_bytes, (uint64_t)b->at_bytes);
+    /* what is never freed first, then what the view holds */
+    int64_t ka = a->never_bytes < a->at_bytes ? a->never_bytes : a->at_bytes;
+    int64_t kb = b->never_bytes < b->at_bytes ? b->never_bytes : b->at_bytes;
+    int c = cmp_u64_desc((uint64_t)ka, (uint64_t)kb);
+    if (c)
+        return c;
+    c = cmp_u64_desc((uint64_t)a->at_bytes, (uint64_t)b->at_bytes);
     if (c)
         return c;
     if (a->at_count != b->at_count)
@@ -280,6 +286,7 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         }
     }
     p->leak_bytes = p->leak_blocks = p->static_bytes = p->static_blocks = 0;
+    p->teardown_bytes = p->teardown_blocks = p->held_bytes = 0;
     for (size_t k = 0; k < p->nunits; k++) {
         vt_unit *u = &p->units[k];
         if (at_live) {
@@ -302,8 +309,14 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
                 p->static_blocks += (uint64_t)u->at_count;
                 continue;
             }
-            p->leak_bytes += (uint64_t)u->at_bytes;
-            p->leak_blocks += (uint64_t)u->at_count;
+            /* a leak is live at the view and never freed; what the
+             * process freed after the view (its teardown) is apart */
+            int64_t kept = at_live ? u->at_bytes : u->never_bytes < u->at_bytes ? u->never_bytes : u->at_bytes;
+            int64_t kept_n = at_live ? u->at_count : u->never_count < u->at_count ? u->never_count : u->at_count;
+            p->leak_bytes += (uint64_t)kept;
+            p->leak_blocks += (uint64_t)kept_n;
+            p->teardown_bytes += (uint64_t)(u->at_bytes - kept);
+            p->teardown_blocks += (uint64_t)(u->at_count - kept_n);
         }
     }
     /* leak order */
@@ -332,6 +345,19 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         }
     }
     qsort(p->growth_order, p->ngrowth, sizeof(uint32_t), growth_cmp);
+    /* of the leaks, what was held since the start: allocated before the
+     * first step and not growing (weights, optimizer state, workspaces) */
+    const uint64_t first_step = p->step_occ && p->step_occ->n ? p->step_occ->t[0] : 0;
+    for (size_t k = 0; first_step && k < p->nunits; k++) {
+        const vt_unit *u = &p->units[k];
+        if (u->kind == VT_MEM_DEVICE_STATIC || u->growth_flag || !u->allocs || u->g_t0 > first_step)
+            continue;
+        int64_t kept = u->never_bytes < u->at_bytes ? u->never_bytes : u->at_bytes;
+        if (p->view_mode == VT_AT_END || p->tail_overflow)
+            kept = u->at_bytes;
+        if (kept > 0)
+            p->held_bytes += (uint64_t)kept;
+    }
     if (p->tail_overflow)
         add_note(p, VT_SEV_WARNING,
                  "vramtrace report: the end of real work came too late in the stream to keep every event after "

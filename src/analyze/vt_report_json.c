@@ -183,9 +183,11 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, ",\"view\":{\"mode\":\"%s\",\"time_s\":%.6f,\"description\":", rep_view_mode_name(p->view_mode), rep_rel_s(p, p->view_t));
     vt_json_str(o, view);
     fprintf(o, ",\"exact\":%s}", p->tail_overflow ? "false" : "true");
-    fprintf(o, ",\"leaks\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"module_globals_bytes\":%" PRIu64
+    fprintf(o, ",\"leaks\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"teardown_bytes\":%" PRIu64
+               ",\"teardown_blocks\":%" PRIu64 ",\"held_since_start_bytes\":%" PRIu64 ",\"module_globals_bytes\":%" PRIu64
                ",\"module_globals_blocks\":%" PRIu64 ",\"sites_total\":%zu,\"sites\":[",
-            p->leak_bytes, p->leak_blocks, p->static_bytes, p->static_blocks, p->nleak);
+            p->leak_bytes, p->leak_blocks, p->teardown_bytes, p->teardown_blocks, p->held_bytes, p->static_bytes,
+            p->static_blocks, p->nleak);
     for (size_t i = 0; i < p->nleak && i < a->cfg.top; i++) {
         const vt_unit *u = &p->units[p->leak_order[i]];
         if (i)

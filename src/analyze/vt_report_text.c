@@ -34,7 +34,7 @@ static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
         if (v.steps)
             fprintf(o, " over %" PRIu64 " step%s", v.steps, v.steps == 1 ? "" : "s");
         if (p->leak_bytes)
-            fprintf(o, " (%s live at the view, held, not growing)", rep_bytes(b2, (double)p->leak_bytes));
+            fprintf(o, " (%s never freed, not growing)", rep_bytes(b2, (double)p->leak_bytes));
         if (v.cached > 0)
             fprintf(o, "; the pools keep %s reserved beyond what is allocated (freed blocks cached, not a leak)",
                     rep_bytes(b1, (double)v.cached));
@@ -241,7 +241,16 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
     if (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable"))
         fprintf(o, "(blocks from libc10_cuda are PyTorch caching-allocator segments: reserved memory, not tensors;"
                    " see the allocator view)\n");
-    fprintf(o, "%s in %" PRIu64 " blocks from %zu call sites\n", rep_bytes(b1, (double)p->leak_bytes), p->leak_blocks, p->nleak);
+    char b2[32];
+    fprintf(o, "%s never freed, in %" PRIu64 " block%s", rep_bytes(b1, (double)p->leak_bytes), p->leak_blocks,
+            p->leak_blocks == 1 ? "" : "s");
+    if (p->held_bytes)
+        fprintf(o, " (%s of it held since the start: allocated before the first step, not growing)",
+                rep_bytes(b2, (double)p->held_bytes));
+    fprintf(o, "; %zu call site%s live at the view\n", p->nleak, p->nleak == 1 ? "" : "s");
+    if (p->teardown_bytes)
+        fprintf(o, "(not counted: freed at teardown, after the view: %s in %" PRIu64 " block%s)\n",
+                rep_bytes(b1, (double)p->teardown_bytes), p->teardown_blocks, p->teardown_blocks == 1 ? "" : "s");
     if (p->static_bytes)
         fprintf(o, "(not counted: module globals, %s in %" PRIu64 " block%s, live as long as their module)\n",
                 rep_bytes(b1, (double)p->static_bytes), p->static_blocks, p->static_blocks == 1 ? "" : "s");

@@ -27,7 +27,7 @@ vt_analyze_golden(report_ranks.json 0 report --json ranks)
 vt_analyze_golden(report_leak_at_end.txt 0 report --at end leak.zst)
 vt_analyze_golden(report_leak_at_time.txt 0 report --at 30ms leak.zst)
 vt_analyze_golden(report_growth_at_marker.txt 0 report --at step --top 2 growth_nvtx.zst)
-vt_analyze_golden(report_leak_fail.txt 3 report --fail-on-leak 1G leak.zst)
+vt_analyze_golden(report_leak_fail.txt 3 report --fail-on-leak 50M leak.zst)
 vt_analyze_golden(diff_leak.txt 0 diff leak.zst leak2.zst)
 vt_analyze_golden(diff_leak.json 0 diff --json leak.zst leak2.zst)
 
