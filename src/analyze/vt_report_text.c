@@ -42,18 +42,34 @@ static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
     }
 }
 
+static void text_stack_lead(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o, const char *indent,
+                            const char *lead);
+
 static void text_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o, const char *indent)
+{
+    text_stack_lead(a, p, stack, o, indent, "at");
+}
+
+/* A unit's stack: a caching-allocator segment's call site is where the
+ * pool grew, never presented as the line that holds the memory. */
+static void text_unit_stack(vt_analysis *a, const vt_proc *p, const vt_unit *u, FILE *o, const char *indent)
+{
+    text_stack_lead(a, p, u->stack, o, indent, u->segment ? "triggered the pool to grow at" : "at");
+}
+
+static void text_stack_lead(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o, const char *indent,
+                            const char *lead)
 {
     vt_xframe fr[VT_MAX_STACK];
     int user = -1;
     char line[1200];
     uint32_t n = vt_site_frames(a, p, stack, fr, VT_MAX_STACK, &user);
     if (!n) {
-        fprintf(o, "%sat (no call stack recorded)\n", indent);
+        fprintf(o, "%s%s (no call stack recorded)\n", indent, lead);
         return;
     }
     vt_xframe_format(&fr[user >= 0 ? user : 0], line, sizeof(line));
-    fprintf(o, "%sat %s\n", indent, line);
+    fprintf(o, "%s%s %s\n", indent, lead, line);
     if (!a->cfg.native) {
         /* the user's frames (Python, and native frames of the user's own
          * binaries), innermost first, below the headline that names the
@@ -265,7 +281,7 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, "all freed after the view (teardown)\n");
         else
             fprintf(o, "%s never freed\n", rep_bytes(b1, (double)u->never_bytes));
-        text_stack(a, p, u->stack, o, "    ");
+        text_unit_stack(a, p, u, o, "    ");
     }
     if (p->nleak > a->cfg.top)
         fprintf(o, "... %zu more call sites\n", p->nleak - a->cfg.top);
@@ -291,7 +307,13 @@ static void text_growth(vt_analysis *a, vt_proc *p, FILE *o)
         fprintf(o, "no call site keeps growing\n");
         return;
     }
-    fprintf(o, "%s grown by %zu call sites\n", rep_bytes(b1, (double)p->grown_total), p->ngrowth);
+    fprintf(o, "%s grown by %zu call site%s\n", rep_bytes(b1, (double)p->grown_total), p->ngrowth,
+            p->ngrowth == 1 ? "" : "s");
+    int tl;
+    const char *mode = rep_allocator_mode(p, &tl);
+    if (!tl && (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable")))
+        fprintf(o, "(caching allocator: what grows are segments; each names the allocation that made the pool grow, "
+                   "not what holds the memory: vramtrace record --tensors names that)\n");
     for (size_t i = 0; i < p->ngrowth && i < a->cfg.top; i++) {
         const vt_unit *u = &p->units[p->growth_order[i]];
         fprintf(o, "#%zu +%s, %s/s", i + 1, rep_bytes(b1, (double)u->grown), rep_bytes(b2, u->growth_rate));
@@ -300,7 +322,7 @@ static void text_growth(vt_analysis *a, vt_proc *p, FILE *o)
                                                                      : u->growth_rate * p->step_period_ns / 1e9));
         fprintf(o, ", confidence %.2f, %" PRId64 " live blocks at the view, device %u %s (%s)\n", u->growth_conf,
                 u->at_count, u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
-        text_stack(a, p, u->stack, o, "    ");
+        text_unit_stack(a, p, u, o, "    ");
     }
 }
 
@@ -322,7 +344,7 @@ static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, "#%zu ", i + 1);
             unit_line(p, u, r[i].bytes, r[i].count, o);
             fprintf(o, " (%.1f%%)\n", 100.0 * (double)r[i].bytes / (double)s->peak);
-            text_stack(a, p, u->stack, o, "    ");
+            text_unit_stack(a, p, u, o, "    ");
         }
         if (n > a->cfg.top)
             fprintf(o, "... %zu more call sites\n", n - a->cfg.top);
@@ -374,7 +396,7 @@ static void text_oom(vt_analysis *a, vt_proc *p, FILE *o)
                 fprintf(o, "    %u) ", k + 1);
                 unit_line(p, u, e->top_bytes[k], e->top_count[k], o);
                 fprintf(o, "\n");
-                text_stack(a, p, u->stack, o, "        ");
+                text_unit_stack(a, p, u, o, "        ");
             }
         }
     }
@@ -451,7 +473,7 @@ static void text_merged(vt_analysis *a, FILE *o)
                 fprintf(o, "#%zu %s in %" PRId64 " block%s, %s, in %u process%s\n", i + 1, rep_bytes(b1, (double)r[i].bytes),
                         r[i].count, r[i].count == 1 ? "" : "s", vt_memkind_name((vt_memkind)u->kind), r[i].nproc,
                         r[i].nproc == 1 ? "" : "es");
-            text_stack(a, p, u->stack, o, "    ");
+            text_unit_stack(a, p, u, o, "    ");
         }
         free(r);
     }
