@@ -144,7 +144,7 @@ int vt_diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
     fprintf(o, "peak live (sum over devices): A %s, B %s (%s%s)\n", b1, b2, pb >= pa ? "+" : "", b3);
     vt_drow *r;
     size_t n = diff_rows(a, b, &r);
-    fprintf(o, "\n%zu call sites changed\n", n);
+    fprintf(o, "\n%zu call site%s changed\n", n, n == 1 ? "" : "s");
     for (size_t i = 0; i < n && i < a->cfg.top; i++) {
         vt_drow *d = &r[i];
         vt_proc *p = d->an->procs[d->proc];
@@ -183,7 +183,7 @@ int vt_diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
         }
     }
     if (n > a->cfg.top)
-        fprintf(o, "... %zu more call sites\n", n - a->cfg.top);
+        fprintf(o, "... %zu more call site%s\n", n - a->cfg.top, n - a->cfg.top == 1 ? "" : "s");
     free(r);
     return ferror(o) ? VT_ERR_IO : 0;
 }

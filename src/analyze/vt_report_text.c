@@ -284,7 +284,7 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
         text_unit_stack(a, p, u, o, "    ");
     }
     if (p->nleak > a->cfg.top)
-        fprintf(o, "... %zu more call sites\n", p->nleak - a->cfg.top);
+        fprintf(o, "... %zu more call site%s\n", p->nleak - a->cfg.top, p->nleak - a->cfg.top == 1 ? "" : "s");
 }
 
 static void text_steps(const vt_proc *p, FILE *o)
@@ -320,8 +320,8 @@ static void text_growth(vt_analysis *a, vt_proc *p, FILE *o)
         if (p->steps)
             fprintf(o, ", %s/step", rep_bytes(b3, u->growth_per_step >= 0 ? u->growth_per_step
                                                                      : u->growth_rate * p->step_period_ns / 1e9));
-        fprintf(o, ", confidence %.2f, %" PRId64 " live blocks at the view, device %u %s (%s)\n", u->growth_conf,
-                u->at_count, u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
+        fprintf(o, ", confidence %.2f, %" PRId64 " live block%s at the view, device %u %s (%s)\n", u->growth_conf,
+                u->at_count, u->at_count == 1 ? "" : "s", u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
         text_unit_stack(a, p, u, o, "    ");
     }
 }
@@ -338,7 +338,8 @@ static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
         any = 1;
         vt_row *r;
         size_t n = rep_peak_rows(p, d, &r);
-        fprintf(o, "device %u: %s at %.3f s in %zu call sites\n", d, rep_bytes(b1, (double)s->peak), rep_rel_s(p, s->peak_t), n);
+        fprintf(o, "device %u: %s at %.3f s in %zu call site%s\n", d, rep_bytes(b1, (double)s->peak), rep_rel_s(p, s->peak_t), n,
+                n == 1 ? "" : "s");
         for (size_t i = 0; i < n && i < a->cfg.top; i++) {
             const vt_unit *u = &p->units[r[i].unit];
             fprintf(o, "#%zu ", i + 1);
@@ -347,7 +348,7 @@ static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
             text_unit_stack(a, p, u, o, "    ");
         }
         if (n > a->cfg.top)
-            fprintf(o, "... %zu more call sites\n", n - a->cfg.top);
+            fprintf(o, "... %zu more call site%s\n", n - a->cfg.top, n - a->cfg.top == 1 ? "" : "s");
         free(r);
     }
     if (!any)
@@ -462,7 +463,7 @@ static void text_merged(vt_analysis *a, FILE *o)
     for (int w = 0; w < 3; w++) {
         vt_mrow *r;
         size_t n = rep_merged_rows(a, w, &r);
-        fprintf(o, "\n-- merged %s: %zu call sites --\n", titles[w], n);
+        fprintf(o, "\n-- merged %s: %zu call site%s --\n", titles[w], n, n == 1 ? "" : "s");
         for (size_t i = 0; i < n && i < a->cfg.top; i++) {
             const vt_proc *p = a->procs[r[i].proc];
             const vt_unit *u = &p->units[r[i].unit];
