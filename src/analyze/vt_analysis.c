@@ -2,7 +2,6 @@
  * directories through vt_reader (one streaming pass each), read errors,
  * progress on stderr, and the totals the CLI gates on.  May touch: the
  * trace files (read only) and stderr (progress). */
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,6 +10,7 @@
 
 #include "vt_analyze_int.h"
 #include "vt_error.h"
+#include "vt_tracedir.h"
 #include "vt_reader.h"
 #include "vt_grow.h"
 
@@ -196,42 +196,15 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
     return first_err;
 }
 
-static int cmp_str(const void *x, const void *y)
-{
-    return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
 int vt_analysis_add_dir(vt_analysis *a, const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return VT_ERR_NOT_FOUND;
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *de;
-    int rc = 0;
-    while ((de = readdir(d))) {
-        size_t l = strlen(de->d_name);
-        if (l < 5 || strcmp(de->d_name + l - 4, ".zst"))
-            continue;
-        if (VT_GROW(names, n, cap, 16)) {
-            rc = VT_ERR_NOMEM;
-            goto cleanup;
-        }
-        size_t pl = strlen(dir) + l + 2;
-        names[n] = malloc(pl);
-        if (!names[n]) {
-            rc = VT_ERR_NOMEM;
-            goto cleanup;
-        }
-        snprintf(names[n], pl, "%s/%s", dir, de->d_name);
-        n++;
-    }
-    if (!n) {
+    char **names;
+    size_t n;
+    int rc = vt_tracedir_list(dir, "vramtrace", &names, &n);
+    if (rc)
+        return rc;
+    if (!n)
         rc = VT_ERR_NOT_FOUND;
-        goto cleanup;
-    }
-    qsort(names, n, sizeof(*names), cmp_str);
     for (size_t i = 0; i < n; i++) {
         int r2 = vt_analysis_add_file(a, names[i]);
         if (r2 && !rc)
@@ -239,11 +212,7 @@ int vt_analysis_add_dir(vt_analysis *a, const char *dir)
         if (r2 == VT_ERR_NOMEM)
             break;
     }
-cleanup:
-    closedir(d);
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+    vt_tracedir_free(names, n);
     return rc;
 }
 

@@ -95,6 +95,17 @@ int cmd_diff(int argc, char **argv)
             goto cleanup;
         }
     }
+    /* A side with nothing readable: its errors alone, no comparison with zero. */
+    for (int s = 0; s < 2; s++)
+        if (vt_analysis_nprocs(an[s]) == 0) {
+            for (unsigned i = 0; i < vt_analysis_nerrors(an[s]); i++)
+                fprintf(stderr, "vramtrace diff: %s\n", vt_analysis_error(an[s], i));
+            if (!vt_analysis_nerrors(an[s]))
+                fprintf(stderr, "vramtrace diff: %s: %s: no trace could be read\n", s ? "B" : "A", in[s]);
+            rc = 1;
+        }
+    if (rc)
+        goto cleanup;
     if (html) {
         FILE *f = fopen(html, "w");
         int hrc = f ? vt_diff_html(an[0], an[1], f) : VT_ERR_IO;

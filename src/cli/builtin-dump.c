@@ -14,7 +14,6 @@
  * Exit: 0 complete trace, 1 read error (everything readable is printed
  * first, the error goes to stderr), 2 usage.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include "builtin.h"
 #include "vt_error.h"
 #include "vt_reader.h"
+#include "vt_tracedir.h"
 
 #define MAX_STACK_PRINT 256
 
@@ -712,39 +712,15 @@ static int dump_one(dump_ctx *c, const char *path, int stats)
     return status;
 }
 
-static int zst_name_cmp(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
-
-/* Every *.zst of a directory, sorted by name, each after a line naming it. */
+/* Every regular *.zst of a directory, sorted by name, each after a line naming it. */
 static int dump_dir(dump_ctx *c, const char *dir, int stats)
 {
-    DIR *d = opendir(dir);
-    if (!d) {
+    char **names;
+    size_t n;
+    if (vt_tracedir_list(dir, "vramtrace dump", &names, &n)) {
         fprintf(stderr, "vramtrace dump: %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        size_t l = strlen(de->d_name);
-        if (l < 5 || strcmp(de->d_name + l - 4, ".zst"))
-            continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            char **nn = realloc(names, nc * sizeof(*nn));
-            if (!nn)
-                break;
-            names = nn;
-            cap = nc;
-        }
-        size_t pl = strlen(dir) + l + 2;
-        if (!(names[n] = malloc(pl)))
-            break;
-        snprintf(names[n++], pl, "%s/%s", dir, de->d_name);
-    }
-    closedir(d);
-    if (n)
-        qsort(names, n, sizeof(*names), zst_name_cmp);
     int status = n ? 0 : 1;
     if (!n)
         fprintf(stderr, "vramtrace dump: %s: no *.zst trace in it\n", dir);

@@ -103,8 +103,7 @@ int vt_cli_add_input(vt_analysis *a, const char *path)
         if (rc == VT_ERR_NOT_FOUND && vt_analysis_nprocs(a) == 0) {
             char msg[600];
             snprintf(msg, sizeof(msg), "%s: no *.zst trace in this directory", path);
-            vt_analysis_begin_process(a, path);
-            vt_analysis_add_error(a, rc, msg);
+            vt_analysis_add_error(a, rc, msg); /* the error alone, no made-up process */
         }
         return rc;
     }
@@ -200,6 +199,11 @@ int cmd_report(int argc, char **argv)
         rc = 2;
         goto cleanup;
     }
+    /* Nothing readable: the errors alone say it (no page, no made-up report;
+     * JSON keeps its schema). */
+    int nothing = vt_analysis_nprocs(a) == 0 && vt_analysis_nerrors(a) > 0;
+    if (html && nothing)
+        html = NULL;
     if (html) { /* the page, then the text report as usual unless --json */
         FILE *f = strcmp(html, "-") ? fopen(html, "w") : stdout;
         int hrc = f ? vt_report_html(a, inputs, ninputs, f) : VT_ERR_IO;
@@ -214,8 +218,7 @@ int cmd_report(int argc, char **argv)
         if (!strcmp(html, "-"))
             json = -1; /* the page went to stdout */
     }
-    /* Nothing readable: the errors alone say it (JSON keeps its schema). */
-    int empty = json < 0 || (!json && vt_analysis_nprocs(a) == 0 && vt_analysis_nerrors(a) > 0);
+    int empty = json < 0 || (!json && nothing);
     if (!empty && ((json ? vt_report_json(a, stdout) : vt_report_text(a, stdout)) || fflush(stdout))) {
         fprintf(stderr, "vramtrace report: cannot write the report\n");
         rc = 1;

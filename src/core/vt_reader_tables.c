@@ -163,16 +163,16 @@ const vt_ev_header *vt_reader_header(const vt_reader *r)
 uint32_t vt_reader_stack(const vt_reader *r, uint32_t id, uint32_t *frames, uint32_t max)
 {
     const stack_slot *s = rd_tab_get(&r->stacks, id, sizeof(stack_slot));
-    uint32_t depth = 0;
-    /* Walk parents: each was defined before its child (see VT_EV_STACK),
-     * so the chain ends; guarded anyway. */
-    for (uint32_t guard = 0; s && guard < MAX_STACK_DEPTH; guard++) {
-        for (uint32_t i = 0; i < s->n; i++, depth++)
-            if (depth < max)
-                frames[depth] = r->stack_frames[s->off + i];
-        if (!s->parent)
-            break;
-        s = rd_tab_get(&r->stacks, s->parent, sizeof(stack_slot));
+    if (!s)
+        return 0;
+    uint32_t depth = s->depth; /* known at definition: no walk to count */
+    /* Walk parents only for the frames wanted.  Each link holds at least
+     * one frame (empty links are skipped at definition) and was defined
+     * before its child, so this is at most `max` steps and ends. */
+    for (uint32_t got = 0; s && got < max;) {
+        for (uint32_t i = 0; i < s->n && got < max; i++)
+            frames[got++] = r->stack_frames[s->off + i];
+        s = s->parent ? rd_tab_get(&r->stacks, s->parent, sizeof(stack_slot)) : NULL;
     }
     return depth;
 }
@@ -267,7 +267,9 @@ int rd_def_stack(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *e
             return rd_why(r, "stack %u is its own parent", a->id);
         if (ps) {
             depth += ps->depth;
-            parent = a->parent;
+            /* an empty parent adds nothing: link past it, so that every
+             * link of a chain holds a frame and walks stay bounded */
+            parent = ps->n ? a->parent : ps->parent;
         }
     }
     if (depth > MAX_STACK_DEPTH)

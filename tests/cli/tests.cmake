@@ -20,6 +20,11 @@ add_test(NAME cli.dump.errors
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dump_errors.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA})
 set_tests_properties(cli.dump.errors PROPERTIES LABELS "cli")
 
+# A FIFO, a directory and a dangling link named *.zst in a trace directory.
+add_test(NAME cli.tracedir
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/tracedir.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA})
+set_tests_properties(cli.tracedir PROPERTIES LABELS "cli")
+
 # Real traces recorded on the GPU machine (tests/data/gpu-*.zst, committed by
 # the inject tests), when present: dump must read them exactly as before.
 if(EXISTS ${VT_TEST_DATA}/gpu-alloc-vmm.zst)

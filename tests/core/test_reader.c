@@ -955,6 +955,59 @@ static void test_tables_and_stacks(void **state)
     vt_reader_free(NULL);
 }
 
+/* A 400 k-deep chain of stacks, every other link empty (issue: dump and
+ * report walked the whole chain for each stack, quadratic: ~half an hour for
+ * a 2 MB file).  Reading it and asking every stack for its depth and first
+ * frames is linear now; before, this test ran into the ctest timeout. */
+static void test_deep_stack_chain(void **state)
+{
+    (void)state;
+    enum { N = 400000 };
+    vt_tenc *e = start_trace();
+    Vramtrace__Frame f = VRAMTRACE__FRAME__INIT;
+    f.id = 1;
+    f.kind = VRAMTRACE__FRAME_KIND__FRAME_NATIVE;
+    f.ip = 0x1000;
+    vt_tenc_add(e, 0, VRAMTRACE__RECORD__BODY_FRAME, &f);
+    uint32_t one[] = {1};
+    for (uint32_t id = 1; id <= N; id++) {
+        Vramtrace__Stack s = VRAMTRACE__STACK__INIT;
+        s.id = id;
+        s.parent = id - 1;
+        s.n_frame = (id & 1) ? 1 : 0; /* odd ids hold a frame, even are empty */
+        s.frame = one;
+        vt_tenc_add(e, 0, VRAMTRACE__RECORD__BODY_STACK, &s);
+    }
+    vt_tenc_end(e, 0);
+    vt_tenc_end_frame(e);
+    size_t size;
+    const uint8_t *d = vt_tenc_data(e, &size);
+    vt_reader *r;
+    assert_int_equal(vt_reader_open_mem(&r, d, size, "deep.zst"), 0);
+    vt_event ev;
+    int rc;
+    uint64_t sum = 0, n = 0;
+    uint32_t fr[4];
+    while ((rc = vt_reader_next(r, &ev)) == 1)
+        if (ev.type == VT_EV_STACK) {
+            uint32_t id = ev.u.stack.id;
+            uint32_t depth = vt_reader_stack(r, id, fr, 4);
+            if (depth != (id + 1) / 2)
+                fail_msg("stack %u: depth %u, expected %u", id, depth, (id + 1) / 2);
+            for (uint32_t i = 0; i < (depth < 4 ? depth : 4); i++)
+                assert_int_equal(fr[i], 1);
+            assert_int_equal(vt_reader_stack(r, id, NULL, 0), depth);
+            sum += depth;
+            n++;
+        }
+    if (rc)
+        fail_msg("deep chain: rc %d: %s", rc, vt_reader_errmsg(r));
+    assert_int_equal(n, N);
+    assert_true(sum > 0);
+    vt_reader_free(r);
+    vt_tenc_free(e);
+}
+
 /* ---- files ---------------------------------------------------------------- */
 
 static char *write_tmp(const uint8_t *d, size_t n)
@@ -1124,6 +1177,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_resume_needs_sync),
         cmocka_unit_test(test_skippable_frames),
         cmocka_unit_test(test_tables_and_stacks),
+        cmocka_unit_test(test_deep_stack_chain),
         cmocka_unit_test(test_large_file),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_pipe),
