@@ -105,7 +105,7 @@ int vt_analysis_feed(vt_analysis *a, const vt_event *ev)
 void vt_analysis_add_error(vt_analysis *a, int err, const char *msg)
 {
     (void)err;
-    if (a->cur && a->cur->nerrors < VT_MAX_ERRORS)
+    if (a->cur && a->cur->nerrors < VT_MAX_ERRORS + 1)
         a->cur->errors[a->cur->nerrors++] = strdup(msg ? msg : vt_strerror(err));
     if (a->nall_errors < VT_MAX_ERRORS * 4)
         a->all_errors[a->nall_errors++] = strdup(msg ? msg : vt_strerror(err));
@@ -176,12 +176,22 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
         }
         if (k == 0)
             break;
-        vt_analysis_add_error(a, k, vt_reader_errmsg(r));
+        /* the first errors in full, the rest counted (summary below) */
+        if (errors++ < VT_MAX_ERRORS)
+            vt_analysis_add_error(a, k, vt_reader_errmsg(r));
         if (!first_err)
             first_err = k;
-        /* after corruption the reader resumes at the next good frame */
-        if (k != VT_ERR_CORRUPT || ++errors >= VT_MAX_ERRORS)
+        /* after corruption (or an oversized record) the reader resumes at
+         * the next good frame: keep every good frame, however many are bad */
+        if (k != VT_ERR_CORRUPT && k != VT_ERR_TOO_LARGE)
             break;
+    }
+    if (errors > VT_MAX_ERRORS) {
+        vt_reader_stats rs;
+        vt_reader_get_stats(r, &rs);
+        snprintf(msg, sizeof(msg), "%s: %d more read errors not shown (%d in all, %llu bytes skipped)", path,
+                 errors - VT_MAX_ERRORS, errors, (unsigned long long)rs.skipped_bytes);
+        vt_analysis_add_error(a, first_err, msg);
     }
     if (shown)
         fprintf(stderr, "\r\033[K");

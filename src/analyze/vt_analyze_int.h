@@ -316,7 +316,7 @@ typedef struct {
     char *notes[VT_MAX_NOTES]; int note_sev[VT_MAX_NOTES]; uint32_t nnotes, notes_more;
     int complete, end_reason, end_signal;
     uint64_t end_events, end_dropped;
-    char *errors[VT_MAX_ERRORS]; uint32_t nerrors;
+    char *errors[VT_MAX_ERRORS + 1]; uint32_t nerrors; /* + the "N more" summary */
     /* results */
     uint64_t leak_bytes, leak_blocks, grown_total; /* leaks: live at the view and never freed */
     uint64_t teardown_bytes, teardown_blocks;      /* live at the view, freed after it (not counted) */

@@ -382,6 +382,25 @@ static void gen_rank(int rank)
     gen_close(VT_END_NORMAL, 0);
 }
 
+/* Many small zstd frames (1 KiB of input each), for damage tests: every
+ * frame holds a few allocations and frees of one call site. */
+static void gen_frames(void)
+{
+    gen_proc gp = {.program = "frames.py", .pid = 9100, .native = 1, .python = 1, .frame_bytes = 1024};
+    gen_open(P("frames.zst"), &gp);
+    gen_device(0, "NVIDIA H200", 140 * GiB);
+    gen_module(CUDART, 0x7f0000000000ull, 0x7f0000100000ull, 0x7f0000000000ull);
+    gen_code(K_BUF, TRAIN, "make_buffer");
+    gen_stack buf = {.n = 0};
+    gs_native(&buf, 0x7f0000001234ull);
+    gs_py(&buf, K_BUF, 42);
+    for (int i = 0; i < 8000; i++) {
+        gen_alloc(T((uint64_t)i * 2 * MS), 0x100000000ull + (uint64_t)i * MiB, MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &buf);
+        gen_free(T((uint64_t)i * 2 * MS + MS), 0x100000000ull + (uint64_t)i * MiB, 0);
+    }
+    gen_close(VT_END_NORMAL, 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -401,5 +420,6 @@ int main(int argc, char **argv)
     gen_oddities();
     gen_rank(0);
     gen_rank(1);
+    gen_frames();
     return 0;
 }

@@ -52,6 +52,7 @@ typedef struct {
     const char *rank;
     const char *alloc_conf;
     int kernels, native, python;
+    size_t frame_bytes; /* 0: the writer's default */
 } gen_proc;
 
 static __attribute__((unused)) void gen_open(const char *path, const gen_proc *gp)
@@ -64,6 +65,8 @@ static __attribute__((unused)) void gen_open(const char *path, const gen_proc *g
     cfg.clock = VT_CLOCK_MONOTONIC;
     cfg.ring_bytes = 64u << 20;
     cfg.flush_ms = 1000;
+    if (gp->frame_bytes)
+        cfg.frame_bytes = gp->frame_bytes;
     g_now = GEN_BASE;
     const char *names[4], *values[4];
     const char *argv[3] = {"python3", gp->program, "--epochs=1"};
