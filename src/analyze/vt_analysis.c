@@ -32,6 +32,7 @@ int vt_analysis_create(vt_analysis **out, const vt_analysis_config *cfg)
         a->cfg = *cfg;
     else
         vt_analysis_config_default(&a->cfg);
+    a->tables.limit = VT_READER_COMMAND_TABLE_BYTES;
     if (!a->cfg.top)
         a->cfg.top = 20;
     if (!a->cfg.max_frames)
@@ -138,6 +139,7 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
         vt_reader_free(r);
         return rc;
     }
+    vt_reader_share_budget(r, &a->tables);
     struct stat st;
     uint64_t fsize = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
     int tty = a->cfg.progress && isatty(2);

@@ -10,6 +10,7 @@
 #include "vt_analyze.h"
 #include "vt_event.h"
 #include "vt_map.h"
+#include "vt_reader.h"
 
 #define VT_GROWTH_BUCKETS 64   /* floor samples per call site (power of two) */
 #define VT_MAX_DEVICES 64
@@ -341,6 +342,7 @@ struct vt_analysis {
     vt_symbolizer *sym;
     int finished;
     char *all_errors[VT_MAX_ERRORS * 4];
+    vt_table_budget tables; /* the definition tables of all files read */
     unsigned nall_errors;
     vt_replay_fn consumer; /* vt_analysis_set_consumer */
     void *consumer_ctx;

@@ -37,6 +37,7 @@ typedef struct {
     int base_set;
     uint64_t base;
     int nfields; /* JSON: fields written on the current line */
+    vt_table_budget *budget; /* the definition tables of all files of the command */
 } dump_ctx;
 
 static const char *name_of(const char *const *names, unsigned n, unsigned v)
@@ -675,6 +676,7 @@ static int dump_one(dump_ctx *c, const char *path, int stats)
         fprintf(stderr, "vramtrace dump: %s\n", msg);
         return 1;
     }
+    vt_reader_share_budget(c->r, c->budget);
     c->out = stdout;
     vt_event ev;
     for (;;) {
@@ -697,11 +699,12 @@ static int dump_one(dump_ctx *c, const char *path, int stats)
         vt_reader_get_stats(c->r, &st);
         fprintf(stderr,
                 "records=%llu frames=%llu bytes_in=%llu bytes_raw=%llu skipped_bytes=%llu resyncs=%llu "
-                "sync_gaps=%llu unknown_fields=%llu unknown_records=%llu complete=%d\n",
+                "sync_gaps=%llu unknown_fields=%llu unknown_records=%llu table_bytes=%llu complete=%d\n",
                 (unsigned long long)st.records, (unsigned long long)st.frames, (unsigned long long)st.bytes_in,
                 (unsigned long long)st.bytes_raw, (unsigned long long)st.skipped_bytes,
                 (unsigned long long)st.resyncs, (unsigned long long)st.sync_gaps,
-                (unsigned long long)st.unknown_fields, (unsigned long long)st.unknown_records, st.complete);
+                (unsigned long long)st.unknown_fields, (unsigned long long)st.unknown_records,
+                (unsigned long long)st.table_bytes, st.complete);
     }
     if (ferror(stdout)) {
         fprintf(stderr, "vramtrace dump: write error on standard output\n");
@@ -749,6 +752,8 @@ static int dump_dir(dump_ctx *c, const char *dir, int stats)
 int cmd_dump(int argc, char **argv)
 {
     dump_ctx c = {0};
+    vt_table_budget budget = {.limit = VT_READER_COMMAND_TABLE_BYTES, .used = 0};
+    c.budget = &budget;
     const char *path = NULL;
     int stats = 0, status = 0;
     c.defs = 1;

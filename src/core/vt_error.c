@@ -17,6 +17,7 @@ const char *vt_strerror(int err)
     case VT_ERR_TOO_LARGE: return "length exceeds limit";
     case VT_ERR_NOT_FOUND: return "not found";
     case VT_ERR_NOSPACE: return "no space left on device";
+    case VT_ERR_LIMIT: return "memory budget of the definition tables reached";
     default: return "unknown error";
     }
 }

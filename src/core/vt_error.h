@@ -17,7 +17,8 @@ typedef enum {
     VT_ERR_TOO_LARGE = -10, /* a length in the input exceeds a sane cap */
     VT_ERR_NOT_FOUND = -11, /* unknown id or missing file */
     VT_ERR_NOSPACE = -12,   /* disk full */
-    VT_ERR__MIN = -12
+    VT_ERR_LIMIT = -13,     /* a memory budget of the reader was reached (final) */
+    VT_ERR__MIN = -13
 } vt_err;
 
 /* Static English description of a code; never NULL. */

@@ -773,6 +773,10 @@ static int next_slow_(vt_reader *r, vt_event *ev)
                             return rd_set_final(r, rc, "%s", r->why);
                         if (rc == VT_ERR_NOMEM)
                             return rd_set_final(r, rc, "out of memory");
+                        if (rc == VT_ERR_LIMIT) /* tables cannot grow: stop here, keep what was read */
+                            return rd_set_final(r, rc, "record at offset %llu (decompressed byte %llu): %s",
+                                                (unsigned long long)r->in_pos,
+                                                (unsigned long long)(r->raw_base + r->rpos), r->why);
                         return rd_corrupt(r, rc, 1,
                                        "corrupt record at offset %llu (frame starting at offset %llu, decompressed byte %llu): %s",
                                        (unsigned long long)r->in_pos, (unsigned long long)r->frame_start,

@@ -11,7 +11,9 @@
  * number of unique definitions, never with the event count, and are capped
  * too: an id may not exceed twice the number of ids of its kind defined so
  * far plus VT_READER_ID_SLACK (ids come in order of first use), and all
- * tables together hold at most VT_READER_MAX_TABLE_BYTES.  Never trusts
+ * tables together hold at most VT_READER_TABLE_FLOOR + RATIO x the
+ * compressed bytes read (at most VT_READER_MAX_TABLE_BYTES; a shared
+ * vt_table_budget bounds the files of one command).  Never trusts
  * lengths: every allocation is capped.  Records are decoded by a
  * hand-written protobuf decoder (no allocation per record); fields unknown
  * to this version are skipped and counted, and so are records with an
@@ -48,6 +50,23 @@
 #define VT_READER_WINDOW_LOG_MAX 27
 #define VT_READER_ID_SLACK (1u << 20)
 #define VT_READER_MAX_TABLE_BYTES (1024ull << 20)
+/* The definition tables of a file may hold at most FLOOR + RATIO x the
+ * compressed bytes read so far (and never more than MAX_TABLE_BYTES): a
+ * real trace's tables are a few times its compressed definitions (names and
+ * paths compress ~5-10x), while a crafted file of one repeated string
+ * compresses 1000x and would otherwise cost gigabytes. */
+#define VT_READER_TABLE_FLOOR (64ull << 20)
+#define VT_READER_TABLE_RATIO 32u
+
+/* All the files of one command together: what their definition tables
+ * took in all (not given back when a file ends: the analysis keeps names). */
+#define VT_READER_COMMAND_TABLE_BYTES (1024ull << 20)
+
+/* A budget shared by the readers of one command (all files of a directory,
+ * both sides of a diff): their tables together stay under `limit`. */
+typedef struct {
+    uint64_t limit, used;
+} vt_table_budget;
 
 typedef struct vt_reader vt_reader;
 
@@ -119,9 +138,14 @@ typedef struct {
     uint64_t unknown_records;/* records whose body this reader does not know, skipped */
     uint64_t resyncs;       /* recoveries after VT_ERR_CORRUPT */
     uint64_t sync_gaps;     /* Sync.sequence jumps: zstd frames lost */
+    uint64_t table_bytes;   /* held by the definition tables */
     int complete;           /* an End record was seen */
 } vt_reader_stats;
 void vt_reader_get_stats(const vt_reader *r, vt_reader_stats *st);
+
+/* Charge this reader's tables to `b` too (not owned; must outlive it).
+ * Call before the first vt_reader_next(). */
+void vt_reader_share_budget(vt_reader *r, vt_table_budget *b);
 
 /* vt_reader_free(NULL) does nothing. */
 void vt_reader_free(vt_reader *r);

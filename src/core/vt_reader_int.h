@@ -139,6 +139,8 @@ struct vt_reader {
     /* tables */
     arena_blk *arena;
     uint64_t arena_bytes; /* strings, names, paths, and the tables' arrays */
+    vt_table_budget *budget; /* shared with the other readers of a command, or NULL */
+    int over_budget;         /* rd_table_charge failed: r->why says which limit */
     vt_table strings, frames, stacks, threads, modules, launches;
     uint32_t *stack_frames;
     uint32_t sf_len, sf_cap;
@@ -163,6 +165,12 @@ typedef struct { const uint8_t *name, *uuid, *pci; size_t name_len, uuid_len, pc
 
 int rd_set_final(vt_reader *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int rd_why(vt_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 0 when the tables may grow by n bytes (and charges them), else -1 with
+ * r->why naming the limit. */
+int rd_table_charge(vt_reader *r, uint64_t n, const char *what);
+/* The error of a table that could not grow: VT_ERR_LIMIT after a budget
+ * (r->why set by rd_table_charge), else VT_ERR_CORRUPT "<what> exceed ...". */
+int rd_table_full(vt_reader *r, const char *what);
 void *rd_arena_alloc(vt_reader *r, size_t n, size_t align);
 const char *rd_arena_str(vt_reader *r, const uint8_t *s, size_t n);
 void *rd_tab_put(vt_reader *r, vt_table *t, uint32_t id, size_t esz, const char *what, int *dup);

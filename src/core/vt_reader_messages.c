@@ -478,7 +478,7 @@ int dec_header(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_ev_header 
         en = rd_arena_alloc(r, sizeof(char *) * (nenv + 1), sizeof(char *));
         ev = rd_arena_alloc(r, sizeof(char *) * (nenv + 1), sizeof(char *));
         if (!argv || !en || !ev)
-            return rd_why(r, "header does not fit the table limit");
+            return rd_table_full(r, "the header");
     }
     h->hostname = h->program = h->tool_version = "";
     uint32_t ia = 0, ie = 0;
@@ -486,7 +486,7 @@ int dec_header(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_ev_header 
     do {                                                                      \
         const char *s_ = store ? rd_arena_str(r, q, n) : "";                     \
         if (!s_)                                                              \
-            return rd_why(r, "header does not fit the table limit");             \
+            return rd_table_full(r, "the header");             \
         dst = s_;                                                             \
     } while (0)
     FIELDS_BEGIN
@@ -529,7 +529,7 @@ int dec_header(vt_reader *r, const uint8_t *p, const uint8_t *end, vt_ev_header 
             en[ie] = rd_arena_str(r, nm ? nm : (const uint8_t *)"", nml);
             ev[ie] = rd_arena_str(r, val ? val : (const uint8_t *)"", vall);
             if (!en[ie] || !ev[ie])
-                return rd_why(r, "header does not fit the table limit");
+                return rd_table_full(r, "the header");
             ie++;
         }
         break;

@@ -1,9 +1,50 @@
 /* vt_reader_tables.c - the definition tables: arena, id tables, strings,
  * frames, stacks, threads, modules, launches, devices, and their lookups. */
 #include "vt_reader_int.h"
+
+static uint64_t table_limit(const vt_reader *r)
+{
+    uint64_t lim = VT_READER_TABLE_FLOOR + (uint64_t)VT_READER_TABLE_RATIO * r->st.bytes_in;
+    return lim < VT_READER_MAX_TABLE_BYTES ? lim : VT_READER_MAX_TABLE_BYTES;
+}
+
+int rd_table_charge(vt_reader *r, uint64_t n, const char *what)
+{
+    uint64_t lim = table_limit(r);
+    if (r->arena_bytes + n > lim) {
+        r->over_budget = 1;
+        rd_why(r, "%s would take the definition tables past %llu MiB, the limit for a file of which %llu KiB were read "
+                  "(64 MiB + 32 x the compressed bytes, at most 1 GiB; real traces need far less)",
+               what, (unsigned long long)(lim >> 20), (unsigned long long)(r->st.bytes_in >> 10));
+        return -1;
+    }
+    if (r->budget && r->budget->used + n > r->budget->limit) {
+        r->over_budget = 1;
+        rd_why(r, "%s would take the definition tables of all files of this command past %llu MiB", what,
+               (unsigned long long)(r->budget->limit >> 20));
+        return -1;
+    }
+    r->arena_bytes += n;
+    if (r->budget)
+        r->budget->used += n;
+    return 0;
+}
+
+int rd_table_full(vt_reader *r, const char *what)
+{
+    if (r->over_budget)
+        return VT_ERR_LIMIT;
+    return rd_why(r, "%s exceed the table limit", what);
+}
+
+void vt_reader_share_budget(vt_reader *r, vt_table_budget *b)
+{
+    r->budget = b;
+}
+
 void *rd_arena_alloc(vt_reader *r, size_t n, size_t align)
 {
-    if (r->arena_bytes + n > VT_READER_MAX_TABLE_BYTES)
+    if (rd_table_charge(r, n, "a string"))
         return NULL;
     arena_blk *b = r->arena;
     size_t at = b ? (b->used + align - 1) & ~(align - 1) : 0;
@@ -25,7 +66,6 @@ void *rd_arena_alloc(vt_reader *r, size_t n, size_t align)
         at = 0;
     }
     b->used = at + n;
-    r->arena_bytes += n;
     return b->data + at;
 }
 
@@ -62,11 +102,10 @@ void *rd_tab_put(vt_reader *r, vt_table *t, uint32_t id, size_t esz, const char 
         if (ncap > MAX_TABLE_IDS)
             ncap = MAX_TABLE_IDS;
         uint64_t grow = (ncap - t->cap) * esz;
-        if (r->arena_bytes + grow > VT_READER_MAX_TABLE_BYTES) {
-            rd_why(r, "%s table would exceed the %llu-byte limit of the tables", what,
-                (unsigned long long)VT_READER_MAX_TABLE_BYTES);
+        char tw[48];
+        snprintf(tw, sizeof(tw), "the %s table", what);
+        if (rd_table_charge(r, grow, tw))
             return NULL;
-        }
         uint8_t *nv = realloc(t->v, (size_t)ncap * esz);
         if (!nv) {
             rd_why(r, "out of memory for %s table", what);
@@ -75,7 +114,6 @@ void *rd_tab_put(vt_reader *r, vt_table *t, uint32_t id, size_t esz, const char 
         memset(nv + (size_t)t->cap * esz, 0, (size_t)(ncap - t->cap) * esz);
         t->v = nv;
         t->cap = (uint32_t)ncap;
-        r->arena_bytes += grow;
     }
     uint8_t *s = t->v + (size_t)id * esz;
     if (*(uint32_t *)s == id) {
@@ -180,6 +218,7 @@ uint32_t vt_reader_stack(const vt_reader *r, uint32_t id, uint32_t *frames, uint
 void vt_reader_get_stats(const vt_reader *r, vt_reader_stats *st)
 {
     *st = r->st;
+    st->table_bytes = r->arena_bytes;
 }
 
 /* ---- definitions: records that fill the tables ----------------------- */
@@ -201,11 +240,11 @@ int rd_def_string(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
         return rc;
     str_slot *slot = rd_tab_put(r, &r->strings, id, sizeof(str_slot), "String", &dup);
     if (!slot)
-        return VT_ERR_CORRUPT; /* why set by tab_put */
+        return r->over_budget ? VT_ERR_LIMIT : VT_ERR_CORRUPT; /* why set by tab_put */
     if (!dup) {
         const char *d = rd_arena_str(r, s, len);
         if (!d)
-            return rd_why(r, "strings exceed the table limit");
+            return rd_table_full(r, "strings");
         slot->id = id;
         slot->len = (uint32_t)len;
         slot->s = d;
@@ -231,7 +270,7 @@ int rd_def_frame(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *e
         return rc;
     vt_ev_frame *slot = rd_tab_put(r, &r->frames, f.id, sizeof(vt_ev_frame), "Frame", &dup);
     if (!slot)
-        return VT_ERR_CORRUPT; /* why set by tab_put */
+        return r->over_budget ? VT_ERR_LIMIT : VT_ERR_CORRUPT; /* why set by tab_put */
     if (!dup)
         *slot = f;
     ev->u.frame = f;
@@ -254,7 +293,7 @@ int rd_def_stack(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *e
     int dup;
     stack_slot *slot = rd_tab_put(r, &r->stacks, a->id, sizeof(stack_slot), "Stack", &dup);
     if (!slot)
-        return VT_ERR_CORRUPT; /* why set by tab_put */
+        return r->over_budget ? VT_ERR_LIMIT : VT_ERR_CORRUPT; /* why set by tab_put */
     if (dup)
         return rc;
     uint64_t depth = a->nframes;
@@ -280,9 +319,8 @@ int rd_def_stack(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *e
         uint64_t cap = r->sf_cap ? r->sf_cap : 4096;
         while (cap < (uint64_t)r->sf_len + a->nframes)
             cap *= 2;
-        if (r->arena_bytes + (cap - r->sf_cap) * sizeof(uint32_t) > VT_READER_MAX_TABLE_BYTES)
-            return rd_why(r, "stacks exceed the table limit");
-        r->arena_bytes += (cap - r->sf_cap) * sizeof(uint32_t);
+        if (rd_table_charge(r, (cap - r->sf_cap) * sizeof(uint32_t), "the stacks' frames"))
+            return rd_table_full(r, "stacks");
         uint32_t *nf = realloc(r->stack_frames, cap * sizeof(uint32_t));
         if (!nf)
             return VT_ERR_NOMEM;
@@ -314,11 +352,11 @@ int rd_def_thread(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
     vt_ev_thread *slot = rd_tab_put(r, &r->threads, t.id, sizeof(vt_ev_thread), "Thread", &dup);
     r->fast_thr = r->fast_tid = 0; /* the hot path looks its thread up again */
     if (!slot)
-        return VT_ERR_CORRUPT; /* why set by tab_put */
+        return r->over_budget ? VT_ERR_LIMIT : VT_ERR_CORRUPT; /* why set by tab_put */
     if (!dup) {
         t.name = rd_arena_str(r, nm, nl);
         if (!t.name)
-            return rd_why(r, "threads exceed the table limit");
+            return rd_table_full(r, "threads");
         *slot = t;
     } else {
         if (rd_scratch_reserve(r, nl + 1))
@@ -341,13 +379,13 @@ int rd_def_module(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
         return rc;
     vt_ev_module *slot = rd_tab_put(r, &r->modules, m.id, sizeof(vt_ev_module), "Module", &dup);
     if (!slot)
-        return VT_ERR_CORRUPT; /* why set by tab_put */
+        return r->over_budget ? VT_ERR_LIMIT : VT_ERR_CORRUPT; /* why set by tab_put */
     m.build_id_len = (uint32_t)mr.build_id_len;
     if (!dup) {
         m.path = rd_arena_str(r, mr.path, mr.path_len);
         m.build_id = (const uint8_t *)rd_arena_str(r, mr.build_id, mr.build_id_len);
         if (!m.path || !m.build_id)
-            return rd_why(r, "modules exceed the table limit");
+            return rd_table_full(r, "modules");
         *slot = m;
     } else {
         if (rd_scratch_reserve(r, mr.path_len + mr.build_id_len + 2))
@@ -370,7 +408,7 @@ int rd_def_launch(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
         return rc;
     launch_slot *slot = rd_tab_put(r, &r->launches, l.id, sizeof(launch_slot), "Launch", &dup);
     if (!slot)
-        return VT_ERR_CORRUPT; /* why set by tab_put */
+        return r->over_budget ? VT_ERR_LIMIT : VT_ERR_CORRUPT; /* why set by tab_put */
     if (!dup) {
         slot->id = l.id;
         slot->l = l;
@@ -412,7 +450,7 @@ int rd_def_device(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
         d.name = rd_arena_str(r, dr.name, dr.name_len);
         d.pci_bus_id = rd_arena_str(r, dr.pci, dr.pci_len);
         if (!d.name || !d.pci_bus_id)
-            return rd_why(r, "devices exceed the table limit");
+            return rd_table_full(r, "devices");
         slot->defined = 1;
         slot->d = d;
     } else {

@@ -1008,6 +1008,62 @@ static void test_deep_stack_chain(void **state)
     vt_tenc_free(e);
 }
 
+/* 200 k distinct 1000-byte strings compress to almost nothing: the tables
+ * may not hold more than 64 MiB + 32 x the compressed bytes read, so the
+ * reader stops with VT_ERR_LIMIT (final), a message naming the limit and
+ * the offset, and the strings defined before it kept. */
+static void test_table_budget(void **state)
+{
+    (void)state;
+    vt_tenc *e = start_trace();
+    char str[1001];
+    memset(str, 'x', 1000);
+    str[1000] = 0;
+    for (uint32_t id = 1; id <= 200000; id++) {
+        snprintf(str, 11, "%010u", id);
+        str[10] = 'x';
+        vt_tenc_string(e, id, str);
+    }
+    vt_tenc_end(e, 0);
+    vt_tenc_end_frame(e);
+    size_t size;
+    const uint8_t *d = vt_tenc_data(e, &size);
+    vt_reader *r;
+    assert_int_equal(vt_reader_open_mem(&r, d, size, "strings.zst"), 0);
+    vt_table_budget b = {.limit = 1ull << 40, .used = 0};
+    vt_reader_share_budget(r, &b);
+    vt_event ev;
+    int rc;
+    uint32_t strings = 0;
+    while ((rc = vt_reader_next(r, &ev)) == 1)
+        strings += ev.type == VT_EV_STRING;
+    assert_int_equal(rc, VT_ERR_LIMIT);
+    assert_contains(vt_reader_errmsg(r), "strings.zst: record at offset");
+    assert_contains(vt_reader_errmsg(r), "MiB, the limit for a file");
+    assert_int_equal(vt_reader_next(r, &ev), VT_ERR_LIMIT); /* final */
+    vt_reader_stats st;
+    vt_reader_get_stats(r, &st);
+    uint64_t lim = VT_READER_TABLE_FLOOR + VT_READER_TABLE_RATIO * st.bytes_in;
+    assert_true(st.table_bytes <= lim);
+    assert_true(st.table_bytes > (VT_READER_TABLE_FLOOR * 9) / 10);
+    assert_int_equal(b.used, st.table_bytes);
+    assert_true(strings > 50000 && strings < 200000);
+    assert_non_null(vt_reader_string(r, 1));
+    vt_reader_free(r);
+
+    /* the budget shared by the files of one command stops the second file */
+    vt_table_budget small = {.limit = 48ull << 20, .used = 0};
+    assert_int_equal(vt_reader_open_mem(&r, d, size, "a.zst"), 0);
+    vt_reader_share_budget(r, &small);
+    while ((rc = vt_reader_next(r, &ev)) == 1)
+        ;
+    assert_int_equal(rc, VT_ERR_LIMIT);
+    assert_contains(vt_reader_errmsg(r), "of all files of this command past 48 MiB");
+    assert_true(small.used <= small.limit);
+    vt_reader_free(r);
+    vt_tenc_free(e);
+}
+
 /* ---- files ---------------------------------------------------------------- */
 
 static char *write_tmp(const uint8_t *d, size_t n)
@@ -1178,6 +1234,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_skippable_frames),
         cmocka_unit_test(test_tables_and_stacks),
         cmocka_unit_test(test_deep_stack_chain),
+        cmocka_unit_test(test_table_budget),
         cmocka_unit_test(test_large_file),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_pipe),

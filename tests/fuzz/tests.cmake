@@ -22,3 +22,11 @@ if(VT_FUZZ)
   target_link_options(fuzz_reader PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_libraries(fuzz_reader PRIVATE vt_core)
 endif()
+
+# Crafted inputs too big to commit, generated: a string-table memory bomb and
+# a 1 M-deep stack chain; every command stays in bounded memory and time.
+add_executable(gen_crafted ${CMAKE_CURRENT_LIST_DIR}/gen_crafted.c)
+target_link_libraries(gen_crafted PRIVATE vt_reader_testlib)
+add_test(NAME fuzz.crafted
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/crafted.sh $<TARGET_FILE:gen_crafted> $<TARGET_FILE:vramtrace>)
+set_tests_properties(fuzz.crafted PROPERTIES LABELS "fuzz" TIMEOUT 300)
