@@ -7,7 +7,8 @@
 
 #include "unwind_chain.h"
 
-volatile int chain_sink;
+/* per thread: the threaded unwinder tests call these at once (no race) */
+static _Thread_local volatile int chain_sink;
 
 __attribute__((noinline)) int chain_c(vt_unwinder *u, chain_result *r, int x)
 {
