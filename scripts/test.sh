@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: install what is missing, build into build/, run the
 # whole suite with ctest; then the same suite built with ASan+UBSan
-# (build-asan/) and with TSan (build-tsan/).
+# (build-asan/) and with TSan (build-tsan/); then the fuzz targets for a
+# short, fixed time (scripts/fuzz.sh, clang).
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    only the normal build
 set -euo pipefail
@@ -34,6 +35,9 @@ if [ $quick -eq 0 ]; then
     # The whole suite under TSan too (threaded writer, unwinder memo, the
     # analyzer); notsan: tests whose signals or resident-set caps TSan skews.
     run_suite "tsan" build-tsan "-LE nosan|notsan" -DVT_SANITIZE=thread -DVT_BUILD_INJECT=OFF
+    # each libFuzzer target for a short, fixed time (a longer run: BENCHMARKS.md)
+    echo "=== fuzz: 30 s per target (build-fuzz/)"
+    if ! scripts/fuzz.sh 30 1; then status=1; fi
 fi
 if [ $status -eq 0 ]; then echo "=== scripts/test.sh: all suites passed"; else echo "=== scripts/test.sh: FAILURES"; fi
 exit $status

@@ -273,7 +273,13 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
         const vt_pool *q = &p->pools[k];
         if (!q->ns && !q->reserved_last)
             continue;
-        v->cached = (v->cached < 0 ? 0 : v->cached) + (int64_t)q->reserved_last - (int64_t)q->used_last;
+        /* saturating: a damaged trace may carry any values */
+        int64_t d, sum;
+        if (__builtin_sub_overflow((int64_t)q->reserved_last, (int64_t)q->used_last, &d))
+            d = q->reserved_last > q->used_last ? INT64_MAX : INT64_MIN;
+        if (__builtin_add_overflow(v->cached < 0 ? 0 : v->cached, d, &sum))
+            sum = d > 0 ? INT64_MAX : INT64_MIN;
+        v->cached = sum;
     }
     const int segments = !v->tensor_level && (!strcmp(v->mode, "pytorch_caching") || !strcmp(v->mode, "pytorch_expandable"));
     if (segments) {

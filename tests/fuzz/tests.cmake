@@ -1,26 +1,41 @@
-# tests/fuzz: fuzz targets of the reader entry points.  The corpus is
-# replayed by a plain driver in every build (sanitizer builds included);
-# the libFuzzer binary is built only with clang and -DVT_FUZZ=ON:
-#   CC=clang cmake -S . -B build-fuzz -DVT_FUZZ=ON -DVT_BUILD_INJECT=OFF
-#   cmake --build build-fuzz --target fuzz_reader
-#   build-fuzz/tests/fuzz_reader -max_len=65536 tests/fuzz/corpus
+# tests/fuzz: fuzz targets of the reader entry points (fuzz_reader) and of
+# everything fed from decoded events: the analyzer's replay, the reports and
+# every exporter (fuzz_analyze).  The corpus is replayed by a plain driver
+# in every build (sanitizer builds included); the libFuzzer binaries are
+# built only with clang and -DVT_FUZZ=ON, which also builds vt_core and
+# vt_analyze with ASan+UBSan and coverage, so that the fuzzer sanitizes
+# everything the targets call (scripts/fuzz.sh builds and runs them):
+#   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DVT_FUZZ=ON -DVT_BUILD_INJECT=OFF
+#   cmake --build build-fuzz --target fuzz_reader fuzz_analyze
 option(VT_FUZZ "Build libFuzzer targets (clang only)" OFF)
 
 add_executable(fuzz_reader_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_reader.c ${CMAKE_CURRENT_LIST_DIR}/replay.c)
 target_link_libraries(fuzz_reader_replay PRIVATE vt_core)
 add_test(NAME fuzz.reader.replay
-  COMMAND fuzz_reader_replay ${CMAKE_CURRENT_LIST_DIR}/corpus ${VT_TEST_DATA})
+  COMMAND fuzz_reader_replay ${CMAKE_CURRENT_LIST_DIR}/corpus ${CMAKE_CURRENT_LIST_DIR}/regress ${VT_TEST_DATA})
 set_tests_properties(fuzz.reader.replay PROPERTIES LABELS "fuzz;reader")
+
+add_executable(fuzz_analyze_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_analyze.c ${CMAKE_CURRENT_LIST_DIR}/replay.c)
+target_link_libraries(fuzz_analyze_replay PRIVATE vt_analyze vt_core)
+add_test(NAME fuzz.analyze.replay
+  COMMAND fuzz_analyze_replay ${CMAKE_CURRENT_LIST_DIR}/corpus ${CMAKE_CURRENT_LIST_DIR}/regress ${VT_TEST_DATA})
+set_tests_properties(fuzz.analyze.replay PROPERTIES LABELS "fuzz;analyze")
 
 if(VT_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "VT_FUZZ needs clang (CC=clang)")
   endif()
-  target_compile_options(vt_core PRIVATE -fsanitize=fuzzer-no-link)  # coverage of the reader
-  add_executable(fuzz_reader ${CMAKE_CURRENT_LIST_DIR}/fuzz_reader.c)
-  target_compile_options(fuzz_reader PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_options(fuzz_reader PRIVATE -fsanitize=fuzzer,address,undefined)
+  set(VT_FUZZ_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined)
+  foreach(lib vt_core vt_analyze)
+    target_compile_options(${lib} PRIVATE ${VT_FUZZ_FLAGS})
+  endforeach()
+  foreach(t reader analyze)
+    add_executable(fuzz_${t} ${CMAKE_CURRENT_LIST_DIR}/fuzz_${t}.c)
+    target_compile_options(fuzz_${t} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_options(fuzz_${t} PRIVATE -fsanitize=fuzzer,address,undefined)
+  endforeach()
   target_link_libraries(fuzz_reader PRIVATE vt_core)
+  target_link_libraries(fuzz_analyze PRIVATE vt_analyze vt_core)
 endif()
 
 # Crafted inputs too big to commit, generated: a string-table memory bomb and

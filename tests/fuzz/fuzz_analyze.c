@@ -1,0 +1,64 @@
+/* fuzz_analyze.c - libFuzzer target for everything fed from decoded events:
+ * any bytes as a trace file through the analyzer's replay
+ * (vt_analysis_add_file), the text and JSON reports, then every exporter
+ * (Perfetto, Chrome, memory_viz), which replay the file again with their
+ * consumers.  Symbolization is off (the input names module paths).  Must
+ * never crash, hang or leak.  Run it with -close_fd_mask=2: the
+ * analyzer names every read error on stderr.  tests/fuzz/replay.c replays
+ * the corpus through it in every ctest run. */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "vt_analyze.h"
+#include "vt_export.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static int fd = -1;
+    static FILE *null;
+    static char path[64];
+    if (fd < 0) {
+        fd = memfd_create("vt-fuzz", 0);
+        null = fopen("/dev/null", "w");
+        if (fd < 0 || !null)
+            __builtin_trap();
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    }
+    if (ftruncate(fd, 0) || (size && pwrite(fd, data, size, 0) != (ssize_t)size))
+        __builtin_trap();
+
+    vt_analysis_config cfg;
+    vt_analysis_config_default(&cfg);
+    cfg.symbolize = 0;
+    cfg.progress = 0;
+    vt_analysis *a;
+    if (vt_analysis_create(&a, &cfg) == 0) {
+        int arc = vt_analysis_add_file(a, path);
+        if (getenv("VT_FUZZ_VERBOSE"))
+            fprintf(stderr, "fuzz_analyze: %zu bytes: add_file %d, %u processes\n", size, arc, vt_analysis_nprocs(a));
+        if (vt_analysis_finish(a) == 0) {
+            vt_report_text(a, null);
+            vt_report_json(a, null);
+        }
+        vt_analysis_free(a);
+    }
+    char *inputs[1] = {path};
+    for (int f = VT_EXPORT_PERFETTO; f <= VT_EXPORT_MEMVIZ; f++) {
+        vt_export_config ec;
+        vt_export_config_default(&ec);
+        ec.format = (vt_export_format)f;
+        ec.analysis = cfg;
+        ec.max_points = 64;
+        char err[256];
+        vt_export(&ec, inputs, 1, null, err, sizeof(err));
+    }
+    fflush(null);
+    return 0;
+}
