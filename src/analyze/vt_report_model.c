@@ -55,29 +55,38 @@ void vt_json_str(FILE *f, const char *s)
         return;
     }
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    /* runs of bytes that go out as they are (printable ASCII, valid UTF-8)
+     * are written at once: one fwrite per character was most of an export */
+    const unsigned char *p = (const unsigned char *)s, *run = p;
+    while (*p) {
+        if (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
+            p++;
+            continue;
+        }
+        int n = *p >= 0x80 ? utf8_len(p) : 0;
+        if (n) {
+            p += n;
+            continue;
+        }
+        if (p > run)
+            fwrite(run, 1, (size_t)(p - run), f);
         switch (*p) {
-        case '"': fputs("\\\"", f); p++; continue;
-        case '\\': fputs("\\\\", f); p++; continue;
-        case '\n': fputs("\\n", f); p++; continue;
-        case '\r': fputs("\\r", f); p++; continue;
-        case '\t': fputs("\\t", f); p++; continue;
-        default: break;
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputs("\\ufffd", f); /* not UTF-8 */
         }
-        if (*p < 0x20) {
-            fprintf(f, "\\u%04x", *p);
-            p++;
-            continue;
-        }
-        int n = utf8_len(p);
-        if (!n) {
-            fputs("\\ufffd", f);
-            p++;
-            continue;
-        }
-        fwrite(p, 1, (size_t)n, f);
-        p += n;
+        p++;
+        run = p;
     }
+    if (p > run)
+        fwrite(run, 1, (size_t)(p - run), f);
     fputc('"', f);
 }
 

@@ -7,6 +7,7 @@
  * Touches: the named traces (read), the output file or stdout, stderr. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -177,6 +178,8 @@ int cmd_export(int argc, char **argv)
         return 1;
     }
     char err[512] = "";
+    /* this command writes from one thread: no stdio lock per character */
+    __fsetlocking(out, FSETLOCKING_BYCALLER);
     int rc = vt_export(&cfg, inputs, ninputs, out, err, sizeof(err));
     if (!to_stdout && fclose(out) && rc >= 0) {
         snprintf(err, sizeof(err), "%.400s: write failed", out_path);
