@@ -46,6 +46,17 @@ static void pb_raw(pb *b, const void *p, size_t n)
 
 static void pb_varint(pb *b, uint64_t v)
 {
+    if (__builtin_expect(b->n + 10 <= b->cap, 1)) { /* in place: most calls */
+        uint8_t *d = b->d + b->n;
+        size_t k = 0;
+        while (v >= 0x80) {
+            d[k++] = (uint8_t)(v | 0x80);
+            v >>= 7;
+        }
+        d[k++] = (uint8_t)v;
+        b->n += k;
+        return;
+    }
     uint8_t t[10];
     size_t k = 0;
     while (v >= 0x80) {
