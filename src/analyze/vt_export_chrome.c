@@ -61,10 +61,52 @@ static void ct_sep(ct *c)
     c->first = 0;
 }
 
+/* Numbers without printf (it was the next cost after the strings):
+ * `pre` then the decimal of v (negative when neg). */
+static void ct_num(ct *c, const char *pre, uint64_t v, int neg)
+{
+    char b[48];
+    size_t pl = strlen(pre);
+    char *e = b + sizeof(b), *q = e;
+    do {
+        *--q = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (neg)
+        *--q = '-';
+    fwrite(pre, 1, pl, c->out);
+    fwrite(q, 1, (size_t)(e - q), c->out);
+}
+
+static void ct_i64(ct *c, const char *pre, int64_t v)
+{
+    ct_num(c, pre, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
+}
+
+/* `pre` then ns as microseconds with three decimals ("12.345") */
+static void ct_us(ct *c, const char *pre, uint64_t d)
+{
+    char b[4] = {'.', (char)('0' + d % 1000 / 100), (char)('0' + d % 100 / 10), (char)('0' + d % 10)};
+    ct_num(c, pre, d / 1000, 0);
+    fwrite(b, 1, 4, c->out);
+}
+
+static void ct_pidtid(ct *c, uint32_t pid, uint32_t tid)
+{
+    ct_num(c, ",\"pid\":", pid, 0);
+    ct_num(c, ",\"tid\":", tid, 0);
+}
+
 static void ct_ts(ct *c, const char *key, uint64_t t)
 {
     uint64_t d = t > c->t0 ? t - c->t0 : 0;
-    fprintf(c->out, ",\"%s\":%" PRIu64 ".%03u", key, d / 1000, (unsigned)(d % 1000));
+    if (!strcmp(key, "ts")) {
+        ct_us(c, ",\"ts\":", d);
+        return;
+    }
+    char pre[40];
+    snprintf(pre, sizeof(pre), ",\"%s\":", key);
+    ct_us(c, pre, d);
 }
 
 static void ct_args(ct *c, const vt_xarg *a, int n)
@@ -80,7 +122,7 @@ static void ct_args(ct *c, const vt_xarg *a, int n)
         if (a[k].is_str)
             vt_json_str(c->out, a[k].s);
         else
-            fprintf(c->out, "%" PRId64, a[k].i);
+            ct_i64(c, "", a[k].i);
     }
     fputc('}', c->out);
 }
@@ -174,10 +216,9 @@ static int ct_slice(void *ctx, uint64_t track, uint64_t t0, uint64_t t1, const c
     }
     fputs("{\"ph\":\"X\",\"name\":", c->out);
     vt_json_str(c->out, name);
-    fprintf(c->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, t->pid, t->tid);
+    ct_pidtid(c, t->pid, t->tid);
     ct_ts(c, "ts", t0);
-    uint64_t d = t1 > t0 ? t1 - t0 : 0;
-    fprintf(c->out, ",\"dur\":%" PRIu64 ".%03u", d / 1000, (unsigned)(d % 1000));
+    ct_us(c, ",\"dur\":", t1 > t0 ? t1 - t0 : 0);
     ct_args(c, a, n);
     fputs("}", c->out);
     return ct_check(c);
@@ -194,7 +235,7 @@ static int ct_be(ct *c, uint64_t track, uint64_t t, const char *ph, const char *
         fputs(",\"name\":", c->out);
         vt_json_str(c->out, name);
     }
-    fprintf(c->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, tr->pid, tr->tid);
+    ct_pidtid(c, tr->pid, tr->tid);
     ct_ts(c, "ts", t);
     if (ph[0] == 'i')
         fputs(",\"s\":\"t\"", c->out);
@@ -224,9 +265,10 @@ static int ct_counter(void *ctx, uint64_t track, uint64_t t, int64_t v)
     ct_sep(c);
     fputs("{\"ph\":\"C\",\"name\":", c->out);
     vt_json_str(c->out, tr->name);
-    fprintf(c->out, ",\"pid\":%" PRIu32, tr->pid);
+    ct_num(c, ",\"pid\":", tr->pid, 0);
     ct_ts(c, "ts", t);
-    fprintf(c->out, ",\"args\":{\"bytes\":%" PRId64 "}}", v);
+    ct_i64(c, ",\"args\":{\"bytes\":", v);
+    fputs("}}", c->out);
     return ct_check(c);
 }
 
