@@ -97,17 +97,8 @@ static void ct_pidtid(ct *c, uint32_t pid, uint32_t tid)
     ct_num(c, ",\"tid\":", tid, 0);
 }
 
-static void ct_ts(ct *c, const char *key, uint64_t t)
-{
-    uint64_t d = t > c->t0 ? t - c->t0 : 0;
-    if (!strcmp(key, "ts")) {
-        ct_us(c, ",\"ts\":", d);
-        return;
-    }
-    char pre[40];
-    snprintf(pre, sizeof(pre), ",\"%s\":", key);
-    ct_us(c, pre, d);
-}
+/* ",\"ts\":" and t in microseconds from the job's first time */
+static void ct_ts(ct *c, uint64_t t) { ct_us(c, ",\"ts\":", t > c->t0 ? t - c->t0 : 0); }
 
 static void ct_args(ct *c, const vt_xarg *a, int n)
 {
@@ -202,22 +193,24 @@ static int ct_slice(void *ctx, uint64_t track, uint64_t t0, uint64_t t1, const c
     if (async) {
         fputs("{\"ph\":\"b\",\"cat\":\"allocation\",\"name\":", c->out);
         vt_json_str(c->out, name);
-        fprintf(c->out, ",\"id\":\"0x%" PRIx64 "\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, id, t->pid, t->tid);
-        ct_ts(c, "ts", t0);
+        fprintf(c->out, ",\"id\":\"0x%" PRIx64 "\"", id);
+        ct_pidtid(c, t->pid, t->tid);
+        ct_ts(c, t0);
         ct_args(c, a, n);
         fputs("}", c->out);
         ct_sep(c);
         fputs("{\"ph\":\"e\",\"cat\":\"allocation\",\"name\":", c->out);
         vt_json_str(c->out, name);
-        fprintf(c->out, ",\"id\":\"0x%" PRIx64 "\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, id, t->pid, t->tid);
-        ct_ts(c, "ts", t1);
+        fprintf(c->out, ",\"id\":\"0x%" PRIx64 "\"", id);
+        ct_pidtid(c, t->pid, t->tid);
+        ct_ts(c, t1);
         fputs("}", c->out);
         return ct_check(c);
     }
     fputs("{\"ph\":\"X\",\"name\":", c->out);
     vt_json_str(c->out, name);
     ct_pidtid(c, t->pid, t->tid);
-    ct_ts(c, "ts", t0);
+    ct_ts(c, t0);
     ct_us(c, ",\"dur\":", t1 > t0 ? t1 - t0 : 0);
     ct_args(c, a, n);
     fputs("}", c->out);
@@ -236,7 +229,7 @@ static int ct_be(ct *c, uint64_t track, uint64_t t, const char *ph, const char *
         vt_json_str(c->out, name);
     }
     ct_pidtid(c, tr->pid, tr->tid);
-    ct_ts(c, "ts", t);
+    ct_ts(c, t);
     if (ph[0] == 'i')
         fputs(",\"s\":\"t\"", c->out);
     ct_args(c, a, n);
@@ -266,7 +259,7 @@ static int ct_counter(void *ctx, uint64_t track, uint64_t t, int64_t v)
     fputs("{\"ph\":\"C\",\"name\":", c->out);
     vt_json_str(c->out, tr->name);
     ct_num(c, ",\"pid\":", tr->pid, 0);
-    ct_ts(c, "ts", t);
+    ct_ts(c, t);
     ct_i64(c, ",\"args\":{\"bytes\":", v);
     fputs("}}", c->out);
     return ct_check(c);
