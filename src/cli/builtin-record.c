@@ -29,6 +29,8 @@
 
 #include "builtin.h"
 #include "record_env.h"
+#include "record_torch.h"
+#include "vt_settings.h"
 #include "vt_error.h"
 #include "vt_reader.h"
 
@@ -61,9 +63,13 @@ static void usage(FILE *f)
             "                           loses at most that (10..60000; default 100)\n"
             "      --sample-ms N        sample pool and device memory use every N ms\n"
             "                           (0 = off, else 10..60000; default 200)\n"
-            "      --tensors            PyTorch: tensor-level call sites, by adding\n"
+            "      --no-tensor-events   PyTorch: do not attach to the default caching\n"
+            "                           allocator (tensor events and allocated vs reserved\n"
+            "                           are then not recorded, only its segments)\n"
+            "      --tensors            PyTorch: record another allocator instead, by adding\n"
             "                           backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF\n"
-            "                           and PYTORCH_ALLOC_CONF (your other keys are kept)\n"
+            "                           and PYTORCH_ALLOC_CONF (your other keys are kept);\n"
+            "                           the default allocator's tensors are recorded anyway\n"
             "      --clock MODE         time source of the events: auto (the TSC where\n"
             "                           invariant, else CLOCK_MONOTONIC), monotonic, cupti\n"
             "  -q, --quiet              no per-process message from the library\n"
@@ -518,6 +524,22 @@ int cmd_record(int argc, char **argv)
             fprintf(stderr, PFX "setenv %s: %s\n", plan.vars[i].name, strerror(errno));
             goto cleanup;
         }
+    /* PyTorch's default allocator: tensor events through the shim, built
+     * for the program's torch on first use (record_torch.c); a failure
+     * goes to the library as "!reason", which it notes in the trace. */
+    if (o.tensor_events && !o.tensors && !getenv(VT_ENV_TORCH_SHIM)) {
+        char py[PATH_MAX], shim[PATH_MAX], why[PATH_MAX + 128];
+        vt_torch_python_of(cmd[0], py, sizeof(py));
+        int sr = vt_record_torch_shim(py, o.quiet, shim, sizeof(shim), why, sizeof(why));
+        if (sr < 0) {
+            fprintf(stderr, PFX "warning: PyTorch tensor events off: %s\n", why);
+            char bang[PATH_MAX + 130];
+            snprintf(bang, sizeof(bang), "!%s", why);
+            setenv(VT_ENV_TORCH_SHIM, bang, 1);
+        } else if (sr > 0) {
+            setenv(VT_ENV_TORCH_SHIM, shim, 1);
+        }
+    }
     if (!o.quiet)
         fprintf(stderr, PFX "tracing %s into %s/\n", cmd[0], shown);
 

@@ -90,6 +90,7 @@ static const struct opt_def {
     {"clock", 0, OPT_STR, offsetof(vt_record_opts, clock), 0, 0, 0, 0, "auto, tsc, monotonic or cupti", vt_settings_clock},
     {"quiet", 'q', OPT_FLAG, offsetof(vt_record_opts, quiet), 1, 0, 0, 0, NULL, NULL},
     {"tensors", 0, OPT_FLAG, offsetof(vt_record_opts, tensors), 1, 0, 0, 0, NULL, NULL},
+    {"no-tensor-events", 0, OPT_FLAG, offsetof(vt_record_opts, tensor_events), 0, 0, 0, 0, NULL, NULL},
     {"help", 'h', OPT_FLAG, offsetof(vt_record_opts, help), 1, 0, 0, 0, NULL, NULL},
 };
 #define N_OPT_DEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
@@ -99,6 +100,7 @@ int vt_record_parse_args(vt_record_opts *o, int argc, char **argv, char *err, si
     memset(o, 0, sizeof(*o));
     o->kernels = o->native_stacks = o->python_stacks = o->static_mem = -1;
     o->stack_depth = o->flush_ms = o->sample_ms = -1;
+    o->tensor_events = 1;
     if (err && errlen)
         err[0] = 0;
 

@@ -21,8 +21,11 @@
 
 #define VT_FORMAT_MAGIC 0x54524d56u /* bytes "VMRT" */
 /* 2: allocations and frees in MemBlock records (a reader of version 1
- * would skip them and lose every block); readers read 1 and 2 */
-#define VT_FORMAT_VERSION 2u
+ * would skip them and lose every block); 3: TENSOR blocks inside DEVICE
+ * segments (a reader of version 2 would add their bytes to the segments'
+ * and pair a tensor at a segment's address with the segment); readers read
+ * 1 to 3 */
+#define VT_FORMAT_VERSION 3u
 #define VT_FORMAT_VERSION_MIN 1u
 #define VT_TOOL_VERSION "0.1.0"
 
@@ -35,6 +38,7 @@ typedef enum {
     VT_MEM_PINNED_HOST = 4,
     VT_MEM_ARRAY = 5,
     VT_MEM_HOST_REGISTERED = 6,
+    VT_MEM_TENSOR = 7, /* inside a caching allocator's segment (a DEVICE block) */
     VT_MEM__COUNT
 } vt_memkind;
 
@@ -50,6 +54,7 @@ typedef enum {
     VT_API_ARRAY = 8,
     VT_API_MODULE_GLOBAL = 9,
     VT_API_VMM = 10,
+    VT_API_CACHING_ALLOCATOR = 11, /* PyTorch's trace tracker: TENSOR blocks, own address space */
     VT_API__COUNT
 } vt_allocapi;
 

@@ -41,7 +41,7 @@ int vt_evtype_corr(vt_evtype t)
 const char *vt_memkind_name(vt_memkind k)
 {
     static const char *const names[VT_MEM__COUNT] = {
-        "unknown", "device", "device_static", "managed", "pinned_host", "array", "host_registered",
+        "unknown", "device", "device_static", "managed", "pinned_host", "array", "host_registered", "tensor",
     };
     return (unsigned)k < VT_MEM__COUNT ? names[k] : "?";
 }
@@ -50,7 +50,7 @@ const char *vt_allocapi_name(vt_allocapi a)
 {
     static const char *const names[VT_API__COUNT] = {
         "unknown", "malloc", "malloc_pitch", "malloc_async", "malloc_from_pool", "malloc_managed",
-        "host_alloc", "host_register", "array", "module_global", "vmm",
+        "host_alloc", "host_register", "array", "module_global", "vmm", "caching_allocator",
     };
     return (unsigned)a < VT_API__COUNT ? names[a] : "?";
 }

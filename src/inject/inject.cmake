@@ -20,7 +20,8 @@ if(VT_HAVE_CUPTI)
   function(vt_inject_library target)
     set(dir ${CMAKE_CURRENT_FUNCTION_LIST_DIR}) # src/inject, wherever it is called from
     set(srcs ${dir}/vt_inject.c ${dir}/vt_inject_driver.c ${dir}/vt_inject_vmm.c ${dir}/vt_inject_devices.c
-             ${dir}/vt_inject_nvtx.c ${dir}/vt_inject_activity.c ${dir}/vt_inject_sampler.c ${dir}/vt_inject_exit.c)
+             ${dir}/vt_inject_nvtx.c ${dir}/vt_inject_activity.c ${dir}/vt_inject_sampler.c ${dir}/vt_inject_exit.c
+             ${dir}/vt_inject_torch.c)
     if(ARGN AND TARGET vt_pystack)
       list(APPEND srcs ${dir}/vt_pystack.c ${dir}/vt_pystack_layout.c ${dir}/vt_pystack_merge.c)
     endif()

@@ -83,6 +83,13 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
         else
             snprintf(cfg->output, sizeof(cfg->output), "%s", o);
     }
+    const char *ts = env_lookup(lookup, arg, VT_ENV_TORCH_SHIM);
+    if (ts && *ts) {
+        if (strlen(ts) >= sizeof(cfg->torch_shim))
+            warn(cfg, VT_ENV_TORCH_SHIM, "(too long)");
+        else
+            snprintf(cfg->torch_shim, sizeof(cfg->torch_shim), "%s", ts);
+    }
     get_bool(cfg, lookup, arg, VT_ENV_KERNELS, &cfg->kernels);
     const char *ns = env_lookup(lookup, arg, VT_ENV_NATIVE_STACKS);
     if (ns && !strcasecmp(ns, "full"))

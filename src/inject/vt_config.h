@@ -24,6 +24,9 @@
  *                            else CLOCK_MONOTONIC, registered with CUPTI for its records too;
  *                            monotonic: CLOCK_MONOTONIC; cupti: CUPTI's own clock
  *                            (cuptiGetTimestamp), as before 2026-11-30
+ *   VRAMTRACE_TORCH_SHIM     path of the PyTorch shim (libvt_torch.so, built by `vramtrace
+ *                            record`): tensor events from PyTorch's caching allocator;
+ *                            unset or empty: none
  * Boolean values: 0/1, false/true, no/yes, off/on (any case).  A value
  * that does not parse keeps the default and is reported in `warning`.
  * Pure functions, no global state: tested on the CPU.
@@ -53,6 +56,7 @@ typedef struct {
     int clock; /* VT_CFG_CLOCK_* */
     int selftime; /* VRAMTRACE_SELFTIME: time each callback's phases, print the self time at exit */
     int stack_refs; /* VRAMTRACE_STACK_REFS */
+    char torch_shim[1024]; /* VRAMTRACE_TORCH_SHIM, "" = none */
     char warning[256]; /* "" or the first problem found, e.g. "VRAMTRACE_STACK_DEPTH=abc ignored" */
 } vt_inject_config;
 

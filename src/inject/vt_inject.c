@@ -480,6 +480,18 @@ static int init_once(void)
     }
     note_setup(cupti_version, cupti_file, pywhy);
     start_unwinder();
+    if (g.cfg.torch_shim[0] == '!') { /* `vramtrace record` could not build it: why */
+        char text[1100];
+        snprintf(text, sizeof(text), "PyTorch tensor events off: %.900s; the trace holds the allocator's segments only",
+                 g.cfg.torch_shim + 1);
+        note(VT_SEV_WARNING, text);
+    } else if (g.cfg.torch_shim[0]) {
+        atomic_store(&g.torch_state, VT_TORCH_WAIT);
+        char text[1100];
+        snprintf(text, sizeof(text), "PyTorch shim %.1000s: attaches at the caching allocator's first segment",
+                 g.cfg.torch_shim);
+        note(VT_SEV_INFO, text);
+    }
     if (subscribe(cupti_file) != 0) {
         t_in.internal = saved;
         return -1;

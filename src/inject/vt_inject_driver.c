@@ -132,6 +132,46 @@ void pool_untrack(uint64_t pool)
     }
 }
 
+/* ----------------------------------------------------------------- PyTorch's trace tracker */
+
+/* One TraceEntry of PyTorch's caching allocator (the shim's callback,
+ * vt_torch_abi.h), inside the allocator with its mutex held: tensors as
+ * TENSOR blocks of the CACHING_ALLOCATOR API with their stacks, the free
+ * when it is requested (when memory_allocated() drops; the completed free
+ * after stream uses only returns the block to the pool), a failed
+ * allocation with the request's size.  Segments are left to CUPTI's
+ * records of the driver calls, except the first, which checks the layout. */
+VT_HOT void torch_on_entry(const vt_torch_entry *e)
+{
+    inject_tls *T = VT_TLS_ADDR(&t_in);
+    if (T->internal || !atomic_load_explicit(&g.active, memory_order_relaxed))
+        return;
+    int s = atomic_load_explicit(&g.torch_state, memory_order_relaxed);
+    if (__builtin_expect(s != VT_TORCH_ON, 0)) {
+        if (s == VT_TORCH_CHECK && (e->action == VT_TORCH_SEGMENT_ALLOC || e->action == VT_TORCH_SEGMENT_MAP))
+            torch_check_layout(T, e);
+        return;
+    }
+    const uint32_t dev = e->device >= 0 ? (uint32_t)e->device : 0;
+    switch (e->action) {
+    case VT_TORCH_ALLOC: {
+        const uint64_t now = g.tsc_events ? vt_clock_at(__rdtsc()) : 0;
+        emit_alloc(T, e->addr, e->size, dev, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, e->stream, 0, 0, now);
+        break;
+    }
+    case VT_TORCH_FREE_REQUESTED: {
+        const uint64_t now = g.tsc_events ? vt_clock_at(__rdtsc()) : 0;
+        emit_free(e->addr, dev, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, e->stream, 0, now);
+        break;
+    }
+    case VT_TORCH_OOM:
+        emit_failed(T, e->size, dev, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, CUDA_ERROR_OUT_OF_MEMORY, e->stream, 0, 0);
+        break;
+    default:
+        break;
+    }
+}
+
 /* Rough byte size of a CUDA array (format size x channels x extent). */
 static uint64_t array_bytes(CUarray_format fmt, unsigned channels, size_t w, size_t h, size_t d)
 {
@@ -174,6 +214,7 @@ VT_HOT static void on_driver(inject_tls *T, CUpti_CallbackId cbid, const CUpti_C
     switch (cbid) {
     case CB(cuMemAlloc_v2): {
         P(cuMemAlloc_v2_params);
+        if (ok) torch_seen_segment(T, *p->dptr, p->bytesize);
         if (ok) emit_alloc(T, *p->dptr, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, 0, 0, corr, now);
         else emit_failed(T, p->bytesize, dev, VT_MEM_DEVICE, VT_API_MALLOC, rc, 0, 0, corr);
         break;

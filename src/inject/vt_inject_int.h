@@ -52,6 +52,7 @@
 #include "vt_bench_cupti.h"
 #include "vt_gate.h"
 #endif
+#include "vt_torch_abi.h"
 #include "vt_unwind.h"
 #include "vt_writer.h"
 #ifdef VT_HAVE_PYSTACK
@@ -83,6 +84,7 @@ typedef struct {
     _Atomic int static_on; /* MEMORY2 activity enabled */
     int selftime, stack_depth, stack_refs; /* cfg's */
     int tsc_events; /* the clock is vt_clock_now() on the TSC: an allocation's time from the callback's TSC read */
+    _Atomic int torch_state; /* VT_TORCH_*: PyTorch's trace tracker (vt_inject_torch.c) */
 
     vt_inject_config cfg;
     CUpti_SubscriberHandle sub;
@@ -115,6 +117,12 @@ typedef struct {
     char clock_note[240];
 } __attribute__((aligned(64))) vt_inject_state;
 
+/* The PyTorch shim's states (vt_inject_torch.c): OFF without a shim;
+ * WAIT for the caching allocator's first segment; ATTACHING (one thread);
+ * CHECK until the tracker's first segment entry matched CUPTI's; ON;
+ * DISABLED after any failure (entries ignored from then on). */
+enum { VT_TORCH_OFF = 0, VT_TORCH_WAIT, VT_TORCH_ATTACHING, VT_TORCH_CHECK, VT_TORCH_ON, VT_TORCH_DISABLED };
+
 #define VT_STATIC_MAX_RATE 500 /* allocations per second above which MEMORY2 goes off (auto) */
 
 /* Per-thread state, in one object so that a callback looks it up once
@@ -133,6 +141,7 @@ typedef struct {
     CUcontext ctx;
     uint64_t cb_n, cb_timed, cb_cyc, push_cyc;
     vt_capture_times cap; /* stack capture, native walk */
+    uint64_t seg_addr, seg_size; /* the last device allocation or map, for the PyTorch layout check */
     vt_capture_scratch scratch; /* a capture's buffers (vt_capture.h) */
 } inject_tls;
 /* Completed activity buffers go to our own drain thread: CUPTI's thread
@@ -193,5 +202,20 @@ void on_exit_handler(void);
 void install_signals(void);
 void on_fork_child(void);
 int enable_driver_callbacks(int on);
+void torch_try_attach(inject_tls *T);
+void torch_check_layout(inject_tls *T, const vt_torch_entry *e);
+void torch_on_entry(const vt_torch_entry *e);
+/* A device allocation or map (addr, size) seen by a driver callback: while
+ * the PyTorch shim waits or checks, remember it and try to attach. */
+static inline void torch_seen_segment(inject_tls *T, uint64_t addr, uint64_t size)
+{
+    int s = atomic_load_explicit(&g.torch_state, memory_order_relaxed);
+    if (__builtin_expect(s != VT_TORCH_WAIT && s != VT_TORCH_CHECK, 1))
+        return;
+    T->seg_addr = addr;
+    T->seg_size = size;
+    if (s == VT_TORCH_WAIT)
+        torch_try_attach(T);
+}
 
 #endif

@@ -121,6 +121,7 @@ void on_driver_vmm(inject_tls *T, CUpti_CallbackId cbid, const CUpti_CallbackDat
     case CB(cuMemMap): {
         P(cuMemMap_params);
         if (!ok) break;
+        torch_seen_segment(T, p->ptr, p->size);
         vt_event ev;
         memset(&ev, 0, sizeof(ev));
         ev.type = VT_EV_VMM_MAP;
