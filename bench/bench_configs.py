@@ -35,6 +35,13 @@ def configs(build, gate=False):
         # eleventh session: about what its kernel records cost)
         "floor-launch": {"CUDA_INJECTION64_PATH": floor, "VT_FLOOR_NO_KERNELS": "1", "VT_FLOOR_LAUNCH": "1"},
         "traced": dict(traced),
+        # the default allocator's tensor events through the PyTorch shim
+        # (VT_BENCH_SHIM: the libvt_torch.so that `vramtrace record` built)
+        "tensors": dict(traced, VRAMTRACE_TORCH_SHIM=os.environ.get("VT_BENCH_SHIM", "")),
+        "tensors-nokernels": dict(traced, VRAMTRACE_TORCH_SHIM=os.environ.get("VT_BENCH_SHIM", ""),
+                                  VRAMTRACE_KERNELS="0"),
+        # PyTorch's own memory history, untraced (bench/torch_step.py)
+        "history": {"VT_BENCH_HISTORY": "1"},
         "traced-nokernels": dict(traced, VRAMTRACE_KERNELS="0"),
         "traced-nostacks-nokernels": dict(traced, VRAMTRACE_KERNELS="0", VRAMTRACE_NATIVE_STACKS="0",
                                           VRAMTRACE_PYTHON_STACKS="0"),

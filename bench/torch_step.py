@@ -30,6 +30,8 @@ if GATE:  # before the first CUDA call, which loads the library
 
 import torch  # noqa: E402
 
+if os.environ.get("VT_BENCH_HISTORY"):  # PyTorch's own memory history, the comparison (bench_configs.py)
+    torch.cuda.memory._record_memory_history(max_entries=100000, stacks="python")
 steps = int(os.environ.get("VT_BENCH_STEPS", "40"))
 warm = int(os.environ.get("VT_BENCH_WARM", "10"))
 torch.manual_seed(0)

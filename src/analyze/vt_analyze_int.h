@@ -120,6 +120,13 @@ typedef struct {
     uint64_t creates, destroys, trims;
 } vt_pool;
 
+/* allocated vs reserved at one time (vt_devstate's series) */
+typedef struct {
+    uint64_t t;
+    int64_t allocated, reserved;
+} vt_alloc_point;
+#define VT_ALLOC_SERIES_MAX 1024
+
 struct vt_devstate {
     int present;         /* Device record seen */
     int used;            /* any block on it (set by vt_proc_finish: a unit there with allocations) */
@@ -134,6 +141,13 @@ struct vt_devstate {
     uint64_t peak_t;
     uint64_t peak_epoch;
     int64_t at_kind[VT_MEM__COUNT]; /* at the view time, by kind (finish) */
+    /* PyTorch's caching allocator: reserved = its segments' live bytes;
+     * allocated = live[VT_MEM_TENSOR] (tensor events, issue 23) */
+    int64_t reserved, reserved_peak, reserved_at;
+    uint64_t reserved_peak_t;
+    vt_alloc_point *series; /* (t, allocated, reserved) at segment changes and NVTX events, decimated */
+    uint32_t nseries, series_stride;
+    uint64_t series_seen;
     /* driver view (MemoryUsage) */
     uint64_t drv_samples, drv_total, drv_last_free, drv_last_t;
     uint64_t drv_max_used, drv_max_t;
@@ -327,6 +341,8 @@ typedef struct {
     uint32_t *growth_order; size_t ngrowth;
     uint64_t c10_allocs, c10_bytes_peak; int64_t c10_live;
     uint32_t c10_units;
+    uint64_t reserved_grown; /* with tensor events: growth of the caching allocator's segments */
+    uint32_t tensor_units; /* units of the caching allocator's tensor events: tensor level in the default allocator */
     /* the consumer's view of the current event (vt_replay_note_block) */
     unsigned index;  /* in the analysis */
     unsigned nrb;

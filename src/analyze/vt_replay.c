@@ -76,12 +76,13 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
         p->zero_frees++;
         return 0;
     }
-    vt_block *b = young_probe(p, e->address);
+    const uint64_t key = blk_key(e->address, e->api);
+    vt_block *b = young_probe(p, key);
     if (!b)
         return VT_ERR_NOMEM;
     const int dead = b->addr && b->unit == VT_DEAD; /* freed young: in no old block */
-    if (!b->addr && filt_maybe(p, e->address)) {
-        vt_block *ob = blocks_find(&p->old, e->address);
+    if (!b->addr && filt_maybe(p, key)) {
+        vt_block *ob = blocks_find(&p->old, key);
         if (ob) { /* an old block's free was not seen: drop it here */
             p->overlap_allocs++;
             uint32_t old = ob->unit;
@@ -116,8 +117,8 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
     if (!get_unit(p, e->site.stack, device, e->kind < VT_MEM__COUNT ? e->kind : 0,
                   e->api < VT_API__COUNT ? e->api : 0, &ui))
         return VT_ERR_NOMEM;
-    b->addr = e->address;
-    b->fslot = freed_slot(e->address);
+    b->addr = key;
+    b->fslot = freed_slot(key);
     if (!dead)
         p->blocks.used++; /* (a dead slot was taken already) */
     b->size = size;
@@ -132,11 +133,12 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
 static int on_free(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
 {
     vt_blockmap *table = NULL;
-    vt_block *b = e->address ? blocks_lookup(p, e->address, &table) : NULL;
+    const uint64_t key = blk_key(e->address, e->api);
+    vt_block *b = e->address ? blocks_lookup(p, key, &table) : NULL;
     if (!b) {
         if (!e->address)
             p->zero_frees++;
-        else if (freed_check(p, e->address))
+        else if (freed_check(p, key))
             p->double_frees++;
         else
             p->unknown_frees++;
@@ -145,7 +147,7 @@ static int on_free(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
     uint32_t ui = b->unit;
     uint64_t sz = b->size, ta = b->t;
     blocks_remove(table, b);
-    freed_mark(p, e->address);
+    freed_mark(p, key);
     vt_replay_note_block(a, p, VT_BLOCK_END, e->address, ui, sz, ta, t);
     return account_free(a, p, ui, sz, ta, t);
 }
@@ -276,10 +278,10 @@ static void view_pair_slow(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t siz
  * fast_ready(). */
 static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt_ev_alloc *e, uint64_t t)
 {
-    const uint64_t addr = e->address, size = e->size;
+    const uint64_t addr = blk_key(e->address, e->api), size = e->size;
     const uint32_t device = e->device, stack = e->site.stack;
     const unsigned kind = e->kind;
-    if (__builtin_expect(size > VT_MAX_SIZE || !addr || stack >= p->nstack_unit, 0))
+    if (__builtin_expect(size > VT_MAX_SIZE || !e->address || stack >= p->nstack_unit, 0))
         return 0;
     const uint32_t su = p->stack_unit[stack];
     if (__builtin_expect(!su, 0))
@@ -327,8 +329,8 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
  * Needs fast_ready(). */
 static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
 {
-    const uint64_t addr = e->address;
-    if (__builtin_expect(!addr, 0))
+    const uint64_t addr = blk_key(e->address, e->api);
+    if (__builtin_expect(!e->address, 0))
         return 0;
     vt_block *slots = p->blocks.slots;
     const size_t mask = p->blocks.cap - 1;

@@ -48,6 +48,8 @@ vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsigned kin
     u->segment = u->c10 && (api == VT_API_MALLOC || api == VT_API_VMM);
     if (u->segment)
         p->c10_units++;
+    if (api == VT_API_CACHING_ALLOCATOR)
+        p->tensor_units++;
     u->pk_epoch = p->dev[device].peak_epoch;
     u->dev = &p->dev[device];
     *idx = (uint32_t)p->nunits++;
@@ -249,3 +251,26 @@ double occ_count(const vt_occ *o, uint64_t t)
 }
 
 /* --- accounting --- */
+
+/* A point of the device's allocated-vs-reserved series: at most
+ * VT_ALLOC_SERIES_MAX, every stride-th kept (the stride doubles when
+ * full); the peaks are kept apart (vt_devstate). */
+void alloc_series_point(vt_proc *p, vt_devstate *d, uint64_t t)
+{
+    (void)p;
+    if (!d->series) {
+        if (!(d->series = malloc(VT_ALLOC_SERIES_MAX * sizeof(*d->series))))
+            return;
+        d->series_stride = 1;
+    }
+    vt_alloc_point pt = {t, d->live[VT_MEM_TENSOR], d->reserved};
+    if (d->series_seen++ % d->series_stride)
+        return;
+    if (d->nseries == VT_ALLOC_SERIES_MAX) {
+        for (uint32_t i = 0; i < VT_ALLOC_SERIES_MAX / 2; i++)
+            d->series[i] = d->series[2 * i];
+        d->nseries = VT_ALLOC_SERIES_MAX / 2;
+        d->series_stride *= 2;
+    }
+    d->series[d->nseries++] = pt;
+}

@@ -564,6 +564,10 @@ int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
         break;
     case VT_EV_NVTX:
         on_nvtx(a, p, &ev->u.nvtx, t);
+        if (p->tensor_units) /* allocated vs reserved at every mark and range */
+            for (uint32_t dv = 0; dv < p->ndev_seen && dv < VT_MAX_DEVICES; dv++)
+                if (p->dev[dv].reserved || p->dev[dv].live[VT_MEM_TENSOR])
+                    alloc_series_point(p, &p->dev[dv], t);
         break;
     case VT_EV_MEMORY_USAGE: {
         uint32_t dv = ev->u.memory_usage.device;
@@ -576,6 +580,8 @@ int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
         d->drv_total = m->total;
         d->drv_last_free = m->free;
         d->drv_last_t = t;
+        if (p->tensor_units && (d->reserved || d->live[VT_MEM_TENSOR]))
+            alloc_series_point(p, d, t);
         if (used > d->drv_max_used || d->drv_samples == 1) {
             d->drv_max_used = used;
             d->drv_max_t = t;

@@ -286,6 +286,13 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         }
     }
     p->leak_bytes = p->leak_blocks = p->static_bytes = p->static_blocks = 0;
+    p->reserved_grown = 0;
+    for (uint32_t d = 0; d < VT_MAX_DEVICES; d++)
+        p->dev[d].reserved_at = 0;
+    if (p->tensor_units) /* the series ends at the end */
+        for (uint32_t d = 0; d < p->ndev_seen && d < VT_MAX_DEVICES; d++)
+            if (p->dev[d].series)
+                alloc_series_point(p, &p->dev[d], p->t_last);
     p->teardown_bytes = p->teardown_blocks = p->held_bytes = 0;
     for (size_t k = 0; k < p->nunits; k++) {
         vt_unit *u = &p->units[k];
@@ -302,6 +309,10 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
             u->dev->used = 1; /* (an allocation's one store less) */
         if (u->at_bytes > 0) {
             p->dev[u->device].at_kind[u->kind] += u->at_bytes;
+            if (u->segment)
+                p->dev[u->device].reserved_at += u->at_bytes;
+            if (u->segment && p->tensor_units)
+                continue; /* reserved, not a leak: the tensors inside it are counted */
             if (u->kind == VT_MEM_DEVICE_STATIC) {
                 /* module globals live as long as their module: by design,
                  * shown apart and not counted as leaks */
@@ -328,7 +339,8 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         return VT_ERR_NOMEM;
     p->nleak = 0;
     for (size_t k = 0; k < p->nunits; k++)
-        if (p->units[k].at_bytes > 0 && p->units[k].kind != VT_MEM_DEVICE_STATIC)
+        if (p->units[k].at_bytes > 0 && p->units[k].kind != VT_MEM_DEVICE_STATIC &&
+            !(p->units[k].segment && p->tensor_units))
             p->leak_order[p->nleak++] = (uint32_t)k;
     g_sort_proc = p;
     qsort(p->leak_order, p->nleak, sizeof(uint32_t), leak_cmp);
@@ -339,6 +351,12 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
     for (size_t k = 0; k < p->nunits; k++) {
         vt_unit *u = &p->units[k];
         unit_growth(p, u);
+        if (u->growth_flag && u->segment && p->tensor_units) {
+            /* with tensor events a growing segment is the pool following
+             * its tensors: reserved growth, said apart, not a call site */
+            p->reserved_grown += u->grown;
+            u->growth_flag = 0;
+        }
         if (u->growth_flag) {
             p->growth_order[p->ngrowth++] = (uint32_t)k;
             p->grown_total += u->grown;
@@ -350,7 +368,8 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
     const uint64_t first_step = p->step_occ && p->step_occ->n ? p->step_occ->t[0] : 0;
     for (size_t k = 0; first_step && k < p->nunits; k++) {
         const vt_unit *u = &p->units[k];
-        if (u->kind == VT_MEM_DEVICE_STATIC || u->growth_flag || !u->allocs || u->g_t0 > first_step)
+        if (u->kind == VT_MEM_DEVICE_STATIC || u->growth_flag || !u->allocs || u->g_t0 > first_step ||
+            (u->segment && p->tensor_units))
             continue;
         int64_t kept = u->never_bytes < u->at_bytes ? u->never_bytes : u->at_bytes;
         if (p->view_mode == VT_AT_END || p->tail_overflow)

@@ -63,6 +63,16 @@ static inline uint64_t clamp_size(vt_proc *p, uint64_t size)
  * bit per address did once in 16. */
 #define VT_FILTER_MIN_WORDS (1u << 16)
 
+/* Tensors of PyTorch's caching allocator (its trace tracker) lie inside
+ * its segments, DEVICE blocks at the same addresses: their blocks are keyed
+ * apart, by the address with its lowest bit set (the allocator's blocks are
+ * 512-byte aligned, the driver's at least 256).  Consumers and reports see
+ * the real address. */
+static inline uint64_t blk_key(uint64_t addr, unsigned api)
+{
+    return addr | (uint64_t)(api == VT_API_CACHING_ALLOCATOR);
+}
+
 /* ---- shared between the parts */
 
 int blocks_grow(vt_blockmap *b);
@@ -86,6 +96,7 @@ void cand_raise(vt_proc *p, uint64_t t);
 double occ_count(const vt_occ *o, uint64_t t);
 int check_device(vt_proc *p, uint32_t *device);
 int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev);
+void alloc_series_point(vt_proc *p, vt_devstate *d, uint64_t t) __attribute__((noinline));
 
 /* live blocks: same scheme, inline 32-byte slots, Fibonacci hashing (the
  * top bits of addr * golden ratio: cheap, and mixes aligned addresses) */
@@ -264,6 +275,12 @@ static inline __attribute__((always_inline)) void account_alloc_rest(vt_proc *p,
         p->c10_live += (int64_t)size;
         if (p->c10_live > (int64_t)p->c10_bytes_peak)
             p->c10_bytes_peak = (uint64_t)p->c10_live;
+        d->reserved += (int64_t)size;
+        if (d->reserved > d->reserved_peak) {
+            d->reserved_peak = d->reserved;
+            d->reserved_peak_t = t;
+        }
+        alloc_series_point(p, d, t);
     }
 }
 static inline __attribute__((always_inline)) int account_alloc(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size,
@@ -295,8 +312,11 @@ static inline __attribute__((always_inline)) void account_free_rest(vt_proc *p, 
     d->live[u->kind] -= (int64_t)size;
     if (u->resident)
         d->live_dev -= (int64_t)size;
-    if (u->segment)
+    if (u->segment) {
         p->c10_live -= (int64_t)size;
+        d->reserved -= (int64_t)size;
+        alloc_series_point(p, d, t);
+    }
 }
 static inline __attribute__((always_inline)) int account_free(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t size,
                                                                uint64_t t_alloc, uint64_t t)

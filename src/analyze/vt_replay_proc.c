@@ -65,8 +65,10 @@ void vt_proc_free(vt_proc *p)
     vt_map_free(&p->vmm_map_size);
     vt_map_free(&p->vmm_reserves);
     free(p->freed_cache);
-    for (int i = 0; i < VT_MAX_DEVICES; i++)
+    for (int i = 0; i < VT_MAX_DEVICES; i++) {
         free(p->dev[i].name);
+        free(p->dev[i].series);
+    }
     free(p->tail);
     for (size_t i = 0; i < p->nlstats; i++)
         free(p->lstats[i].occ.t);

@@ -326,6 +326,22 @@ static void json_proc(hs *h, unsigned i, FILE *o)
                     (unsigned)(g->key[k] & 0xffff), g->bytes[k]);
         fputs("]}", o);
     }
+    if (m->tensor_units) { /* the caching allocator's cached bytes: the rest of each device's peak */
+        fputs(",{\"name\":\"(cached in PyTorch's pool: reserved, no tensor)\",\"key\":\"\",\"device\":-1,\"kind\":\"\","
+              "\"api\":\"\",\"growing\":0,\"frames\":[[\"(cached in PyTorch's pool)\",\"\",0,0,0]],\"peak\":{",
+              o);
+        int64_t cv = 0;
+        for (uint32_t d = 0, f = 1; d < m->ndev_seen && d < VT_HTML_DEVS; d++) {
+            int64_t c = rep_peak_cached(m, d);
+            if (c) {
+                fprintf(o, "%s\"%u\":%" PRId64, f ? "" : ",", d, c);
+                f = 0;
+            }
+            if (m->dev[d].reserved_at > m->dev[d].at_kind[VT_MEM_TENSOR])
+                cv += m->dev[d].reserved_at - m->dev[d].at_kind[VT_MEM_TENSOR];
+        }
+        fprintf(o, "},\"view\":%" PRId64 ",\"hist\":[]}", cv);
+    }
     free(pk);
     fputs("],\"steps\":[", o);
     if (m->step_occ)

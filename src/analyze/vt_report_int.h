@@ -37,6 +37,8 @@ double rep_rel_s(const vt_proc *p, uint64_t t);
 const char *rep_view_mode_name(int m);
 void rep_view_text(const vt_analysis *a, const vt_proc *p, char *buf, size_t len);
 int rep_resident(unsigned k);
+int rep_counted(const vt_proc *p, const vt_unit *u);
+int64_t rep_peak_cached(const vt_proc *p, uint32_t dev);
 size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out);
 const char *rep_allocator_mode(const vt_proc *p, int *tensor_level);
 size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out);

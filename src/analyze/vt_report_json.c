@@ -146,7 +146,22 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
                     s->at_kind[k], s->live[k]);
             fk = 0;
         }
-        fprintf(o, "},\"driver\":");
+        fprintf(o, "}");
+        if (p->tensor_units && (s->peak_kind[VT_MEM_TENSOR] || s->reserved_peak)) {
+            /* PyTorch's caching allocator, with its tensor events */
+            int64_t cached = s->reserved_at - s->at_kind[VT_MEM_TENSOR], outside = s->at_kind[VT_MEM_DEVICE] - s->reserved_at;
+            fprintf(o, ",\"caching_allocator\":{\"allocated\":{\"peak_bytes\":%" PRId64 ",\"peak_time_s\":%.6f,\"at_view_bytes\":%" PRId64
+                       ",\"at_end_bytes\":%" PRId64 "},\"reserved\":{\"peak_bytes\":%" PRId64 ",\"peak_time_s\":%.6f,\"at_view_bytes\":%" PRId64
+                       ",\"at_end_bytes\":%" PRId64 "},\"cached_at_view_bytes\":%" PRId64 ",\"outside_at_view_bytes\":%" PRId64 ",\"series\":[",
+                    s->peak_kind[VT_MEM_TENSOR], rep_rel_s(p, s->peak_kind_t[VT_MEM_TENSOR]), s->at_kind[VT_MEM_TENSOR],
+                    s->live[VT_MEM_TENSOR], s->reserved_peak, rep_rel_s(p, s->reserved_peak_t), s->reserved_at, s->reserved,
+                    cached > 0 ? cached : 0, outside > 0 ? outside : 0);
+            for (uint32_t i = 0; i < s->nseries; i++)
+                fprintf(o, "%s[%.6f,%" PRId64 ",%" PRId64 "]", i ? "," : "", rep_rel_s(p, s->series[i].t), s->series[i].allocated,
+                        s->series[i].reserved);
+            fprintf(o, "]}");
+        }
+        fprintf(o, ",\"driver\":");
         if (s->drv_samples)
             fprintf(o, "{\"samples\":%" PRIu64 ",\"total_bytes\":%" PRIu64 ",\"max_used_bytes\":%" PRIu64
                        ",\"max_used_time_s\":%.6f,\"traced_live_then_bytes\":%" PRId64 ",\"untraced_bytes\":%" PRId64 "}",
@@ -232,8 +247,11 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
             continue;
         vt_row *r;
         size_t n = rep_peak_rows(p, d, &r);
-        fprintf(o, "%s{\"device\":%u,\"bytes\":%" PRId64 ",\"time_s\":%.6f,\"sites_total\":%zu,\"sites\":[", first ? "" : ",",
-                d, s->peak, rep_rel_s(p, s->peak_t), n);
+        fprintf(o, "%s{\"device\":%u,\"bytes\":%" PRId64 ",\"time_s\":%.6f,", first ? "" : ",", d, s->peak,
+                rep_rel_s(p, s->peak_t));
+        if (p->tensor_units)
+            fprintf(o, "\"cached_bytes\":%" PRId64 ",", rep_peak_cached(p, d));
+        fprintf(o, "\"sites_total\":%zu,\"sites\":[", n);
         first = 0;
         for (size_t i = 0; i < n && i < a->cfg.top; i++) {
             if (i)
@@ -291,9 +309,10 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, ",\"allocator\":{\"mode\":\"%s\",\"tensor_level\":%s,\"caching_allocator\":{\"segment_allocs\":%" PRIu64
                ",\"call_sites\":%u,\"peak_bytes\":%" PRIu64 "},\"advice\":",
             mode, tl ? "true" : "false", p->c10_allocs, p->c10_units, p->c10_bytes_peak);
-    if (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable"))
-        vt_json_str(o, "blocks are caching-allocator segments; for tensor-level call sites record with `vramtrace record "
-                       "--tensors` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)");
+    if (!tl && (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable")))
+        vt_json_str(o, "blocks are caching-allocator segments; for tensor-level call sites record with `vramtrace record` "
+                       "(its PyTorch shim; the notes say why it did not attach) or `vramtrace record --tensors` "
+                       "(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync)");
     else
         fprintf(o, "null");
     fprintf(o, ",\"vmm\":{\"reserved_peak_bytes\":%" PRId64 ",\"mapped_peak_bytes\":%" PRId64 "}", p->va_reserved_peak, p->mapped_peak);

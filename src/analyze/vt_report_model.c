@@ -144,6 +144,36 @@ int rep_resident(unsigned k)
     return k == VT_MEM_DEVICE || k == VT_MEM_DEVICE_STATIC || k == VT_MEM_ARRAY;
 }
 
+/* Whether a unit's bytes count in the device's per-site lists (peak,
+ * merged rows): device-resident memory; with the caching allocator's
+ * tensor events, its tensors instead of its segments (which hold them). */
+int rep_counted(const vt_proc *p, const vt_unit *u)
+{
+    if (p->tensor_units)
+        return u->kind == VT_MEM_TENSOR || (rep_resident(u->kind) && !u->segment);
+    return rep_resident(u->kind);
+}
+
+/* With tensor events: what the caching allocator held cached at the
+ * device's peak (its segments' bytes then minus its tensors'), the part
+ * of the peak that the per-site rows leave out. */
+int64_t rep_peak_cached(const vt_proc *p, uint32_t dev)
+{
+    if (!p->tensor_units)
+        return 0;
+    int64_t seg = 0, ten = 0;
+    for (size_t k = 0; k < p->nunits; k++) {
+        const vt_unit *u = &p->units[k];
+        if (u->device != dev || u->pk_bytes <= 0)
+            continue;
+        if (u->segment && rep_resident(u->kind))
+            seg += u->pk_bytes;
+        else if (u->kind == VT_MEM_TENSOR)
+            ten += u->pk_bytes;
+    }
+    return seg > ten ? seg - ten : 0;
+}
+
 static int row_cmp(const void *x, const void *y)
 {
     const vt_row *a = x, *b = y;
@@ -162,7 +192,7 @@ size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out)
     }
     for (size_t k = 0; k < p->nunits; k++) {
         const vt_unit *u = &p->units[k];
-        if (u->device == dev && rep_resident(u->kind) && u->pk_bytes > 0)
+        if (u->device == dev && rep_counted(p, u) && u->pk_bytes > 0)
             r[n++] = (vt_row){(uint32_t)k, u->pk_bytes, u->pk_count};
     }
     qsort(r, n, sizeof(*r), row_cmp);
@@ -187,7 +217,8 @@ const char *rep_allocator_mode(const vt_proc *p, int *tensor_level)
             c10_malloc = 1;
     }
     const char *conf = p->env_alloc_conf ? p->env_alloc_conf : "";
-    *tensor_level = 0;
+    /* tensor events from the caching allocator's trace tracker (issue 23) */
+    *tensor_level = p->tensor_units > 0;
     if (c10_async || (strstr(conf, "cudaMallocAsync") && async)) {
         *tensor_level = 1;
         return "pytorch_async";
@@ -234,8 +265,8 @@ size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out)
         vt_proc *p = a->procs[i];
         for (size_t k = 0; k < p->nunits; k++) {
             vt_unit *u = &p->units[k];
-            int64_t b = which == 0 ? (u->kind == VT_MEM_DEVICE_STATIC ? 0 : u->at_bytes)
-                      : which == 1 ? (rep_resident(u->kind) ? u->pk_bytes : 0)
+            int64_t b = which == 0 ? (u->kind == VT_MEM_DEVICE_STATIC || (u->segment && p->tensor_units) ? 0 : u->at_bytes)
+                      : which == 1 ? (rep_counted(p, u) ? u->pk_bytes : 0)
                                                                : (u->growth_flag ? (int64_t)u->grown : 0);
             int64_t c = which == 0 ? u->at_count : which == 1 ? u->pk_count : u->at_count;
             if (b <= 0)
@@ -289,6 +320,13 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
         if (__builtin_add_overflow(v->cached < 0 ? 0 : v->cached, d, &sum))
             sum = d > 0 ? INT64_MAX : INT64_MIN;
         v->cached = sum;
+    }
+    if (p->tensor_units) { /* reserved minus allocated at the view: freed tensors the pool keeps */
+        int64_t c = 0;
+        for (uint32_t d = 0; d < p->ndev_seen && d < VT_MAX_DEVICES; d++)
+            if (p->dev[d].reserved_at > p->dev[d].at_kind[VT_MEM_TENSOR])
+                c += p->dev[d].reserved_at - p->dev[d].at_kind[VT_MEM_TENSOR];
+        v->cached = c;
     }
     const int segments = !v->tensor_level && (!strcmp(v->mode, "pytorch_caching") || !strcmp(v->mode, "pytorch_expandable"));
     if (segments) {

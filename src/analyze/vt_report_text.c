@@ -42,6 +42,7 @@ static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
     }
 }
 
+static void text_allocated_reserved(const vt_proc *p, const vt_devstate *s, FILE *o);
 static void text_stack_lead(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o, const char *indent,
                             const char *lead);
 
@@ -189,12 +190,14 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
         else
             fprintf(o, ": peak live %s at %.3f s\n", rep_bytes(b1, (double)s->peak), rep_rel_s(p, s->peak_t));
         for (int k = 0; k < VT_MEM__COUNT; k++) {
-            if (!s->peak_kind[k])
+            if (!s->peak_kind[k] || k == VT_MEM_TENSOR)
                 continue;
             fprintf(o, "    %-15s peak %s at %.3f s, at the view %s, at the end %s\n", vt_memkind_name((vt_memkind)k),
                     rep_bytes(b1, (double)s->peak_kind[k]), rep_rel_s(p, s->peak_kind_t[k]), rep_bytes(b2, (double)s->at_kind[k]),
                     rep_bytes(b3, (double)s->live[k]));
         }
+        if (p->tensor_units && (s->peak_kind[VT_MEM_TENSOR] || s->reserved_peak))
+            text_allocated_reserved(p, s, o);
         if (s->drv_samples) {
             int64_t untraced = (int64_t)s->drv_max_used - s->drv_traced_then;
             fprintf(o, "    driver view: max used %s of %s at %.3f s; traced live then %s",
@@ -247,6 +250,28 @@ static void unit_line(const vt_proc *p, const vt_unit *u, int64_t bytes, int64_t
             u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
 }
 
+/* PyTorch's caching allocator on one device, as torch.cuda.memory_summary()
+ * names it: allocated (its tensors), reserved (its segments), what it
+ * keeps cached, and device memory outside it. */
+static void text_allocated_reserved(const vt_proc *p, const vt_devstate *s, FILE *o)
+{
+    char b1[32], b2[32], b3[32];
+    fprintf(o, "    allocated       peak %s at %.3f s, at the view %s, at the end %s (tensors of PyTorch's caching allocator)\n",
+            rep_bytes(b1, (double)s->peak_kind[VT_MEM_TENSOR]), rep_rel_s(p, s->peak_kind_t[VT_MEM_TENSOR]),
+            rep_bytes(b2, (double)s->at_kind[VT_MEM_TENSOR]), rep_bytes(b3, (double)s->live[VT_MEM_TENSOR]));
+    fprintf(o, "    reserved        peak %s at %.3f s, at the view %s, at the end %s (its segments)\n",
+            rep_bytes(b1, (double)s->reserved_peak), rep_rel_s(p, s->reserved_peak_t), rep_bytes(b2, (double)s->reserved_at),
+            rep_bytes(b3, (double)s->reserved));
+    int64_t cached = s->reserved_at - s->at_kind[VT_MEM_TENSOR];
+    int64_t outside = s->at_kind[VT_MEM_DEVICE] - s->reserved_at;
+    fprintf(o, "    at the view: %s cached in the pool (reserved - allocated: freed tensors kept, not a leak)",
+            rep_bytes(b1, (double)(cached > 0 ? cached : 0)));
+    if (outside > 0)
+        fprintf(o, "; %s outside the allocator (cuBLAS and cuDNN workspaces, NCCL, CUDA graphs, other libraries)",
+                rep_bytes(b2, (double)outside));
+    fputc('\n', o);
+}
+
 static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
 {
     char b1[32], view[256];
@@ -254,7 +279,9 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
     rep_view_text(a, p, view, sizeof(view));
     fprintf(o, "\n-- leaks: %s --\n", view);
     const char *mode = rep_allocator_mode(p, &tl);
-    if (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable"))
+    if (tl && (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable")))
+        fprintf(o, "(PyTorch's caching allocator: tensors, with its segments counted as reserved in the device summary)\n");
+    else if (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable"))
         fprintf(o, "(blocks from libc10_cuda are PyTorch caching-allocator segments: reserved memory, not tensors;"
                    " see the allocator view)\n");
     char b2[32];
@@ -349,6 +376,10 @@ static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
         }
         if (n > a->cfg.top)
             fprintf(o, "... %zu more call site%s\n", n - a->cfg.top, n - a->cfg.top == 1 ? "" : "s");
+        int64_t cached = rep_peak_cached(p, d);
+        if (cached)
+            fprintf(o, "and %s cached in PyTorch's pool (reserved, no tensor in it) (%.1f%%)\n", rep_bytes(b1, (double)cached),
+                    100.0 * (double)cached / (double)s->peak);
         free(r);
     }
     if (!any)
@@ -410,13 +441,24 @@ static void text_allocator(vt_analysis *a, vt_proc *p, FILE *o)
     int tl;
     const char *mode = rep_allocator_mode(p, &tl);
     fprintf(o, "\n-- allocator view --\n");
-    if (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable")) {
+    if (tl && (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable"))) {
+        fprintf(o, "PyTorch's caching allocator%s: %" PRIu64 " segment allocations, peak %s reserved;\n"
+                   "tensor events from its trace tracker: call sites are tensor-level, segments are reserved memory"
+                   "%s.\n",
+                !strcmp(mode, "pytorch_expandable") ? " with expandable segments (cuMemCreate/cuMemMap)" : " (cudaMalloc segments)",
+                p->c10_allocs, rep_bytes(b1, (double)p->c10_bytes_peak),
+                p->reserved_grown ? "" : " and did not grow");
+        if (p->reserved_grown)
+            fprintf(o, "Reserved grew by %s, following the tensors above (not a call site of its own).\n",
+                    rep_bytes(b1, (double)p->reserved_grown));
+    } else if (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable")) {
         fprintf(o, "PyTorch's caching allocator%s: %" PRIu64 " segment allocations from %u call sites, peak %s of segments.\n",
                 !strcmp(mode, "pytorch_expandable") ? " with expandable segments (cuMemCreate/cuMemMap)" : " (cudaMalloc segments)",
                 p->c10_allocs, p->c10_units, rep_bytes(b1, (double)p->c10_bytes_peak));
         fprintf(o, "These blocks are the allocator's segments, not tensors: freed tensors stay cached (reserved),\n"
                    "so a segment's call site is the tensor that made the pool grow. For tensor-level call sites,\n"
-                   "record again with `vramtrace record --tensors` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync).\n");
+                   "record with `vramtrace record` (its PyTorch shim records the tensors; see the notes if it\n"
+                   "did not), or with `--tensors` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync).\n");
     } else if (!strcmp(mode, "pytorch_async")) {
         fprintf(o, "PyTorch with backend:cudaMallocAsync: one allocation per tensor, call sites are tensor-level.\n");
     } else if (!strcmp(mode, "stream_ordered")) {

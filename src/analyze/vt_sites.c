@@ -22,7 +22,7 @@ static const char *base_name(const char *p)
 static int internal_module(const char *path)
 {
     static const char *const prefixes[] = {
-        "libvramtrace", "libcuda.", "libcuda-", "libcudart", "libcupti", "libc.so", "libc-", "libstdc++",
+        "libvramtrace", "libvt_torch", "libcuda.", "libcuda-", "libcudart", "libcupti", "libc.so", "libc-", "libstdc++",
         "libgcc_s", "ld-linux", "libpthread", "libdl.", "libm.so", "libtorch", "libc10", "libpython",
         "python", "libnccl", "libcublas", "libcudnn", "libnvrtc", "libnvJitLink", "libcufft", "libcurand",
         "libcusparse", "libcusolver", "libnvidia", "_C.cpython", "libshm", "libgomp", "libtriton",

@@ -32,7 +32,10 @@ __attribute__((format(printf, 3, 4))) static int pathf(char *out, size_t n, cons
 
 int vt_torch_parse_version(const char *text, char *out, size_t outlen)
 {
-    const char *p = text ? strstr(text, "__version__") : NULL;
+    /* the assignment at the start of a line (`__all__` may name it first) */
+    const char *p = text;
+    while (p && (p = strstr(p, "__version__")) && p != text && p[-1] != '\n')
+        p += 11;
     if (!p || !outlen)
         return -1;
     p += 11;

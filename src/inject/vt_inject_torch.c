@@ -94,7 +94,7 @@ void torch_check_layout(inject_tls *T, const vt_torch_entry *e)
 {
     if (atomic_load(&g.torch_state) != VT_TORCH_CHECK)
         return;
-    if (vt_torch_layout_ok(e->addr, e->size, T->seg_addr, T->seg_size)) {
+    if (vt_torch_layout_ok(e->action == VT_TORCH_SEGMENT_MAP, e->addr, e->size, T->seg_addr, T->seg_size)) {
         int expect = VT_TORCH_CHECK;
         if (atomic_compare_exchange_strong(&g.torch_state, &expect, VT_TORCH_ON))
             note(VT_SEV_INFO, "PyTorch caching allocator: tensor events on (trace tracker attached, layout checked)");

@@ -49,6 +49,16 @@ foreach(m default expandable tensors)
                        PROPERTIES LABELS "analyze;analyze-golden")
 endforeach()
 # The verdicts on those real traces, independent of the golden text.
+# PyTorch's default and expandable allocators with tensor events (issue 23,
+# tests/gpu/check_torch_tracker.sh recorded them): allocated and reserved
+# at each NVTX mark against torch.cuda's own numbers, every tensor paired,
+# the logger leak on its own line
+foreach(m default expandable)
+  add_test(NAME analyze.torch-tracker.${m}
+           COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/check_torch_tracker.py $<TARGET_FILE:vramtrace>
+                   ${VT_TEST_DATA}/gpu-torch-tracker-${m}.zst ${VT_TEST_DATA}/gpu-torch-tracker-${m}.json)
+  set_tests_properties(analyze.torch-tracker.${m} PROPERTIES LABELS "analyze")
+endforeach()
 add_test(NAME analyze.gpu-verdicts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/gpu-verdicts.sh $<TARGET_FILE:vramtrace>
                                            ${VT_TEST_DATA})
 set_tests_properties(analyze.gpu-verdicts PROPERTIES LABELS "analyze")

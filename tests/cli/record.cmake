@@ -52,3 +52,10 @@ else()
 endif()
 add_test(NAME cli.record.install
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/install_test.sh ${CMAKE_BINARY_DIR} ${VT_RECORD_HAVE_LIB})
+
+# the PyTorch shim's build and cache (src/cli/record_torch.c), without torch
+add_executable(test_record_torch ${CMAKE_CURRENT_LIST_DIR}/test_record_torch.c
+  ${CMAKE_SOURCE_DIR}/src/cli/record_torch.c)
+target_include_directories(test_record_torch PRIVATE ${CMAKE_SOURCE_DIR}/src/cli)
+target_link_libraries(test_record_torch PRIVATE vt_cmocka)
+add_test(NAME cli.record.torch COMMAND test_record_torch)

@@ -15,7 +15,9 @@
 // function, never PyTorch, never the GIL.
 //
 // -DVT_TORCH_WRONG_LAYOUT builds the variant the GPU tests use to prove
-// the library's layout check: addresses and sizes swapped.
+// the library's layout check: each field read one place off (the address
+// where the size is, the size where the stream is), as a shim built for
+// another TraceEntry would.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -65,7 +67,7 @@ void on_entry(const Entry &te) noexcept
     e.device = static_cast<int32_t>(te.device_);
 #ifdef VT_TORCH_WRONG_LAYOUT
     e.addr = as_u64(te.size_);
-    e.size = as_u64(te.addr_);
+    e.size = as_u64(te.stream_);
 #else
     e.addr = as_u64(te.addr_);
     e.size = as_u64(te.size_);
