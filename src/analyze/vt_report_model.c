@@ -343,7 +343,14 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
                      "in PyTorch's %s caching allocator the trace holds segments, not tensors: a segment's call site is "
                      "the allocation that made the pool grow, not what holds the memory",
                      !strcmp(v->mode, "pytorch_expandable") ? "expandable-segments" : "default");
-            size_t n = (size_t)snprintf(v->command, sizeof(v->command), "vramtrace record --tensors --");
+            /* `record` attaches its PyTorch shim; where it could not (the
+             * trace's note says why), the other allocator is the way left */
+            int shim_off = 0;
+            for (uint32_t k = 0; k < p->nnotes; k++)
+                if (p->notes[k] && strstr(p->notes[k], "PyTorch tensor events off"))
+                    shim_off = 1;
+            size_t n = (size_t)snprintf(v->command, sizeof(v->command), "%s",
+                                        shim_off ? "vramtrace record --tensors --" : "vramtrace record --");
             for (uint32_t k = 0; k < p->argc && n < sizeof(v->command); k++)
                 n += (size_t)snprintf(v->command + n, sizeof(v->command) - n, " %s", p->argv[k]);
             return;
