@@ -171,6 +171,9 @@ typedef struct {
     uint64_t pool_reserved, pool_used;  /* last PoolUsage of the device, summed over pools */
     int have_pool;
     uint64_t c10_reserved;           /* live bytes of caching-allocator segments on the device */
+    int have_tensors;                /* the caching allocator's tensor events: then */
+    int64_t allocated, reserved;     /* its tensors' and segments' live bytes on the device */
+    int64_t largest_free;            /* the largest range of its segments no tensor covers (-1: unknown) */
 } vt_oom;
 
 /* Times of the occurrences of a step candidate, decimated to at most

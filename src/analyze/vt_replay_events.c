@@ -7,7 +7,10 @@ static void top_holders(vt_proc *p, uint32_t device, vt_oom *o)
     o->ntop = 0;
     for (size_t k = 0; k < p->nunits; k++) {
         const vt_unit *u = &p->units[k];
-        if (u->device != device || !is_resident(u->kind) || u->live_bytes <= 0)
+        /* with tensor events: tensors, not the segments that hold them */
+        int counted = p->tensor_units ? u->kind == VT_MEM_TENSOR || (is_resident(u->kind) && !u->segment)
+                                      : is_resident(u->kind);
+        if (u->device != device || !counted || u->live_bytes <= 0)
             continue;
         /* insertion into a sorted top list; ties keep the lower unit index */
         uint32_t pos = o->ntop;
@@ -32,6 +35,72 @@ static void top_holders(vt_proc *p, uint32_t device, vt_oom *o)
         if (u->device == device && u->segment && u->live_bytes > 0)
             o->c10_reserved += (uint64_t)u->live_bytes;
     }
+}
+
+typedef struct { uint64_t a, b; } range;
+static int range_cmp(const void *x, const void *y)
+{
+    const range *r = x, *q = y;
+    return r->a < q->a ? -1 : r->a > q->a;
+}
+
+/* With tensor events: the largest range of the device's cudaMalloc
+ * segments that no live tensor covers, i.e. the largest request the pool
+ * could serve without a new segment (0 when none is free; -1 when it
+ * cannot be told: no memory for the scan).  Once per described failure,
+ * O(live blocks). */
+static int64_t largest_free(const vt_proc *p, uint32_t device)
+{
+    size_t nseg = 0, nten = 0;
+    for (int w = 0; w < 2; w++) {
+        const vt_blockmap *tb = w ? &p->old : &p->blocks;
+        for (size_t i = 0; i < tb->cap; i++) {
+            const vt_block *b = &tb->slots[i];
+            if (!b->addr || b->unit == VT_DEAD || p->units[b->unit].device != device)
+                continue;
+            nseg += p->units[b->unit].segment && !(b->addr & 1);
+            nten += p->units[b->unit].kind == VT_MEM_TENSOR;
+        }
+    }
+    range *seg = malloc((nseg + 1) * sizeof(*seg)), *ten = malloc((nten + 1) * sizeof(*ten));
+    if (!seg || !ten) {
+        free(seg);
+        free(ten);
+        return -1;
+    }
+    size_t ns = 0, nt = 0;
+    for (int w = 0; w < 2; w++) {
+        const vt_blockmap *tb = w ? &p->old : &p->blocks;
+        for (size_t i = 0; i < tb->cap; i++) {
+            const vt_block *b = &tb->slots[i];
+            if (!b->addr || b->unit == VT_DEAD || p->units[b->unit].device != device)
+                continue;
+            if (p->units[b->unit].segment && !(b->addr & 1) && ns < nseg)
+                seg[ns++] = (range){b->addr, b->addr + b->size};
+            else if (p->units[b->unit].kind == VT_MEM_TENSOR && nt < nten)
+                ten[nt++] = (range){b->addr & ~1ull, (b->addr & ~1ull) + b->size};
+        }
+    }
+    qsort(seg, ns, sizeof(*seg), range_cmp);
+    qsort(ten, nt, sizeof(*ten), range_cmp);
+    uint64_t best = 0;
+    size_t j = 0;
+    for (size_t i = 0; i < ns; i++) {
+        uint64_t at = seg[i].a;
+        while (j < nt && ten[j].b <= seg[i].a)
+            j++;
+        for (size_t k = j; k < nt && ten[k].a < seg[i].b; k++) {
+            if (ten[k].a > at && ten[k].a - at > best)
+                best = ten[k].a - at;
+            if (ten[k].b > at)
+                at = ten[k].b;
+        }
+        if (seg[i].b > at && seg[i].b - at > best)
+            best = seg[i].b - at;
+    }
+    free(seg);
+    free(ten);
+    return (int64_t)best;
 }
 
 static void on_failed(vt_proc *p, const vt_ev_alloc_failed *e, uint64_t t)
@@ -68,6 +137,12 @@ static void on_failed(vt_proc *p, const vt_ev_alloc_failed *e, uint64_t t)
             o->pool_used += p->pools[i].used_last;
         }
     top_holders(p, device, o);
+    if (p->tensor_units) {
+        o->have_tensors = 1;
+        o->allocated = d->live[VT_MEM_TENSOR];
+        o->reserved = d->reserved;
+        o->largest_free = largest_free(p, device);
+    }
 }
 
 static int vmm_release_now(vt_analysis *a, vt_proc *p, uint64_t handle, uint64_t t)

@@ -294,7 +294,19 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
                     e->pool_reserved, e->pool_used, unused, unused >= e->size && e->size && e->error == 2 ? "true" : "false");
         } else
             fprintf(o, "null");
-        fprintf(o, ",\"caching_allocator_segments_bytes\":%" PRIu64 ",\"top_holders\":[", e->c10_reserved);
+        fprintf(o, ",\"caching_allocator_segments_bytes\":%" PRIu64, e->c10_reserved);
+        if (e->have_tensors) {
+            int64_t cached = e->reserved > e->allocated ? e->reserved - e->allocated : 0;
+            fprintf(o, ",\"caching_allocator\":{\"allocated_bytes\":%" PRId64 ",\"reserved_bytes\":%" PRId64
+                       ",\"cached_bytes\":%" PRId64 ",\"largest_free_block_bytes\":",
+                    e->allocated, e->reserved, cached);
+            if (e->largest_free >= 0)
+                fprintf(o, "%" PRId64 ",\"fragmentation\":%s}", e->largest_free,
+                        (uint64_t)cached >= e->size && (uint64_t)e->largest_free < e->size ? "true" : "false");
+            else
+                fprintf(o, "null,\"fragmentation\":null}");
+        }
+        fprintf(o, ",\"top_holders\":[");
         for (uint32_t k = 0; k < e->ntop; k++) {
             if (k)
                 fputc(',', o);

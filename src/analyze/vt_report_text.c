@@ -418,7 +418,17 @@ static void text_oom(vt_analysis *a, vt_proc *p, FILE *o)
                 fprintf(o, " >= the request: fragmentation (no free range large enough)");
             fprintf(o, "\n");
         }
-        if (e->c10_reserved)
+        if (e->have_tensors) {
+            int64_t cached = e->reserved > e->allocated ? e->reserved - e->allocated : 0;
+            fprintf(o, "    PyTorch caching allocator: allocated %s, reserved %s, cached %s", rep_bytes(b1, (double)e->allocated),
+                    rep_bytes(b2, (double)e->reserved), rep_bytes(b3, (double)cached));
+            if (e->largest_free >= 0) {
+                fprintf(o, ", largest free block %s", rep_bytes(b1, (double)e->largest_free));
+                if ((uint64_t)cached >= e->size && (uint64_t)e->largest_free < e->size)
+                    fprintf(o, ": fragmentation (enough cached in all, no block large enough)");
+            }
+            fprintf(o, "\n");
+        } else if (e->c10_reserved)
             fprintf(o, "    PyTorch caching allocator segments live: %s (reserved by the allocator, used or cached)\n",
                     rep_bytes(b1, (double)e->c10_reserved));
         if (e->ntop) {
@@ -443,11 +453,9 @@ static void text_allocator(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, "\n-- allocator view --\n");
     if (tl && (!strcmp(mode, "pytorch_caching") || !strcmp(mode, "pytorch_expandable"))) {
         fprintf(o, "PyTorch's caching allocator%s: %" PRIu64 " segment allocations, peak %s reserved;\n"
-                   "tensor events from its trace tracker: call sites are tensor-level, segments are reserved memory"
-                   "%s.\n",
+                   "tensor events from its trace tracker: call sites are tensor-level, segments are reserved memory.\n",
                 !strcmp(mode, "pytorch_expandable") ? " with expandable segments (cuMemCreate/cuMemMap)" : " (cudaMalloc segments)",
-                p->c10_allocs, rep_bytes(b1, (double)p->c10_bytes_peak),
-                p->reserved_grown ? "" : " and did not grow");
+                p->c10_allocs, rep_bytes(b1, (double)p->c10_bytes_peak));
         if (p->reserved_grown)
             fprintf(o, "Reserved grew by %s, following the tensors above (not a call site of its own).\n",
                     rep_bytes(b1, (double)p->reserved_grown));

@@ -320,6 +320,69 @@ static void gen_caching(void)
     gen_close(VT_END_NORMAL, 0);
 }
 
+/* PyTorch's default caching allocator with its tensor events: segments
+ * from libc10_cuda (reserved) hold TENSOR blocks (allocated) at the same
+ * addresses.  Sixteen NVTX steps; each allocates a temporary (forward:91, freed)
+ * and keeps one 512 KiB output (keep_outputs:50: the leak); weights
+ * (build_model:20) held all along; a second segment grows for the kept
+ * outputs (reserved growth, not a call site).  At the end a 8 MiB request
+ * fails: 10 MiB are cached in the first segment, but its largest free
+ * block is 6 MiB (fragmentation). */
+static void gen_caching_tensors(void)
+{
+    gen_proc gp = {.program = "train.py", .pid = 6200, .kernels = 1, .native = 1, .python = 1};
+    gen_open(P("caching_tensors.zst"), &gp);
+    common_defs();
+    gen_stack seg = {.n = 0}, w = {.n = 0}, tmp = {.n = 0}, keep = {.n = 0};
+    gs_native(&seg, 0x7f0000001234ull); /* cudaMalloc from the allocator */
+    gs_native(&seg, 0x7f2000004000ull);
+    gs_py(&seg, K_BUILD, 20);
+    gs_py(&seg, K_MAIN, 80);
+    gs_native(&w, 0x7f2000008000ull); /* the tracker's callback in the allocator */
+    gs_py(&w, K_BUILD, 20);
+    gs_py(&w, K_MAIN, 80);
+    gs_native(&tmp, 0x7f2000008000ull);
+    gs_py(&tmp, K_TEMP, 91);
+    gs_py(&tmp, K_MAIN, 80);
+    gs_native(&keep, 0x7f2000008000ull);
+    gs_py(&keep, K_KEEP, 50);
+    gs_py(&keep, K_MAIN, 80);
+    const uint64_t A = 0x800000000ull, B = 0x900000000ull;
+    gen_alloc(T(1 * MS), A, 20 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &seg);
+    gen_alloc(T(1 * MS + 1000), A, 4 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &w);
+    gen_alloc(T(1 * MS + 2000), A + 4 * MiB, 4 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &w);
+    gen_alloc(T(1 * MS + 3000), A + 8 * MiB, 2 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &w);
+    gen_alloc(T(1 * MS + 4000), A + 16 * MiB, 4 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &w);
+    gen_free_tensor(T(1 * MS + 5000), A + 4 * MiB, 0); /* a hole of 4 MiB */
+    uint64_t kept = 0;
+    for (int i = 0; i < 16; i++) {
+        uint64_t t0 = T(2 * MS + (uint64_t)i * 2 * MS);
+        gen_nvtx(t0, VT_NVTX_PUSH, "step");
+        if (i % 4 == 0) /* the kept outputs' segment grows */
+            gen_alloc(t0 + 1000, B + (uint64_t)i / 4 * 2 * MiB, 2 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &seg);
+        gen_alloc(t0 + 2000, A + 10 * MiB, 1 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &tmp);
+        gen_kernel(t0 + 3000, "gemm", 0, 500000);
+        gen_free_tensor(t0 + 600000, A + 10 * MiB, 0);
+        gen_alloc(t0 + 700000, B + kept, 512 * KiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &keep);
+        kept += 512 * KiB;
+        gen_nvtx(t0 + 1 * MS, VT_NVTX_POP, NULL);
+    }
+    vt_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_ALLOC_FAILED;
+    ev.time_ns = T(35 * MS);
+    ev.u.alloc_failed.size = 8 * MiB;
+    ev.u.alloc_failed.kind = VT_MEM_TENSOR;
+    ev.u.alloc_failed.api = VT_API_CACHING_ALLOCATOR;
+    ev.u.alloc_failed.error = 2;
+    ev.u.alloc_failed.error_name = "CUDA_ERROR_OUT_OF_MEMORY";
+    ev.u.alloc_failed.site.frames = tmp.f;
+    ev.u.alloc_failed.site.nframes = tmp.n;
+    gen_emit(&ev);
+    gen_kernel(T(36 * MS), "gemm", 0, 100000);
+    gen_close(VT_END_NORMAL, 0);
+}
+
 /* Oddities: double free, free of an address allocated before tracing,
  * an allocation over a live block, dropped events, a warning note, a trace
  * ended by a signal; the report shows them and goes on. */
@@ -417,6 +480,7 @@ int main(int argc, char **argv)
     gen_oom();
     gen_vmm();
     gen_caching();
+    gen_caching_tensors();
     gen_oddities();
     gen_rank(0);
     gen_rank(1);

@@ -14,6 +14,7 @@
 #include "vt_writer.h"
 
 #define MS 1000000ull
+#define KiB (1ull << 10)
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
 #define GEN_BASE 1000000000000ull /* trace clock of the header (1000 s) */
@@ -202,6 +203,20 @@ static __attribute__((unused)) void gen_free(uint64_t t, uint64_t addr, uint32_t
     ev.u.free.address = addr;
     ev.u.free.device = dev;
     ev.u.free.kind = VT_MEM_DEVICE;
+    gen_emit(&ev);
+}
+
+/* a tensor's free in PyTorch's caching allocator (its trace tracker) */
+static __attribute__((unused)) void gen_free_tensor(uint64_t t, uint64_t addr, uint32_t dev)
+{
+    vt_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_FREE;
+    ev.time_ns = t;
+    ev.u.free.address = addr;
+    ev.u.free.device = dev;
+    ev.u.free.kind = VT_MEM_TENSOR;
+    ev.u.free.api = VT_API_CACHING_ALLOCATOR;
     gen_emit(&ev);
 }
 
