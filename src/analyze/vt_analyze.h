@@ -104,6 +104,10 @@ typedef struct {
      * memory kind (vt_memkind), and in the resident kinds together */
     const int64_t *live_kind;
     int64_t live_device;
+    /* with the caching allocator's tensor events (issue 23): its segments'
+     * live bytes on that device (reserved; its tensors, allocated, are
+     * live_kind[VT_MEM_TENSOR]); -1 without them */
+    int64_t reserved;
 } vt_replay_event;
 
 /* Returns 0 to go on, or a vt_err that stops the replay of that file. */

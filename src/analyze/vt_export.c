@@ -262,6 +262,7 @@ static const char *kind_label(unsigned k)
     case VT_MEM_PINNED_HOST: return "pinned host";
     case VT_MEM_ARRAY: return "arrays";
     case VT_MEM_HOST_REGISTERED: return "host registered";
+    case VT_MEM_TENSOR: return "PyTorch allocated (tensors)";
     default: return "unknown kind";
     }
 }
@@ -276,9 +277,15 @@ static xt_counter *xt_counter_find(xt *x, unsigned i, uint64_t key)
 /* Every live-bytes counter of device dev after an event on it: each is
  * set, changed or not, since a counter's time bucket closes only when it is
  * set (xt_counter_set); unchanged values are not written twice. */
-static void xt_live_counters(xt *x, unsigned i, uint32_t dev, const int64_t *live, int64_t live_dev, uint64_t t)
+static void xt_live_counters(xt *x, unsigned i, uint32_t dev, const int64_t *live, int64_t live_dev, int64_t reserved,
+                             uint64_t t)
 {
     char name[96], share[32];
+    if (reserved >= 0) { /* PyTorch's caching allocator: reserved beside allocated (its tensors' kind) */
+        snprintf(share, sizeof(share), "gpu%u", dev);
+        snprintf(name, sizeof(name), "GPU %u live bytes: PyTorch reserved (segments)", dev);
+        xt_counter_set(x, i, xt_counter_get(x, i, 7ull << 60 | dev, name, share), t, reserved);
+    }
     for (unsigned k = 0; k <= VT_MEM__COUNT; k++) {
         const int all = k == VT_MEM__COUNT; /* the device-resident total */
         uint64_t key = all ? 2ull << 60 | dev : 1ull << 60 | (uint64_t)dev << 8 | k;
@@ -653,7 +660,7 @@ static int xt_on_event(void *ctx, const vt_replay_event *re)
         break;
     }
     if (re->nblocks)
-        xt_live_counters(x, i, re->blocks[0].device, re->live_kind, re->live_device, t);
+        xt_live_counters(x, i, re->blocks[0].device, re->live_kind, re->live_device, re->reserved, t);
     return x->err;
 }
 

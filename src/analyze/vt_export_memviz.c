@@ -129,6 +129,7 @@ typedef struct {
     uint64_t addr, size, t;
     uint32_t stack, unit;
     uint8_t kind, api, segment;
+    uint8_t placed; /* a tensor written inside its segment (mv_snapshot) */
 } mv_block;
 
 typedef struct { /* a section of the pickle: its entries, its memo of frame lists */
@@ -147,6 +148,7 @@ typedef struct {
     uint32_t next_memo;
     /* the live blocks of the process being replayed, for the segments */
     mv_block *live;
+    mv_block *tens; /* a snapshot's scratch: one segment's tensors */
     size_t nlive, caplive;
     vt_map live_map; /* addr + 1 -> index + 1 */
     unsigned live_proc;
@@ -243,27 +245,34 @@ static void mv_entry(mv *m, unsigned proc, const vt_proc *p, uint32_t device, co
 
 /* ---- the set live at the view and its segments ---- */
 
-static void mv_live_del(mv *m, uint64_t addr);
+static void mv_live_del(mv *m, uint64_t addr, unsigned api);
+
+/* the live map's key: tensors of the caching allocator (its trace
+ * tracker) apart from the segments at the same addresses */
+static uint64_t mv_key(uint64_t addr, unsigned api)
+{
+    return (addr << 1 | (api == VT_API_CACHING_ALLOCATOR)) + 1;
+}
 
 static void mv_live_add(mv *m, const mv_block *b)
 {
-    mv_live_del(m, b->addr); /* a block over one whose free was not seen */
-    if (VT_GROW(m->live, m->nlive, m->caplive, 1024) || vt_map_put(&m->live_map, b->addr + 1, m->nlive + 1)) {
+    mv_live_del(m, b->addr, b->api); /* a block over one whose free was not seen */
+    if (VT_GROW(m->live, m->nlive, m->caplive, 1024) || vt_map_put(&m->live_map, mv_key(b->addr, b->api), m->nlive + 1)) {
         m->err = VT_ERR_NOMEM;
         return;
     }
     m->live[m->nlive++] = *b;
 }
 
-static void mv_live_del(mv *m, uint64_t addr)
+static void mv_live_del(mv *m, uint64_t addr, unsigned api)
 {
     uint64_t idx;
-    if (!vt_map_del(&m->live_map, addr + 1, &idx))
+    if (!vt_map_del(&m->live_map, mv_key(addr, api), &idx))
         return;
     size_t i = idx - 1, last = m->nlive - 1;
     if (i != last) {
         m->live[i] = m->live[last];
-        uint64_t *v = vt_map_get(&m->live_map, m->live[i].addr + 1);
+        uint64_t *v = vt_map_get(&m->live_map, mv_key(m->live[i].addr, m->live[i].api));
         if (v)
             *v = i + 1;
     }
@@ -338,6 +347,58 @@ static void mv_segment(mv *m, const vt_proc *p, unsigned proc, int device, const
     (void)cached;
 }
 
+/* A caching-allocator segment with the caching allocator's tensors inside
+ * it (t[0..nt), sorted by address, within the segment): each tensor a
+ * block, the gaps inactive (cached), as torch's own snapshot has them. */
+static void mv_segment_tensors(mv *m, const vt_proc *p, unsigned proc, int device, const mv_block *sg, const mv_block *t,
+                               size_t nt)
+{
+    FILE *f = m->seg.f;
+    uint64_t start = sg->addr, end = sg->addr + sg->size, used = 0;
+    for (size_t k = 0; k < nt; k++)
+        used += t[k].size;
+    pk_list_item(&m->seglist);
+    fputc('}', f);
+    fputc('(', f);
+    pk_key_int(f, "device", device);
+    pk_key_int(f, "address", (int64_t)start);
+    pk_key_int(f, "total_size", (int64_t)(end - start));
+    pk_key_int(f, "allocated_size", (int64_t)used);
+    pk_key_int(f, "active_size", (int64_t)used);
+    pk_key_int(f, "requested_size", (int64_t)used);
+    pk_key_int(f, "stream", 0);
+    pk_key_str(f, "segment_type", sg->size > (1u << 20) ? "large" : "small");
+    pk_str(f, "segment_pool_id");
+    fputc('(', f); /* the tuple (0, 0) */
+    pk_int(f, 0);
+    pk_int(f, 0);
+    fputc('t', f); /* TUPLE */
+    pk_key_int(f, "is_expandable", 0);
+    pk_str(f, "frames");
+    mv_frames(m, &m->seg, p, proc, sg->stack);
+    pk_str(f, "blocks");
+    pk_list bl;
+    pk_list_begin(&bl, f);
+    uint64_t at = start;
+    for (size_t k = 0; k < nt; k++) {
+        if (t[k].addr < at || t[k].addr + t[k].size > end)
+            continue; /* overlapping what came before (a free not seen) */
+        if (t[k].addr > at) {
+            pk_list_item(&bl);
+            mv_block_dict(m, p, proc, t[k].addr - at, "inactive", NULL);
+        }
+        pk_list_item(&bl);
+        mv_block_dict(m, p, proc, t[k].size, "active_allocated", &t[k]);
+        at = t[k].addr + t[k].size;
+    }
+    if (end > at) {
+        pk_list_item(&bl);
+        mv_block_dict(m, p, proc, end - at, "inactive", NULL);
+    }
+    pk_list_end(&bl);
+    fputc('u', f);
+}
+
 /* The segments of process proc from its live blocks now (the view). */
 static void mv_snapshot(mv *m, unsigned proc)
 {
@@ -347,6 +408,16 @@ static void mv_snapshot(mv *m, unsigned proc)
     const vt_proc *p = m->j->model->procs[proc];
     if (m->nlive)
         qsort(m->live, m->nlive, sizeof(*m->live), blk_cmp);
+    /* the caching allocator's tensors: one run of the sort (their kind) */
+    size_t ten_lo = 0, ten_n = 0;
+    while (ten_lo < m->nlive && m->live[ten_lo].kind != VT_MEM_TENSOR)
+        ten_lo++;
+    while (ten_lo + ten_n < m->nlive && m->live[ten_lo + ten_n].kind == VT_MEM_TENSOR)
+        ten_n++;
+    if (ten_n && !(m->tens = malloc(ten_n * sizeof(*m->tens)))) {
+        m->err = VT_ERR_NOMEM;
+        return;
+    }
     /* by device: the blocks live[] of one device are not contiguous in
      * the sort (by kind, address); take each device in turn */
     for (int d = 0; d < MV_MAX_DEVS; d++) {
@@ -363,13 +434,39 @@ static void mv_snapshot(mv *m, unsigned proc)
                 k++;
                 continue;
             }
+            if (b->segment && ten_n) { /* a caching-allocator segment, with the tensors inside it */
+                size_t lo = ten_lo, hi = ten_lo + ten_n;
+                while (lo < hi) { /* the first tensor at or after the segment's start */
+                    size_t mid = (lo + hi) / 2;
+                    if (m->live[mid].addr < b->addr)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                size_t e = lo;
+                while (e < ten_lo + ten_n && m->live[e].addr < b->addr + b->size)
+                    e++;
+                size_t w = 0; /* this device's only */
+                for (size_t x = lo; x < e; x++)
+                    if (m->j->live->procs[proc]->units[m->live[x].unit].device == (uint32_t)d) {
+                        m->tens[w++] = m->live[x];
+                        m->live[x].placed = 1;
+                    }
+                mv_segment_tensors(m, p, proc, sd, b, m->tens, w);
+                k++;
+                continue;
+            }
+            if (b->placed) { /* inside its segment, above (segments sort first) */
+                k++;
+                continue;
+            }
             if (b->segment) { /* a caching-allocator segment: as recorded */
                 mv_segment(m, p, proc, sd, b, 1, 1);
                 k++;
                 continue;
             }
             size_t e = k + 1;
-            while (e < m->nlive && !m->live[e].segment && m->live[e].kind == b->kind &&
+            while (e < m->nlive && !m->live[e].segment && !m->live[e].placed && m->live[e].kind == b->kind &&
                    m->j->live->procs[proc]->units[m->live[e].unit].device == (uint32_t)d &&
                    m->live[e].addr >= m->live[e - 1].addr + m->live[e - 1].size &&
                    m->live[e].addr - (m->live[e - 1].addr + m->live[e - 1].size) <= MV_GAP)
@@ -378,6 +475,8 @@ static void mv_snapshot(mv *m, unsigned proc)
             k = e;
         }
     }
+    free(m->tens);
+    m->tens = NULL;
 }
 
 static int mv_on_event(void *ctx, const vt_replay_event *re)
@@ -409,7 +508,7 @@ static int mv_on_event(void *ctx, const vt_replay_event *re)
          * set when allocated at or before the view, out when freed then */
         const uint64_t view = p->view_t ? p->view_t : UINT64_MAX;
         if (b->op == VT_BLOCK_BEGIN) {
-            mv_block mb = {b->address, b->size, b->t_alloc, b->stack, b->unit, b->kind, b->api, (uint8_t)segment};
+            mv_block mb = {b->address, b->size, b->t_alloc, b->stack, b->unit, b->kind, b->api, (uint8_t)segment, 0};
             if (b->t_alloc <= view)
                 mv_live_add(m, &mb);
             if (inw)
@@ -417,7 +516,7 @@ static int mv_on_event(void *ctx, const vt_replay_event *re)
                          b->stack, -1);
         } else {
             if (b->t <= view)
-                mv_live_del(m, b->address);
+                mv_live_del(m, b->address, b->api);
             if (!inw)
                 continue;
             if (segment) {

@@ -461,11 +461,12 @@ static int feed_consumed(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
         int rc = feed_slow(a, p, &ev[i]);
         if (rc)
             return rc;
-        vt_replay_event re = {.ev = &ev[i], .proc = p->index, .nblocks = p->nrb, .blocks = p->rb};
+        vt_replay_event re = {.ev = &ev[i], .proc = p->index, .nblocks = p->nrb, .blocks = p->rb, .reserved = -1};
         if (p->nrb) {
             const vt_devstate *d = &p->dev[p->rb[0].device];
             re.live_kind = d->live;
             re.live_device = d->live_dev;
+            re.reserved = p->tensor_units ? d->reserved : -1;
         }
         rc = a->consumer(a->consumer_ctx, &re);
         if (rc)
