@@ -83,7 +83,9 @@ typedef enum { VT_BLOCK_BEGIN = 1, VT_BLOCK_END = 2 } vt_block_op;
 
 typedef struct {
     vt_block_op op;
-    uint64_t address;  /* VMM: the physical allocation's handle */
+    uint64_t address;  /* VMM: the physical allocation's handle; a TENSOR block of the
+                          CACHING_ALLOCATOR API lies inside a segment, at its address too:
+                          tell them apart by api */
     uint64_t size;     /* bytes */
     uint64_t t_alloc;  /* its allocation's time (ns, the trace's clock) */
     uint64_t t;        /* this event's time */

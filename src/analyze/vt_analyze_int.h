@@ -67,6 +67,8 @@ typedef struct {
     uint32_t stack;
     /* colder */
     uint8_t c10;       /* stack passes through PyTorch's caching allocator (libc10_cuda) */
+    uint8_t g_late;    /* frees came after the last growth bucket (growth_touch_free_slow): */
+    uint64_t g_late_t, g_late_live; /* the first one's time, the live bytes before it */
     int64_t never_bytes, never_count; /* of those, still live at the end of the trace */
     /* growth floors */
     uint64_t *floor;

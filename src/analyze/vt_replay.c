@@ -349,7 +349,7 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
     const uint64_t size = b->size, ta = b->t;
     vt_unit *u = &p->units[ui];
     if (__builtin_expect(t >= u->g_next, 0)) {
-        int rc = growth_touch_slow(u, t);
+        int rc = growth_touch_free_slow(u, t);
         if (rc)
             return rc;
     }

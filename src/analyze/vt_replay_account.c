@@ -98,9 +98,33 @@ uint32_t growth_bucket(vt_unit *u, uint64_t t)
     return (uint32_t)b;
 }
 
+/* A free at t beyond the site's 64 buckets (a site that frees at teardown
+ * after a long pause): its buckets are not widened for it, which would
+ * take the resolution of the window where the site grew; the floors stay
+ * as they are (floor_cur 0: growth_after changes nothing) until the site
+ * allocates again, which widens them as usual.  At the finish, buckets
+ * after the last one up to the view get the live bytes then.  Any other
+ * event: growth_touch_slow. */
+int growth_touch_free_slow(vt_unit *u, uint64_t t)
+{
+    if (u->floor && t >= u->g_t0 && ((t - u->g_t0) >> u->g_shift) >= VT_GROWTH_BUCKETS) {
+        if (!u->g_late) {
+            u->g_late_t = t;
+            u->g_late_live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
+        }
+        u->g_late = 1;
+        u->g_next = t; /* every later event of the site comes the slow way */
+        u->floor_cur = 0;
+        return 0;
+    }
+    return growth_touch_slow(u, t);
+}
+
 /* called before a change of u->live_bytes at time t */
 int growth_touch_slow(vt_unit *u, uint64_t t)
 {
+    const int late = u->g_late;
+    u->g_late = 0;
     if (!u->floor) {
         u->floor = calloc(VT_GROWTH_BUCKETS, sizeof(uint64_t));
         if (!u->floor)
@@ -112,8 +136,8 @@ int growth_touch_slow(vt_unit *u, uint64_t t)
     uint32_t b = growth_bucket(u, t);
     if (b > u->gcur) {
         uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
-        for (uint32_t i = u->gcur + 1; i <= b; i++)
-            u->floor[i] = live;
+        for (uint32_t i = u->gcur + 1; i <= b; i++) /* before frees that came late: what was live then */
+            u->floor[i] = late && u->g_t0 + ((uint64_t)(i + 1) << u->g_shift) <= u->g_late_t ? u->g_late_live : live;
         u->gcur = b;
     }
     growth_set_next(u);

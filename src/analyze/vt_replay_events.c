@@ -47,7 +47,8 @@ static int range_cmp(const void *x, const void *y)
 /* With tensor events: the largest range of the device's cudaMalloc
  * segments that no live tensor covers, i.e. the largest request the pool
  * could serve without a new segment (0 when none is free; -1 when it
- * cannot be told: no memory for the scan).  Once per described failure,
+ * cannot be told: expandable segments, or no memory for the scan).  Once
+ * per described failure,
  * O(live blocks). */
 static int64_t largest_free(const vt_proc *p, uint32_t device)
 {
@@ -62,6 +63,8 @@ static int64_t largest_free(const vt_proc *p, uint32_t device)
             nten += p->units[b->unit].kind == VT_MEM_TENSOR;
         }
     }
+    if (!nseg)
+        return -1; /* no cudaMalloc segment (expandable segments are mapped ranges): cannot tell */
     range *seg = malloc((nseg + 1) * sizeof(*seg)), *ten = malloc((nten + 1) * sizeof(*ten));
     if (!seg || !ten) {
         free(seg);

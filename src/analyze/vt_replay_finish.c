@@ -35,8 +35,8 @@ static void unit_growth(vt_proc *p, vt_unit *u)
         return;
     uint64_t *f = u->floor;
     uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
-    for (uint32_t i = u->gcur + 1; i < n; i++)
-        f[i] = live;
+    for (uint32_t i = u->gcur + 1; i < n; i++) /* up to frees that came after the buckets, what was live before them */
+        f[i] = u->g_late && u->g_t0 + ((uint64_t)(i + 1) << u->g_shift) <= u->g_late_t ? u->g_late_live : live;
     if (u->gcur + 1 < n)
         u->gcur = n - 1;
     uint32_t h = n / 2, m = n - h;

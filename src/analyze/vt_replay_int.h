@@ -88,6 +88,7 @@ vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsigned kin
                               uint32_t *idx) __attribute__((noinline));
 uint32_t growth_bucket(vt_unit *u, uint64_t t);
 int growth_touch_slow(vt_unit *u, uint64_t t);
+int growth_touch_free_slow(vt_unit *u, uint64_t t);
 void tail_end(vt_proc *p, uint64_t upto, int all);
 void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int32_t count, uint64_t t)
     __attribute__((noinline));
@@ -158,6 +159,13 @@ static inline __attribute__((always_inline)) int growth_touch(vt_proc *p, vt_uni
 }
 /* after a free: the current bucket's floor (read from its copy in the
  * unit, which the events keep in cache) */
+/* the same before a free (see growth_touch_free_slow) */
+static inline __attribute__((always_inline)) int growth_touch_free(vt_unit *u, uint64_t t)
+{
+    if (__builtin_expect(t < u->g_next, 1))
+        return 0;
+    return growth_touch_free_slow(u, t);
+}
 static inline void growth_after(vt_unit *u)
 {
     uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
@@ -322,7 +330,7 @@ static inline __attribute__((always_inline)) int account_free(vt_analysis *a, vt
                                                                uint64_t t_alloc, uint64_t t)
 {
     vt_unit *u = &p->units[ui];
-    if (growth_touch(p, u, t))
+    if (growth_touch_free(u, t))
         return VT_ERR_NOMEM;
     account_free_rest(p, u, u->dev, size, t_alloc, t);
     view_pair(a, p, ui, size, t_alloc, t);

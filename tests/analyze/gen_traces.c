@@ -105,7 +105,7 @@ static void gen_leak(const char *name, int variant)
  * not), forward allocates 512 MiB and frees it every step (must not).
  * Steps come from NVTX ranges "step N" or, with nvtx = 0, from the
  * repeating kernel sequence. */
-static void gen_growth(const char *name, int nvtx)
+static void gen_growth(const char *name, int nvtx, uint64_t teardown)
 {
     gen_proc gp = {.program = "train.py", .pid = 5151, .kernels = 1, .native = 1, .python = 1};
     gen_open(P(name), &gp);
@@ -134,11 +134,13 @@ static void gen_growth(const char *name, int nvtx)
         if (nvtx)
             gen_nvtx(T(t + 9 * MS), VT_NVTX_POP, NULL);
     }
-    /* teardown */
+    /* teardown (growth_late.zst: a minute later, after a pause without
+     * allocations: the kept outputs' frees then must not blur the window
+     * where they grew) */
     for (int k = 0; k < steps; k++)
-        gen_free(T(600 * MS + (uint64_t)k * 1000), 0x200000000ull + (uint64_t)k * 0x100000ull, 0);
+        gen_free(T(teardown + (uint64_t)k * 1000), 0x200000000ull + (uint64_t)k * 0x100000ull, 0);
     for (int k = steps - 8; k < steps; k++)
-        gen_free(T(650 * MS + (uint64_t)k * 1000), 0x300000000ull + (uint64_t)k * 0x400000ull, 0);
+        gen_free(T(teardown + 50 * MS + (uint64_t)k * 1000), 0x300000000ull + (uint64_t)k * 0x400000ull, 0);
     gen_close(VT_END_NORMAL, 0);
 }
 
@@ -475,8 +477,9 @@ int main(int argc, char **argv)
     mkdir(P("ranks"), 0755);
     gen_leak("leak.zst", 0);
     gen_leak("leak2.zst", 1);
-    gen_growth("growth_nvtx.zst", 1);
-    gen_growth("growth_kernels.zst", 0);
+    gen_growth("growth_nvtx.zst", 1, 600 * MS);
+    gen_growth("growth_kernels.zst", 0, 600 * MS);
+    gen_growth("growth_late.zst", 1, 60000 * MS);
     gen_oom();
     gen_vmm();
     gen_caching();

@@ -21,6 +21,13 @@ typedef struct {
     uint64_t begins, ends, events, with_blocks, mismatches, unknown_ends;
 } tally;
 
+/* an open block's key: the caching allocator's tensors lie at their
+ * segments' addresses, told apart by their API */
+static uint64_t okey(const vt_replay_block *b)
+{
+    return (b->address << 1 | (b->api == VT_API_CACHING_ALLOCATOR)) + 1;
+}
+
 static int on_event(void *ctx, const vt_replay_event *re)
 {
     tally *t = ctx;
@@ -36,13 +43,13 @@ static int on_event(void *ctx, const vt_replay_event *re)
         if (b->op == VT_BLOCK_BEGIN) {
             t->begins++;
             t->live[b->device][b->kind] += (int64_t)b->size;
-            if (b->api != VT_API_VMM && vt_map_put(&t->open, b->address + 1, b->size))
+            if (b->api != VT_API_VMM && vt_map_put(&t->open, okey(b), b->size))
                 return VT_ERR_NOMEM;
         } else {
             t->ends++;
             t->live[b->device][b->kind] -= (int64_t)b->size;
             uint64_t sz;
-            if (b->api != VT_API_VMM && (!vt_map_del(&t->open, b->address + 1, &sz) || sz != b->size))
+            if (b->api != VT_API_VMM && (!vt_map_del(&t->open, okey(b), &sz) || sz != b->size))
                 t->unknown_ends++;
         }
     }

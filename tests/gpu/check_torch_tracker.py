@@ -6,7 +6,9 @@ allocator with tensor events (tests/gpu/check_torch_tracker.sh):
   torch.cuda.memory_allocated() / memory_reserved() printed there;
 - every tensor allocation freed or live at the end (dump: no free of an
   unknown tensor, no tensor allocated over a live one);
-- the verdict: a leak at the logger's own line (torch_tracker.py:LEAK_LINE).
+- the verdict: a leak at the logger's own line (torch_tracker.py:LEAK_LINE);
+- the 1 TiB request's out-of-memory error as one failed tensor allocation
+  at its own line, with allocated, reserved and the largest free block.
 Exit 0 when all hold; prints one line per check."""
 import json
 import re
@@ -39,7 +41,7 @@ for m in want["marks"]:
 dump = subprocess.run([cli, "dump", tdir], capture_output=True, text=True).stdout
 live, over, unknown, n = {}, 0, 0, 0
 for ln in dump.splitlines():
-    if "api=caching_allocator" not in ln:
+    if "api=caching_allocator" not in ln or " alloc_failed " in ln:
         continue
     a = int(re.search(r"addr=(0x[0-9a-f]+)", ln).group(1), 16)
     if " alloc " in ln:
@@ -61,4 +63,13 @@ check(v["kind"] == "leak" and v.get("tensor_level") and (uf.get("file") or "").e
       and uf.get("line") == want["leak_line"],
       f"verdict {v['kind']} at {uf.get('file')}:{uf.get('line')} (the logger is line {want['leak_line']}), "
       f"{v.get('rate_bytes_per_step', 0) / 2**20:.2f} MiB per step")
+if "oom_line" in want:  # fixtures recorded before the OOM case have none
+    ooms = json.loads(r.stdout)["processes"][0]["oom"]["events"]
+    t = [e for e in ooms if e["api"] == "caching_allocator"]
+    uf = (t[0].get("user_frame") or {}) if t else {}
+    check(len(t) == 1 and t[0]["requested_bytes"] >= 1 << 40 and uf.get("line") == want["oom_line"]
+          and "caching_allocator" in t[0],
+          f"{len(t)} failed tensor allocation(s): {t[0]['requested_bytes'] if t else 0} B requested at line "
+          f"{uf.get('line')} (the request is line {want['oom_line']}), "
+          f"allocated/reserved then {(t[0].get('caching_allocator') or {}) if t else {}}")
 sys.exit(1 if bad else 0)

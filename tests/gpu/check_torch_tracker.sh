@@ -62,5 +62,10 @@ if [ -x "$here/check_torch_tracker.py" ] || [ -f "$here/check_torch_tracker.py" 
         python3 "$here/check_torch_tracker.py" "$VRAMTRACE_CLI" "$W/$t" "$W/$t.json" || bad "$t: analyzer check"
     done
 fi
+# PyTorch's own memory_viz on the exported snapshots (tensors inside segments)
+for t in default expandable; do
+    "$VRAMTRACE_CLI" export --format memory-viz -o "$W/$t.pickle" "$W/$t" 2>/dev/null || bad "$t: export memory-viz"
+done
+python3 "$here/check_memviz_torch.py" "$W/default.pickle" "$W/expandable.pickle" || bad "memory_viz on the snapshots"
 [ $fail -eq 0 ] && echo "check_torch_tracker: ok"
 exit $fail

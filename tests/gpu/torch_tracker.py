@@ -4,7 +4,8 @@ logger that keeps one GPU tensor per step (the leak, on LEAK_LINE), and
 every 10 steps an NVTX mark "checkN" after which torch.cuda's own
 memory_allocated() and memory_reserved() are written to the JSON file
 given as argv[1] (the report's allocated and reserved at that mark must
-match them)."""
+match them); then a 1 TiB request fails (OOM_LINE): the allocator's
+out-of-memory error, caught."""
 import inspect
 import json
 import os
@@ -42,8 +43,14 @@ for step in range(steps):
     torch.cuda.nvtx.range_pop()
     if step % 10 == 9:
         mark(f"check{step}")
+# a request no H200 can serve: the allocator's out-of-memory error, caught
+OOM_LINE = inspect.currentframe().f_lineno + 2
+try:
+    huge = torch.empty(1 << 40, dtype=torch.uint8, device="cuda")  # 1 TiB
+except torch.OutOfMemoryError:
+    pass
 with open(out, "w") as f:
-    json.dump({"marks": marks, "leak_line": LEAK_LINE, "leak_file": os.path.abspath(__file__),
+    json.dump({"marks": marks, "leak_line": LEAK_LINE, "oom_line": OOM_LINE, "leak_file": os.path.abspath(__file__),
                "conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "torch": torch.__version__,
                "steps": steps}, f)
 print("loss", float(loss), "history", len(history))
