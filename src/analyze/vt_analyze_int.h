@@ -415,5 +415,7 @@ int vt_stack_is_c10(const vt_proc *p, uint32_t stack);
 /* output helpers (vt_report.c) */
 void vt_fmt_bytes(char *buf, size_t len, double bytes);
 void vt_json_str(FILE *f, const char *s);
+/* the same through put (runs of bytes), for writers with their own buffer */
+void vt_json_str_to(const char *s, void (*put)(void *ctx, const char *p, size_t n), void *ctx);
 
 #endif

@@ -6,9 +6,8 @@
  * as instants whose args carry the stack.  `ts` and `dur` in microseconds
  * from the job's first time.  It stops past max_bytes (a browser cannot
  * open more), saying so.  Touches only the FILE. */
-#define _GNU_SOURCE /* fopencookie */
 #include <inttypes.h>
-#include <stdio_ext.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,10 +21,16 @@ typedef struct {
     char *name;
 } ct_track;
 
+/* Its own output buffer: stdio's fwrite and fputc per piece were a fifth
+ * of an export (BENCHMARKS.md); what is written is counted for max_bytes. */
+#define CT_BUF (1u << 16)
+
 typedef struct {
-    FILE *out;       /* counts what it writes into `written`, then to `real` */
     FILE *real;
-    uint64_t written;
+    char *buf;
+    size_t bn;        /* bytes in buf */
+    uint64_t flushed; /* bytes given to real */
+    int ioerr;
     uint64_t t0, max_bytes;
     int first;
     ct_track *tracks; /* by track id */
@@ -33,19 +38,59 @@ typedef struct {
     char errmsg[300];
 } ct;
 
-static ssize_t ct_write(void *cookie, const char *buf, size_t n)
+static void ct_flush(ct *c)
 {
-    ct *c = cookie;
-    size_t w = fwrite(buf, 1, n, c->real);
-    c->written += w;
-    return w == n ? (ssize_t)n : -1;
+    if (c->bn && fwrite(c->buf, 1, c->bn, c->real) != c->bn)
+        c->ioerr = 1;
+    c->flushed += c->bn;
+    c->bn = 0;
+}
+
+static inline void ct_put(ct *c, const char *p, size_t n)
+{
+    if (__builtin_expect(c->bn + n > CT_BUF, 0)) {
+        ct_flush(c);
+        if (n > CT_BUF) {
+            if (fwrite(p, 1, n, c->real) != n)
+                c->ioerr = 1;
+            c->flushed += n;
+            return;
+        }
+    }
+    memcpy(c->buf + c->bn, p, n);
+    c->bn += n;
+}
+
+static inline void ct_putc(ct *c, char ch)
+{
+    if (__builtin_expect(c->bn == CT_BUF, 0))
+        ct_flush(c);
+    c->buf[c->bn++] = ch;
+}
+
+static inline void ct_puts(ct *c, const char *s) { ct_put(c, s, strlen(s)); }
+
+static void ct_put_cb(void *ctx, const char *p, size_t n) { ct_put(ctx, p, n); }
+
+/* a JSON string (vt_json_str's escaping) */
+static void ct_str(ct *c, const char *s) { vt_json_str_to(s, ct_put_cb, c); }
+
+__attribute__((format(printf, 2, 3))) static void ct_printf(ct *c, const char *fmt, ...)
+{
+    char b[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b, sizeof(b), fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        ct_put(c, b, (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1);
 }
 
 static int ct_check(ct *c)
 {
-    if (ferror(c->out))
+    if (c->ioerr)
         return VT_ERR_IO;
-    if (c->written > c->max_bytes) {
+    if (c->flushed + c->bn > c->max_bytes) {
         snprintf(c->errmsg, sizeof(c->errmsg),
                  "the Chrome JSON would be over %" PRIu64 " MiB, more than a browser opens: export a window "
                  "(--start/--end), fewer counter points (--max-points), or --format perfetto",
@@ -57,7 +102,10 @@ static int ct_check(ct *c)
 
 static void ct_sep(ct *c)
 {
-    fputs(c->first ? "\n" : ",\n", c->out);
+    if (c->first)
+        ct_putc(c, '\n');
+    else
+        ct_put(c, ",\n", 2);
     c->first = 0;
 }
 
@@ -74,8 +122,8 @@ static void ct_num(ct *c, const char *pre, uint64_t v, int neg)
     } while (v);
     if (neg)
         *--q = '-';
-    fwrite(pre, 1, pl, c->out);
-    fwrite(q, 1, (size_t)(e - q), c->out);
+    ct_put(c, pre, pl);
+    ct_put(c, q, (size_t)(e - q));
 }
 
 static void ct_i64(ct *c, const char *pre, int64_t v)
@@ -88,7 +136,21 @@ static void ct_us(ct *c, const char *pre, uint64_t d)
 {
     char b[4] = {'.', (char)('0' + d % 1000 / 100), (char)('0' + d % 100 / 10), (char)('0' + d % 10)};
     ct_num(c, pre, d / 1000, 0);
-    fwrite(b, 1, 4, c->out);
+    ct_put(c, b, 4);
+}
+
+/* ",\"id\":\"0x...\"" without printf (every allocation with --allocations) */
+static void ct_id(ct *c, uint64_t v)
+{
+    static const char hex[] = "0123456789abcdef";
+    char b[32], *e = b + sizeof(b), *q = e;
+    *--q = '"';
+    do {
+        *--q = hex[v & 15];
+        v >>= 4;
+    } while (v);
+    ct_put(c, ",\"id\":\"0x", 9);
+    ct_put(c, q, (size_t)(e - q));
 }
 
 static void ct_pidtid(ct *c, uint32_t pid, uint32_t tid)
@@ -104,18 +166,18 @@ static void ct_args(ct *c, const vt_xarg *a, int n)
 {
     if (!n)
         return;
-    fputs(",\"args\":{", c->out);
+    ct_puts(c, ",\"args\":{");
     for (int k = 0; k < n; k++) {
         if (k)
-            fputc(',', c->out);
-        vt_json_str(c->out, a[k].key);
-        fputc(':', c->out);
+            ct_putc(c, ',');
+        ct_str(c, a[k].key);
+        ct_putc(c, ':');
         if (a[k].is_str)
-            vt_json_str(c->out, a[k].s);
+            ct_str(c, a[k].s);
         else
             ct_i64(c, "", a[k].i);
     }
-    fputc('}', c->out);
+    ct_putc(c, '}');
 }
 
 static ct_track *ct_get(ct *c, uint64_t track) { return track < c->ntracks ? &c->tracks[track] : NULL; }
@@ -138,15 +200,15 @@ static int ct_add(ct *c, uint64_t track, uint32_t pid, uint32_t tid, int kind, c
 static void ct_meta(ct *c, const char *what, uint32_t pid, int with_tid, uint32_t tid, const char *name, int sort)
 {
     ct_sep(c);
-    fprintf(c->out, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRIu32, what, pid);
+    ct_printf(c, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRIu32, what, pid);
     if (with_tid)
-        fprintf(c->out, ",\"tid\":%" PRIu32, tid);
+        ct_printf(c, ",\"tid\":%" PRIu32, tid);
     if (name) {
-        fputs(",\"args\":{\"name\":", c->out);
-        vt_json_str(c->out, name);
-        fputs("}}", c->out);
+        ct_puts(c, ",\"args\":{\"name\":");
+        ct_str(c, name);
+        ct_puts(c, "}}");
     } else {
-        fprintf(c->out, ",\"args\":{\"sort_index\":%d}}", sort);
+        ct_printf(c, ",\"args\":{\"sort_index\":%d}}", sort);
     }
 }
 
@@ -191,29 +253,29 @@ static int ct_slice(void *ctx, uint64_t track, uint64_t t0, uint64_t t1, const c
         return VT_ERR_INVALID;
     ct_sep(c);
     if (async) {
-        fputs("{\"ph\":\"b\",\"cat\":\"allocation\",\"name\":", c->out);
-        vt_json_str(c->out, name);
-        fprintf(c->out, ",\"id\":\"0x%" PRIx64 "\"", id);
+        ct_puts(c, "{\"ph\":\"b\",\"cat\":\"allocation\",\"name\":");
+        ct_str(c, name);
+        ct_id(c, id);
         ct_pidtid(c, t->pid, t->tid);
         ct_ts(c, t0);
         ct_args(c, a, n);
-        fputs("}", c->out);
+        ct_puts(c, "}");
         ct_sep(c);
-        fputs("{\"ph\":\"e\",\"cat\":\"allocation\",\"name\":", c->out);
-        vt_json_str(c->out, name);
-        fprintf(c->out, ",\"id\":\"0x%" PRIx64 "\"", id);
+        ct_puts(c, "{\"ph\":\"e\",\"cat\":\"allocation\",\"name\":");
+        ct_str(c, name);
+        ct_id(c, id);
         ct_pidtid(c, t->pid, t->tid);
         ct_ts(c, t1);
-        fputs("}", c->out);
+        ct_puts(c, "}");
         return ct_check(c);
     }
-    fputs("{\"ph\":\"X\",\"name\":", c->out);
-    vt_json_str(c->out, name);
+    ct_puts(c, "{\"ph\":\"X\",\"name\":");
+    ct_str(c, name);
     ct_pidtid(c, t->pid, t->tid);
     ct_ts(c, t0);
     ct_us(c, ",\"dur\":", t1 > t0 ? t1 - t0 : 0);
     ct_args(c, a, n);
-    fputs("}", c->out);
+    ct_puts(c, "}");
     return ct_check(c);
 }
 
@@ -223,17 +285,17 @@ static int ct_be(ct *c, uint64_t track, uint64_t t, const char *ph, const char *
     if (!tr)
         return VT_ERR_INVALID;
     ct_sep(c);
-    fprintf(c->out, "{\"ph\":\"%s\"", ph);
+    ct_printf(c, "{\"ph\":\"%s\"", ph);
     if (name) {
-        fputs(",\"name\":", c->out);
-        vt_json_str(c->out, name);
+        ct_puts(c, ",\"name\":");
+        ct_str(c, name);
     }
     ct_pidtid(c, tr->pid, tr->tid);
     ct_ts(c, t);
     if (ph[0] == 'i')
-        fputs(",\"s\":\"t\"", c->out);
+        ct_puts(c, ",\"s\":\"t\"");
     ct_args(c, a, n);
-    fputs("}", c->out);
+    ct_puts(c, "}");
     return ct_check(c);
 }
 
@@ -256,12 +318,12 @@ static int ct_counter(void *ctx, uint64_t track, uint64_t t, int64_t v)
     if (!tr)
         return VT_ERR_INVALID;
     ct_sep(c);
-    fputs("{\"ph\":\"C\",\"name\":", c->out);
-    vt_json_str(c->out, tr->name);
+    ct_puts(c, "{\"ph\":\"C\",\"name\":");
+    ct_str(c, tr->name);
     ct_num(c, ",\"pid\":", tr->pid, 0);
     ct_ts(c, t);
     ct_i64(c, ",\"args\":{\"bytes\":", v);
-    fputs("}}", c->out);
+    ct_puts(c, "}}");
     return ct_check(c);
 }
 
@@ -303,8 +365,9 @@ static int ct_flame(void *ctx, uint64_t track, uint64_t t, const vt_xframe *fr, 
 static int ct_finish(void *ctx)
 {
     ct *c = ctx;
-    fputs("\n]}\n", c->out);
-    if (fflush(c->out) || ferror(c->out) || ferror(c->real))
+    ct_puts(c, "\n]}\n");
+    ct_flush(c);
+    if (c->ioerr || ferror(c->real))
         return VT_ERR_IO;
     return fflush(c->real) ? VT_ERR_IO : 0;
 }
@@ -321,8 +384,7 @@ static void ct_free(void *ctx)
     for (size_t k = 0; k < c->ntracks; k++)
         free(c->tracks[k].name);
     free(c->tracks);
-    if (c->out)
-        fclose(c->out); /* the counting stream: not the real output */
+    free(c->buf);
     free(c);
 }
 
@@ -332,17 +394,17 @@ int vt_xsink_chrome(vt_xsink *s, FILE *out, uint64_t t0, uint64_t max_bytes)
     if (!c)
         return VT_ERR_NOMEM;
     c->real = out;
-    c->out = fopencookie(c, "w", (cookie_io_functions_t){.write = ct_write});
-    if (!c->out) {
+    if (!(c->buf = malloc(CT_BUF))) {
         free(c);
         return VT_ERR_NOMEM;
     }
-    /* one thread writes: no lock per fputc (a quarter of the export's time) */
-    __fsetlocking(c->out, FSETLOCKING_BYCALLER);
     c->t0 = t0;
     c->max_bytes = max_bytes ? max_bytes : VT_EXPORT_CHROME_MAX_BYTES_DEFAULT;
     c->first = 1;
-    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"vramtrace export\"},\"traceEvents\":[", out);
+    static const char head[] = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"vramtrace export\"},"
+                               "\"traceEvents\":[";
+    memcpy(c->buf, head, sizeof(head) - 1); /* the buffer is empty */
+    c->bn = sizeof(head) - 1;
     *s = (vt_xsink){.ctx = c,
                     .process = ct_process,
                     .track = ct_track_def,

@@ -47,16 +47,16 @@ static int utf8_len(const unsigned char *p)
     return n;
 }
 
-/* a JSON string; invalid UTF-8 bytes become U+FFFD so the output always parses */
-void vt_json_str(FILE *f, const char *s)
+/* a JSON string; invalid UTF-8 bytes become U+FFFD so the output always
+ * parses.  Runs of bytes that go out as they are (printable ASCII, valid
+ * UTF-8) are put at once: one fwrite per character was most of an export. */
+void vt_json_str_to(const char *s, void (*put)(void *ctx, const char *p, size_t n), void *ctx)
 {
     if (!s) {
-        fputs("null", f);
+        put(ctx, "null", 4);
         return;
     }
-    fputc('"', f);
-    /* runs of bytes that go out as they are (printable ASCII, valid UTF-8)
-     * are written at once: one fwrite per character was most of an export */
+    put(ctx, "\"", 1);
     const unsigned char *p = (const unsigned char *)s, *run = p;
     while (*p) {
         if (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
@@ -69,25 +69,38 @@ void vt_json_str(FILE *f, const char *s)
             continue;
         }
         if (p > run)
-            fwrite(run, 1, (size_t)(p - run), f);
+            put(ctx, (const char *)run, (size_t)(p - run));
         switch (*p) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
+        case '"': put(ctx, "\\\"", 2); break;
+        case '\\': put(ctx, "\\\\", 2); break;
+        case '\n': put(ctx, "\\n", 2); break;
+        case '\r': put(ctx, "\\r", 2); break;
+        case '\t': put(ctx, "\\t", 2); break;
         default:
-            if (*p < 0x20)
-                fprintf(f, "\\u%04x", *p);
-            else
-                fputs("\\ufffd", f); /* not UTF-8 */
+            if (*p < 0x20) {
+                static const char hex[] = "0123456789abcdef";
+                char u[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
+                put(ctx, u, 6);
+            } else {
+                put(ctx, "\\ufffd", 6); /* not UTF-8 */
+            }
         }
         p++;
         run = p;
     }
     if (p > run)
-        fwrite(run, 1, (size_t)(p - run), f);
-    fputc('"', f);
+        put(ctx, (const char *)run, (size_t)(p - run));
+    put(ctx, "\"", 1);
+}
+
+static void json_put_file(void *ctx, const char *p, size_t n)
+{
+    fwrite(p, 1, n, (FILE *)ctx);
+}
+
+void vt_json_str(FILE *f, const char *s)
+{
+    vt_json_str_to(s, json_put_file, f);
 }
 
 const char *rep_bytes(char *buf, double b)
