@@ -885,8 +885,29 @@ int vt_export(const vt_export_config *cfg, char *const *inputs, int ninputs, FIL
         /* kernels may start before the first host event (their records
          * come later, with earlier times) */
         uint64_t first = p->kernels && p->kernel_first && p->kernel_first < p->t0 ? p->kernel_first : p->t0;
-        if (p->have_t0 && vt_xjob_time(p, first) < j.t0)
+        if (p->have_t0 && p->realtime_ns && vt_xjob_time(p, first) < j.t0)
             j.t0 = vt_xjob_time(p, first);
+    }
+    /* a process without its clock's anchor (its header lost in a damaged
+     * frame) cannot be placed among the others: it starts at the job's
+     * start (said on stderr); without any anchor, times are the traces' */
+    for (unsigned i = 0; i < np; i++) {
+        vt_proc *p = j.model->procs[i];
+        if (!p->have_t0 || p->realtime_ns)
+            continue;
+        uint64_t first = p->kernels && p->kernel_first && p->kernel_first < p->t0 ? p->kernel_first : p->t0;
+        if (j.t0 != UINT64_MAX) {
+            p->trace_clock_ns = first;
+            p->realtime_ns = j.t0 ? j.t0 : 1;
+            fprintf(stderr, "vramtrace export: %s has no clock anchor (no header): placed at the job's start\n",
+                    p->name ? p->name : "?");
+        }
+    }
+    for (unsigned i = 0; i < np; i++) {
+        const vt_proc *p = j.model->procs[i];
+        uint64_t first = p->kernels && p->kernel_first && p->kernel_first < p->t0 ? p->kernel_first : p->t0;
+        if (p->have_t0 && !p->realtime_ns && first < j.t0)
+            j.t0 = first;
     }
     if (j.t0 == UINT64_MAX)
         j.t0 = 0;

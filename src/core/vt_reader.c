@@ -824,6 +824,14 @@ static int next_slow_(vt_reader *r, vt_event *ev)
         /* not enough bytes for the next entry */
         if (r->zerr) {
             size_t e = r->zerr;
+            if (r->frame_bad) { /* decoded whole and failed: none of its records went out */
+                r->st.frames_failed++;
+                return rd_corrupt(r, VT_ERR_CORRUPT, 0,
+                                  "corrupt zstd frame at offset %llu (frame starting at offset %llu): %s; "
+                                  "none of its records used",
+                                  (unsigned long long)r->zerr_at, (unsigned long long)r->frame_start,
+                                  ZSTD_getErrorName(e));
+            }
             if (rd_zstd_go_careful(r) == 0)
                 continue;
             if (r->state == ST_FINAL)

@@ -138,6 +138,9 @@ typedef struct {
     uint64_t unknown_records;/* records whose body this reader does not know, skipped */
     uint64_t resyncs;       /* recoveries after VT_ERR_CORRUPT */
     uint64_t sync_gaps;     /* Sync.sequence jumps: zstd frames lost */
+    uint64_t frames_failed; /* zstd frames whose checksum (or decoding) failed: skipped whole */
+    uint64_t frames_unverified; /* frames handed out before their checksum: the last one of a
+                             * trace cut short, or frames too large to hold whole (or a pipe) */
     uint64_t table_bytes;   /* held by the definition tables */
     int complete;           /* an End record was seen */
 } vt_reader_stats;

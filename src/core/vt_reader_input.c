@@ -109,6 +109,7 @@ void rd_drop_frame(vt_reader *r)
 {
     ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
     r->in_frame = 0;
+    r->frame_bad = 0;
     r->careful = 0;
     r->careful_skip = 0;
     r->rpos = r->rend = 0;
@@ -189,6 +190,10 @@ int rd_resync(vt_reader *r)
  * way then finds again and reports as always. */
 static void stable_fallback(vt_reader *r, int disable)
 {
+    if (!r->frame_open) { /* this frame's records now go out as they come */
+        r->frame_open = 1;
+        r->st.frames_unverified++;
+    }
     size_t keep = r->rend - r->rpos;
     memmove(r->raw, r->raw + r->rpos, keep);
     r->raw_base += r->rpos;
@@ -210,14 +215,42 @@ static void stable_fallback(vt_reader *r, int disable)
 
 /* rd_decompress_more() for a frame decoded whole: zstd writes straight into
  * raw (no copy out of its window), which holds the frame from its first
- * byte: nothing moves until the frame ends. */
+ * byte: nothing moves until the frame ends.  Nothing of the frame is
+ * handed out before its end, where zstd has checked its checksum (issue
+ * 24: a flipped bit inside a frame altered events that went out before the
+ * check): a frame that fails is skipped whole (frame_bad, reported by the
+ * caller).  When the input ends inside the frame (a trace cut short), what
+ * it decoded goes out unverified: there is no checksum to wait for. */
 static int decompress_stable(vt_reader *r, size_t need)
 {
     size_t start_end = r->rend;
     for (;;) {
-        if (need > r->rcap - r->rpos || r->rend == r->rcap) {
-            stable_fallback(r, 1); /* the frame does not fit */
-            return 0;
+        if (r->stable_full || need > r->rcap - r->rpos || r->rend == r->rcap) {
+            r->stable_full = 0;
+            /* the frame does not fit: a larger raw, and the frame again
+             * from its start (zstd's output buffer cannot move under it) */
+            size_t nc = r->rcap * 2 > RAW_VERIFY_MAX ? RAW_VERIFY_MAX : r->rcap * 2;
+            uint8_t *nr = r->rpos == 0 && !r->frame_open && nc > r->rcap && need <= nc ? realloc(r->raw, nc) : NULL;
+            if (!nr) {
+                /* too large to hold whole: what it holds goes out unverified,
+                 * then the rest the streaming way */
+                if (!r->frame_open && r->rend - r->rpos >= need) {
+                    r->frame_open = 1;
+                    r->st.frames_unverified++;
+                    r->stable_full = 1; /* the next call goes the streaming way */
+                    return 0;
+                }
+                stable_fallback(r, 1);
+                return 0;
+            }
+            r->raw = nr;
+            r->rcap = nc;
+            r->st.bytes_raw -= r->rend;
+            r->rend = 0;
+            start_end = 0;
+            r->in_pos = r->frame_start;
+            ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+            continue;
         }
         const uint8_t *p;
         size_t n;
@@ -230,8 +263,20 @@ static int decompress_stable(vt_reader *r, size_t need)
         ZSTD_inBuffer in = {p, n, 0};
         ZSTD_outBuffer out = {r->raw, r->rcap, r->rend};
         size_t ret = ZSTD_decompressStream(r->dctx, &out, &in);
+        if (ZSTD_isError(ret) && ZSTD_getErrorCode(ret) == ZSTD_error_dstSize_tooSmall) {
+            r->stable_full = 1; /* as when raw is full */
+            continue;
+        }
         if (ZSTD_isError(ret)) {
-            stable_fallback(r, 0);
+            if (r->rpos) { /* records of it went out (the input ended inside it before): the old way */
+                stable_fallback(r, 0);
+                return 0;
+            }
+            r->zerr = ret;
+            r->zerr_at = r->in_pos + in.pos;
+            r->frame_bad = 1;
+            r->in_pos += in.pos;
+            r->rend = 0; /* none of it goes out */
             return 0;
         }
         size_t got = out.pos - r->rend;
@@ -246,11 +291,17 @@ static int decompress_stable(vt_reader *r, size_t need)
             r->in_frame = 0;
             return 0;
         }
-        if (r->rend - r->rpos >= need)
-            return 0;
-        if (n == 0 && r->rend == start_end)
+        if (n == 0 && r->rend == start_end) {
+            if (r->rend - r->rpos >= need) {
+                if (!r->frame_open) {
+                    r->frame_open = 1;
+                    r->st.frames_unverified++;
+                }
+                return 0;
+            }
             return rd_set_final(r, VT_ERR_TRUNCATED, "truncated at offset %llu (inside a zstd frame starting at offset %llu)",
                              (unsigned long long)r->in_pos, (unsigned long long)r->frame_start);
+        }
         start_end = r->rend;
     }
 }
@@ -343,7 +394,7 @@ int rd_zstd_go_careful(vt_reader *r)
     /* Not for a frame found by scanning that has not shown its Sync yet:
      * likely garbage, and re-decoding every such candidate would make a
      * crafted file cost quadratic time. */
-    if (r->careful || r->need_sync || in_peek(r, &at, 1, &p, &n) || at != r->frame_start)
+    if (r->careful || r->need_sync || r->frame_bad || in_peek(r, &at, 1, &p, &n) || at != r->frame_start)
         return -1;
     ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
     r->careful = 1;
@@ -394,6 +445,9 @@ int rd_begin_frame(vt_reader *r)
     }
     r->frame_start = r->in_pos;
     r->in_frame = 1;
+    r->frame_bad = 0;
+    r->frame_open = 0;
+    r->stable_full = 0;
     r->careful = 0;
     r->careful_skip = 0;
     r->raw_base = 0;
@@ -418,6 +472,10 @@ int rd_begin_frame(vt_reader *r)
     r->stable = r->stable_ok && r->zmode;
     if (!skippable)
         r->st.frames++;
+    if (!skippable && !r->stable) { /* a pipe, or after a frame too large to hold */
+        r->frame_open = 1;
+        r->st.frames_unverified++;
+    }
     return 0;
 }
 

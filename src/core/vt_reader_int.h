@@ -36,6 +36,7 @@
 
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_d_stableOutBuffer (1.4.0+) */
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "vt_error.h"
 #include "vt_reader.h"
@@ -50,6 +51,10 @@
 /* Whole-frame buffer: the writer ends a zstd frame after frame_bytes (4 MiB
  * by default) of records, so a frame is at most that plus one record. */
 #define RAW_STABLE ((8u << 20) + (64u << 10))
+/* A frame is verified (its checksum) before any of its records is handed
+ * out when it fits in raw, which grows for it up to this; a larger frame
+ * (not from this writer) is read the streaming way, unverified. */
+#define RAW_VERIFY_MAX (64u << 20)
 /* Input per zstd call when decoding a frame whole: its output (~2.5x) is
  * then decoded into events while it is still in the L2 cache (with 1 MiB
  * per call, the simulated L2 read misses were 2.7x as many). */
@@ -112,6 +117,9 @@ struct vt_reader {
     size_t zerr;         /* zstd error code waiting to be reported */
     uint64_t zerr_at;
     int careful;          /* re-decoding a damaged frame byte by byte */
+    int frame_bad;        /* the frame decoded whole failed (checksum or data): skip it whole */
+    int frame_open;       /* this frame's records went out before its end (counted unverified) */
+    int stable_full;      /* decoded whole, the frame did not fit (decompress_stable) */
     uint64_t careful_skip;/* decompressed bytes to drop while doing so */
     int stable_ok;        /* frames may be decoded whole into raw (the input can go back) */
     int stable;           /* this frame is: ZSTD_d_stableOutBuffer, raw never moves */
