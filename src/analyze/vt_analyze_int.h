@@ -69,6 +69,7 @@ typedef struct {
     uint8_t c10;       /* stack passes through PyTorch's caching allocator (libc10_cuda) */
     uint8_t g_late;    /* frees came after the last growth bucket (growth_touch_free_slow): */
     uint64_t g_late_t, g_late_live; /* the first one's time, the live bytes before it */
+    uint32_t thread;       /* the thread (Thread id) of its first allocation */
     int64_t never_bytes, never_count; /* of those, still live at the end of the trace */
     /* growth floors */
     uint64_t *floor;
@@ -318,6 +319,9 @@ typedef struct {
     vt_nvtx_stat *nvtx; size_t nnvtx, capnvtx;
     /* NVTX push/pop nesting, per thread (the first 16 threads; the rest share the last) */
     struct { uint32_t thread, depth; vt_nvtx_open st[32]; } nv_thr[16];
+    /* the traced threads' names (Thread records; the first VT_MAX_THREAD_NAMES) */
+    struct { uint32_t id, tid; char name[40]; } thr[64];
+    uint32_t nthr;
     uint32_t nnv_thr;
     /* steps (finish) */
     uint64_t steps;

@@ -117,6 +117,8 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
     if (!get_unit(p, e->site.stack, device, e->kind < VT_MEM__COUNT ? e->kind : 0,
                   e->api < VT_API__COUNT ? e->api : 0, &ui))
         return VT_ERR_NOMEM;
+    if (!p->units[ui].allocs)
+        p->units[ui].thread = e->site.thread; /* its first allocation's */
     b->addr = key;
     b->fslot = freed_slot(key);
     if (!dead)

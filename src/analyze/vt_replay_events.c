@@ -582,6 +582,12 @@ int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
         return 0;
     }
     case VT_EV_THREAD:
+        if (p->nthr < sizeof(p->thr) / sizeof(p->thr[0])) {
+            p->thr[p->nthr].id = ev->u.thread.id;
+            p->thr[p->nthr].tid = ev->u.thread.tid;
+            snprintf(p->thr[p->nthr].name, sizeof(p->thr[0].name), "%s", ev->u.thread.name ? ev->u.thread.name : "");
+            p->nthr++;
+        }
         return 0;
     default:
         break;

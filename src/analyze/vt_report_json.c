@@ -78,6 +78,16 @@ static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, 
     fprintf(o, ",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64, u->allocs, u->alloc_bytes, u->frees);
     fprintf(o, ",\"never_freed_bytes\":%" PRId64 ",\"never_freed_blocks\":%" PRId64, u->never_bytes, u->never_count);
     fprintf(o, ",\"mean_lifetime_s\":%.6f", u->frees ? (double)u->lifetime_sum / (double)u->frees / 1e9 : 0.0);
+    uint32_t tid;
+    const char *tname = rep_thread_name(p, u->thread, &tid);
+    fprintf(o, ",\"thread\":");
+    if (tname) {
+        fprintf(o, "{\"tid\":%u,\"name\":", tid);
+        vt_json_str(o, tname);
+        fputc('}', o);
+    } else {
+        fputs("null", o);
+    }
     fprintf(o, ",\"key\":");
     vt_json_str(o, vt_unit_key(a, p, unit));
     fputc(',', o);

@@ -152,6 +152,18 @@ void rep_view_text(const vt_analysis *a, const vt_proc *p, char *buf, size_t len
     }
 }
 
+/* The name of Thread id `thread` (NULL when unknown), its OS tid in *tid. */
+const char *rep_thread_name(const vt_proc *p, uint32_t thread, uint32_t *tid)
+{
+    for (uint32_t k = 0; thread && k < p->nthr; k++)
+        if (p->thr[k].id == thread) {
+            *tid = p->thr[k].tid;
+            return p->thr[k].name;
+        }
+    *tid = 0;
+    return NULL;
+}
+
 int rep_resident(unsigned k)
 {
     return k == VT_MEM_DEVICE || k == VT_MEM_DEVICE_STATIC || k == VT_MEM_ARRAY;

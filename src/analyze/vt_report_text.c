@@ -44,33 +44,49 @@ static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
 
 static void text_allocated_reserved(const vt_proc *p, const vt_devstate *s, FILE *o);
 static void text_stack_lead(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o, const char *indent,
-                            const char *lead);
+                            const char *lead, uint32_t thread);
 
 static void text_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o, const char *indent)
 {
-    text_stack_lead(a, p, stack, o, indent, "at");
+    text_stack_lead(a, p, stack, o, indent, "at", 0);
 }
 
 /* A unit's stack: a caching-allocator segment's call site is where the
  * pool grew, never presented as the line that holds the memory. */
 static void text_unit_stack(vt_analysis *a, const vt_proc *p, const vt_unit *u, FILE *o, const char *indent)
 {
-    text_stack_lead(a, p, u->stack, o, indent, u->segment ? "triggered the pool to grow at" : "at");
+    text_stack_lead(a, p, u->stack, o, indent, u->segment ? "triggered the pool to grow at" : "at", u->thread);
 }
 
+/* thread: the site's first allocating thread (0: not said); where no
+ * frame is the user's (framework threads: PyTorch's autograd engine during
+ * backward, NCCL, a library's own), the headline names that thread rather
+ * than a framework frame. */
 static void text_stack_lead(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o, const char *indent,
-                            const char *lead)
+                            const char *lead, uint32_t thread)
 {
     vt_xframe fr[VT_MAX_STACK];
     int user = -1;
     char line[1200];
     uint32_t n = vt_site_frames(a, p, stack, fr, VT_MAX_STACK, &user);
+    uint32_t tid = 0;
+    const char *tname = thread ? rep_thread_name(p, thread, &tid) : NULL;
+    if (tname && !*tname)
+        tname = NULL; /* a thread without a name says nothing the frames do not */
     if (!n) {
-        fprintf(o, "%s%s (no call stack recorded)\n", indent, lead);
+        if (tname)
+            fprintf(o, "%s%s (no call stack recorded) in thread %s (tid %u)\n", indent, lead, tname, tid);
+        else
+            fprintf(o, "%s%s (no call stack recorded)\n", indent, lead);
         return;
     }
-    vt_xframe_format(&fr[user >= 0 ? user : 0], line, sizeof(line));
-    fprintf(o, "%s%s %s\n", indent, lead, line);
+    if ((user < 0 || fr[user].internal) && tname && !a->cfg.native) {
+        fprintf(o, "%s%s (no frame of yours) in thread %s (tid %u)%s\n", indent, lead, tname, tid,
+                !strncmp(tname, "pt_autograd", 11) ? ": PyTorch's autograd engine, during backward" : "");
+    } else {
+        vt_xframe_format(&fr[user >= 0 ? user : 0], line, sizeof(line));
+        fprintf(o, "%s%s %s\n", indent, lead, line);
+    }
     if (!a->cfg.native) {
         /* the user's frames (Python, and native frames of the user's own
          * binaries), innermost first, below the headline that names the

@@ -34,10 +34,27 @@ static __attribute__((unused)) void gen_die(const char *what, int rc)
     exit(1);
 }
 
+static uint32_t g_tid; /* the traced thread's tid in every site: the process's pid (gen_open), not the generator's */
+
 static __attribute__((unused)) void gen_emit(vt_event *ev)
 {
     if (ev->time_ns)
         g_now = ev->time_ns;
+    vt_site *site = NULL;
+    switch (ev->type) {
+    case VT_EV_ALLOC: site = &ev->u.alloc.site; break;
+    case VT_EV_FREE: site = &ev->u.free.site; break;
+    case VT_EV_ALLOC_FAILED: site = &ev->u.alloc_failed.site; break;
+    case VT_EV_NVTX: site = &ev->u.nvtx.site; break;
+    case VT_EV_VMM_RESERVE: case VT_EV_VMM_ADDRESS_FREE: case VT_EV_VMM_UNMAP: site = &ev->u.vmm_range.site; break;
+    case VT_EV_VMM_CREATE: site = &ev->u.vmm_create.site; break;
+    case VT_EV_VMM_RELEASE: site = &ev->u.vmm_release.site; break;
+    case VT_EV_VMM_MAP: site = &ev->u.vmm_map.site; break;
+    case VT_EV_POOL: site = &ev->u.pool.site; break;
+    default: break;
+    }
+    if (site && !site->tid)
+        site->tid = g_tid;
     int rc;
     while ((rc = vt_writer_emit(g_w, ev)) == VT_ERR_DROPPED)
         vt_writer_flush(g_w);
@@ -85,6 +102,7 @@ static __attribute__((unused)) void gen_open(const char *path, const gen_proc *g
     vt_ev_header h;
     memset(&h, 0, sizeof(h));
     h.pid = gp->pid;
+    g_tid = gp->pid;
     h.ppid = 1;
     h.hostname = "testhost";
     h.program = gp->program;
