@@ -139,6 +139,13 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
         vt_reader_free(r);
         return rc;
     }
+    if (a->sym) { /* the symbols that travelled with it (vramtrace symbolize) */
+        char sp[4200], sm[600];
+        snprintf(sp, sizeof(sp), "%s.sym", path);
+        int src = vt_symbols_load(a->sym, sp, sm, sizeof(sm));
+        if (src && src != VT_ERR_NOT_FOUND)
+            vt_proc_add_note(a->procs[a->nprocs - 1], VT_SEV_WARNING, sm);
+    }
     vt_reader_share_budget(r, &a->tables);
     struct stat st;
     uint64_t fsize = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;

@@ -141,6 +141,13 @@ int vt_diff_html(vt_analysis *a, vt_analysis *b, FILE *out);
  * time past the end of every trace (msg gives the longest duration). */
 int vt_analysis_view_missing(const vt_analysis *a, char *msg, size_t len);
 
+/* Symbols that travel (vt_symbols.c): resolve on this host every native
+ * frame `trace` references and write them to TRACE.sym, which the analysis
+ * reads beside the trace wherever a binary is missing or differs.  Counts
+ * the native frames and those resolved; 0 or a vt_err with msg. */
+int vt_symbols_write(const char *trace, const char *sysroot, uint64_t *nframes, uint64_t *nresolved, char *msg,
+                     size_t len);
+
 /* After finish: totals used by --fail-on-leak / --fail-on-growth, summed
  * over the processes. */
 uint64_t vt_analysis_leaked_bytes(const vt_analysis *a);

@@ -234,6 +234,13 @@ void vt_symbolizer_free(vt_symbolizer *s);
  * `path` whose build-id should be `bid`. Result owned by the symbolizer. */
 const vt_symres *vt_symbolizer_lookup(vt_symbolizer *s, const char *path, const uint8_t *bid,
                                       uint32_t bid_len, uint64_t rel);
+/* Symbols that travel with a trace (vt_symbols.c): a result resolved on the
+ * recording host for (build id, rel), used when the file is not here. */
+uint64_t vt_symbols_bid_hash(const uint8_t *bid, uint32_t n);
+int vt_symbolizer_add_travel(vt_symbolizer *s, uint64_t bidh, uint64_t rel, const vt_symres *r);
+/* Load PATH (a trace's .sym file) into s: 0, or a vt_err (a missing file is
+ * VT_ERR_NOT_FOUND and says nothing). */
+int vt_symbols_load(vt_symbolizer *s, const char *path, char *msg, size_t len);
 
 typedef struct {
     uint32_t kind, module, function, file, line;
@@ -418,6 +425,8 @@ int vt_stack_is_c10(const vt_proc *p, uint32_t stack);
 
 /* output helpers (vt_report.c) */
 void vt_fmt_bytes(char *buf, size_t len, double bytes);
+/* a note of the analyzer itself in process p's notes */
+void vt_proc_add_note(vt_proc *p, int sev, const char *text);
 void vt_json_str(FILE *f, const char *s);
 /* the same through put (runs of bytes), for writers with their own buffer */
 void vt_json_str_to(const char *s, void (*put)(void *ctx, const char *p, size_t n), void *ctx);

@@ -165,3 +165,8 @@ int vt_stack_is_c10(const vt_proc *p, uint32_t stack)
     }
     return 0;
 }
+
+void vt_proc_add_note(vt_proc *p, int sev, const char *text)
+{
+    add_note(p, sev, text);
+}

@@ -32,8 +32,18 @@ typedef struct {
     vt_map cache;    /* rel + 1 -> index + 1 into results */
 } vt_symfile;
 
+/* symbols that travelled with a trace (its .sym file, vt_symbols.c):
+ * (build-id hash, address) -> result, used when the binary is not here */
+typedef struct {
+    uint64_t bidh, rel;
+    vt_symres r;
+} vt_travel;
+
 struct vt_symbolizer {
     char *sysroot;
+    vt_travel *travel;
+    size_t ntravel, captravel;
+    vt_map travel_map; /* key -> index + 1 */
     vt_symfile *files;
     size_t nfiles, capfiles;
     vt_symres *res;
@@ -100,6 +110,10 @@ void vt_symbolizer_free(vt_symbolizer *s)
         vt_map_free(&s->files[i].cache);
     }
     free(s->files);
+    for (size_t i = 0; i < s->ntravel; i++)
+        res_free(&s->travel[i].r);
+    free(s->travel);
+    vt_map_free(&s->travel_map);
     for (size_t i = 0; i < s->nres; i++)
         res_free(&s->res[i]);
     free(s->res);
@@ -293,16 +307,79 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
     r->status = file ? VT_SYM_OK : VT_SYM_NO_DEBUG_INFO;
 }
 
+uint64_t vt_symbols_bid_hash(const uint8_t *bid, uint32_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t i = 0; i < n; i++)
+        h = (h ^ bid[i]) * 1099511628211ull;
+    return h | 1; /* never 0 */
+}
+
+static uint64_t travel_key(uint64_t bidh, uint64_t rel)
+{
+    return (bidh ^ (rel * 0x9E3779B97F4A7C15ull)) | 1;
+}
+
+int vt_symbolizer_add_travel(vt_symbolizer *s, uint64_t bidh, uint64_t rel, const vt_symres *r)
+{
+    uint64_t key = travel_key(bidh, rel);
+    if (vt_map_get(&s->travel_map, key))
+        return 0; /* the first one counts (the same binary, the same answer) */
+    if (VT_GROW(s->travel, s->ntravel, s->captravel, 256))
+        return VT_ERR_NOMEM;
+    vt_travel *t = &s->travel[s->ntravel];
+    memset(t, 0, sizeof(*t));
+    t->bidh = bidh;
+    t->rel = rel;
+    t->r.status = r->status;
+    for (uint32_t i = 0; i < r->nlines; i++) {
+        vt_symline *nl = realloc(t->r.lines, (t->r.nlines + 1) * sizeof(*nl));
+        if (!nl) {
+            res_free(&t->r);
+            return VT_ERR_NOMEM;
+        }
+        t->r.lines = nl;
+        vt_symline *l = &nl[t->r.nlines++];
+        l->function = r->lines[i].function ? strdup(r->lines[i].function) : NULL;
+        l->file = r->lines[i].file ? strdup(r->lines[i].file) : NULL;
+        l->line = r->lines[i].line;
+        l->inlined = r->lines[i].inlined;
+    }
+    if (vt_map_put(&s->travel_map, key, s->ntravel + 1)) {
+        res_free(&t->r);
+        return VT_ERR_NOMEM;
+    }
+    s->ntravel++;
+    return 0;
+}
+
+/* what travelled for (bid, rel), or NULL */
+static const vt_symres *travel_find(vt_symbolizer *s, const uint8_t *bid, uint32_t bid_len, uint64_t rel)
+{
+    if (!s->ntravel || !bid_len)
+        return NULL;
+    uint64_t bidh = vt_symbols_bid_hash(bid, bid_len);
+    uint64_t *v = vt_map_get(&s->travel_map, travel_key(bidh, rel));
+    if (!v)
+        return NULL;
+    const vt_travel *t = &s->travel[*v - 1];
+    return t->bidh == bidh && t->rel == rel ? &t->r : NULL;
+}
+
 const vt_symres *vt_symbolizer_lookup(vt_symbolizer *s, const char *path, const uint8_t *bid,
                                       uint32_t bid_len, uint64_t rel)
 {
     if (!path || !*path)
         return &s->fail[VT_SYM_NO_MODULE];
     vt_symfile *f = get_file(s, path, bid, bid_len);
-    if (!f)
-        return &s->fail[VT_SYM_NOT_FOUND];
-    if (f->status != VT_SYM_OK)
-        return &s->fail[f->status];
+    if (!f || f->status != VT_SYM_OK) {
+        /* the binary is not here (or another build): what the recording
+         * host resolved, when it travelled with the trace */
+        const vt_symres *t = travel_find(s, bid, bid_len, rel);
+        if (t)
+            return t;
+        return &s->fail[f ? f->status : VT_SYM_NOT_FOUND];
+    }
     uint64_t *v = vt_map_get(&f->cache, rel + 1);
     if (v)
         return &s->res[*v - 1];

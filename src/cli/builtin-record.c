@@ -63,6 +63,8 @@ static void usage(FILE *f)
             "                           loses at most that (10..60000; default 100)\n"
             "      --sample-ms N        sample pool and device memory use every N ms\n"
             "                           (0 = off, else 10..60000; default 200)\n"
+            "      --no-symbolize       do not save the native frames' symbols beside the\n"
+            "                           traces after the command (vramtrace symbolize)\n"
             "      --no-tensor-events   PyTorch: do not attach to the default caching\n"
             "                           allocator (tensor events and allocated vs reserved\n"
             "                           are then not recorded, only its segments)\n"
@@ -398,6 +400,26 @@ static void summarize(const char *shown_dir, const char *absdir, char **before, 
 
 /* ---- running the command ------------------------------------------------- */
 
+/* Symbols that travel (issue 22): each new trace's native frames resolved
+ * here, where the binaries are, into TRACE.sym beside it. */
+static void save_symbols(const char *absdir, char **before, size_t nbefore, int quiet)
+{
+    size_t nafter = 0, n = 0, bad = 0;
+    char **after = list_traces(absdir, &nafter);
+    char path[PATH_MAX + 256];
+    for (size_t i = 0; i < nafter; i++) {
+        if (in_list(before, nbefore, after[i]))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", absdir, after[i]);
+        n++;
+        bad += vt_cli_symbolize_one(path, NULL, 1) != 0;
+    }
+    if (n && !quiet)
+        fprintf(stderr, PFX "native symbols saved beside %zu trace%s (*.zst.sym) for reports on other machines%s\n",
+                n - bad, n - bad == 1 ? "" : "s", bad ? "; see the errors above" : "");
+    free_list(after, nafter);
+}
+
 static const char *lookup_env(const char *name)
 {
     return getenv(name);
@@ -624,6 +646,8 @@ int cmd_record(int argc, char **argv)
     for (size_t i = 0; i < N_FORWARDED; i++)
         signal(forwarded_signals[i], SIG_DFL);
     summarize(shown, absdir, before, nbefore);
+    if (o.symbolize)
+        save_symbols(absdir, before, nbefore, o.quiet);
 
 cleanup:
     /* A default directory that nothing was written to goes away again

@@ -7,5 +7,8 @@ int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
+/* symbolize one trace (builtin-symbolize.c, also used by record): 0 or 1 */
+int vt_cli_symbolize_one(const char *path, const char *sysroot, int quiet);
 
 #endif

@@ -16,6 +16,7 @@ static const struct cmd_struct {
     {"report", cmd_report, "leaks, growth, peak, OOM and allocator view of traces"},
     {"diff", cmd_diff, "compare two traces per call site"},
     {"export", cmd_export, "traces for Perfetto, chrome://tracing and PyTorch's memory_viz"},
+    {"symbolize", cmd_symbolize, "resolve a trace's native frames here, for reports elsewhere"},
     {"record", cmd_record, "run a command with tracing: vramtrace record -- CMD ARGS..."},
 };
 

@@ -6,6 +6,14 @@ add_executable(vt_gen_traces ${CMAKE_CURRENT_LIST_DIR}/gen_traces.c)
 target_include_directories(vt_gen_traces PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(vt_gen_traces PRIVATE vt_core)
 
+# symbols that travel: vramtrace symbolize and the report elsewhere
+add_executable(vt_gen_symtrace ${CMAKE_CURRENT_LIST_DIR}/gen_symtrace.c)
+target_include_directories(vt_gen_symtrace PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(vt_gen_symtrace PRIVATE vt_core)
+add_test(NAME analyze.symbols COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/symbols.sh $<TARGET_FILE:vramtrace>
+         $<TARGET_FILE:vt_gen_symtrace> $<TARGET_FILE:vt_test_dlmod>)
+set_tests_properties(analyze.symbols PROPERTIES LABELS "analyze")
+
 set(VT_ANALYZE_TRACES ${CMAKE_BINARY_DIR}/tests/analyze-traces)
 add_test(NAME analyze.gen COMMAND vt_gen_traces ${VT_ANALYZE_TRACES})
 set_tests_properties(analyze.gen PROPERTIES FIXTURES_SETUP analyze_traces LABELS "analyze")

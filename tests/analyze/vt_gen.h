@@ -148,9 +148,9 @@ static __attribute__((unused)) void gen_device(uint32_t index, const char *name,
     gen_emit(&ev);
 }
 
-static __attribute__((unused)) void gen_module(const char *path, uint64_t start, uint64_t end, uint64_t bias)
+static __attribute__((unused)) void gen_module_bid(const char *path, uint64_t start, uint64_t end, uint64_t bias,
+                                                   const uint8_t *bid, uint32_t bid_len)
 {
-    static const uint8_t bid[4] = {0xde, 0xad, 0xbe, 0xef};
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = VT_EV_MODULE;
@@ -159,8 +159,14 @@ static __attribute__((unused)) void gen_module(const char *path, uint64_t start,
     ev.u.module.end = end;
     ev.u.module.load_bias = bias;
     ev.u.module.build_id = bid;
-    ev.u.module.build_id_len = 4;
+    ev.u.module.build_id_len = bid_len;
     gen_emit(&ev);
+}
+
+static __attribute__((unused)) void gen_module(const char *path, uint64_t start, uint64_t end, uint64_t bias)
+{
+    static const uint8_t bid[4] = {0xde, 0xad, 0xbe, 0xef};
+    gen_module_bid(path, start, end, bias, bid, 4);
 }
 
 static __attribute__((unused)) void gen_code(uint64_t key, const char *file, const char *fn)

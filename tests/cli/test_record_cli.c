@@ -502,8 +502,9 @@ static void test_multi_process(void **state)
                            NULL};
     assert_int_equal(exit_code(run(g_tmp, lib_env(), argv2)), 0);
     assert_int_equal(count_traces(outdir2), 1);
-    assert_int_equal(count_entries(outdir2), 1);
+    assert_int_equal(count_entries(outdir2), 2); /* the trace and its symbols (TRACE.sym) */
     check_contains(g_err, "1 process traced");
+    check_contains(g_err, "native symbols saved beside 1 trace (*.zst.sym)");
 }
 
 static void test_many_processes(void **state)
