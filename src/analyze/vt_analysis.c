@@ -245,6 +245,9 @@ int vt_analysis_finish(vt_analysis *a)
         int rc = vt_proc_finish(a, a->procs[i]);
         if (rc)
             return rc;
+        char msg[600];
+        if (vt_proc_join_holders(a->procs[i], a->procs[i]->name, msg, sizeof(msg)) && msg[0])
+            vt_proc_add_note(a->procs[i], VT_SEV_WARNING, msg);
     }
     return 0;
 }

@@ -70,6 +70,8 @@ typedef struct {
     uint8_t g_late;    /* frees came after the last growth bucket (growth_touch_free_slow): */
     uint64_t g_late_t, g_late_live; /* the first one's time, the live bytes before it */
     uint32_t thread;       /* the thread (Thread id) of its first allocation */
+    uint32_t holder;       /* 1 + the holder (vt_proc.holders) of most of its live bytes, 0 none */
+    uint64_t held_bytes;   /* of its live bytes, those that holder holds */
     int64_t never_bytes, never_count; /* of those, still live at the end of the trace */
     /* growth floors */
     uint64_t *floor;
@@ -261,6 +263,14 @@ typedef struct {
     int c10;   /* libc10_cuda / caching allocator library */
 } vt_pmodule;
 
+/* A Python object that holds CUDA tensors at exit (holders.PID.txt,
+ * vt_holders.c). */
+typedef struct {
+    char *path, *type;
+    uint64_t tensors, bytes, graph_bytes; /* as the walk found them */
+    uint64_t joined_bytes;                /* of those, in blocks live at the end */
+} vt_holder;
+
 /* One traced process (one trace file). */
 typedef struct {
     char *name;       /* file path or label */
@@ -329,6 +339,13 @@ typedef struct {
     /* the traced threads' names (Thread records; the first VT_MAX_THREAD_NAMES) */
     struct { uint32_t id, tid; char name[40]; } thr[64];
     uint32_t nthr;
+    /* who holds what (vt_holders.c) */
+    vt_holder *holders;
+    size_t nholders, capholders;
+    char *holders_file;
+    uint64_t walk_objects;
+    double walk_seconds;
+    int walk_limited;
     uint32_t nnv_thr;
     /* steps (finish) */
     uint64_t steps;
@@ -427,6 +444,10 @@ int vt_stack_is_c10(const vt_proc *p, uint32_t stack);
 void vt_fmt_bytes(char *buf, size_t len, double bytes);
 /* a note of the analyzer itself in process p's notes */
 void vt_proc_add_note(vt_proc *p, int sev, const char *text);
+/* holders.PID.txt beside the trace joined to the blocks live at the end
+ * (after vt_proc_finish): 0, or a vt_err with msg (none is not an error) */
+int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t len);
+void vt_proc_free_holders(vt_proc *p);
 void vt_json_str(FILE *f, const char *s);
 /* the same through put (runs of bytes), for writers with their own buffer */
 void vt_json_str_to(const char *s, void (*put)(void *ctx, const char *p, size_t n), void *ctx);

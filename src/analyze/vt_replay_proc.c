@@ -65,6 +65,7 @@ void vt_proc_free(vt_proc *p)
     vt_map_free(&p->vmm_map_size);
     vt_map_free(&p->vmm_reserves);
     free(p->freed_cache);
+    vt_proc_free_holders(p);
     for (int i = 0; i < VT_MAX_DEVICES; i++) {
         free(p->dev[i].name);
         free(p->dev[i].series);

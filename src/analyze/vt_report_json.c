@@ -88,6 +88,21 @@ static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, 
     } else {
         fputs("null", o);
     }
+    if (p->holders_file) { /* who holds it (vt_holders.c): null when no Python object does */
+        fputs(",\"held_by\":", o);
+        if (u->holder && u->holder <= p->nholders) {
+            const vt_holder *h = &p->holders[u->holder - 1];
+            fputs("{\"path\":", o);
+            vt_json_str(o, h->path);
+            fputs(",\"type\":", o);
+            vt_json_str(o, h->type);
+            fprintf(o, ",\"tensors\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"graph_bytes\":%" PRIu64
+                       ",\"site_bytes_held\":%" PRIu64 "}",
+                    h->tensors, h->bytes, h->graph_bytes, u->held_bytes);
+        } else {
+            fputs("null", o);
+        }
+    }
     fprintf(o, ",\"key\":");
     vt_json_str(o, vt_unit_key(a, p, unit));
     fputc(',', o);
@@ -105,6 +120,23 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, ",\"program\":");
     vt_json_str(o, p->program);
     json_verdict(a, p, o);
+    if (p->holders_file) {
+        fputs(",\"holders\":{\"file\":", o);
+        vt_json_str(o, p->holders_file);
+        fprintf(o, ",\"objects_walked\":%" PRIu64 ",\"walk_s\":%.6f,\"limit_reached\":%s,\"list\":[", p->walk_objects,
+                p->walk_seconds, p->walk_limited ? "true" : "false");
+        for (size_t k = 0; k < p->nholders && k < 20; k++) {
+            const vt_holder *h = &p->holders[k];
+            fputs(k ? ",{\"path\":" : "{\"path\":", o);
+            vt_json_str(o, h->path);
+            fputs(",\"type\":", o);
+            vt_json_str(o, h->type);
+            fprintf(o, ",\"tensors\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"graph_bytes\":%" PRIu64
+                       ",\"bytes_in_live_blocks\":%" PRIu64 "}",
+                    h->tensors, h->bytes, h->graph_bytes, h->joined_bytes);
+        }
+        fputs("]}", o);
+    }
     fprintf(o, ",\"argv\":[");
     for (uint32_t i = 0; i < p->argc; i++) {
         if (i)

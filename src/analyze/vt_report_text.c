@@ -5,6 +5,7 @@
 
 /* The answer first: leak (where, how fast), no leak, or cannot tell in
  * this mode (and the command that can). */
+static const char *holder_text(const vt_proc *p, const vt_unit *u, char *buf, size_t len);
 static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
 {
     rep_verdict v;
@@ -18,7 +19,12 @@ static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
             vt_xframe_format(&fr[user >= 0 ? user : 0], at, sizeof(at));
         else
             snprintf(at, sizeof(at), "(no call stack recorded)");
-        fprintf(o, "verdict: LEAK at %s: +%s", at, rep_bytes(b1, (double)p->units[v.unit].grown));
+        char hb[600];
+        if (p->units[v.unit].holder) /* the keeper first, then where it was allocated */
+            fprintf(o, "verdict: LEAK %s, allocated at %s: +%s", holder_text(p, &p->units[v.unit], hb, sizeof(hb)), at,
+                    rep_bytes(b1, (double)p->units[v.unit].grown));
+        else
+            fprintf(o, "verdict: LEAK at %s: +%s", at, rep_bytes(b1, (double)p->units[v.unit].grown));
         if (v.per_step >= 0)
             fprintf(o, ", %s per step over %" PRIu64 " step%s", rep_bytes(b2, v.per_step), v.steps, v.steps == 1 ? "" : "s");
         fprintf(o, ", %s/s, confidence %.2f", rep_bytes(b3, v.rate), v.confidence);
@@ -55,7 +61,8 @@ static void text_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o
  * pool grew, never presented as the line that holds the memory. */
 static void text_unit_stack(vt_analysis *a, const vt_proc *p, const vt_unit *u, FILE *o, const char *indent)
 {
-    text_stack_lead(a, p, u->stack, o, indent, u->segment ? "triggered the pool to grow at" : "at", u->thread);
+    text_stack_lead(a, p, u->stack, o, indent,
+                    u->segment ? "triggered the pool to grow at" : u->holder ? "allocated at" : "at", u->thread);
 }
 
 /* thread: the site's first allocating thread (0: not said); where no
@@ -288,6 +295,37 @@ static void text_allocated_reserved(const vt_proc *p, const vt_devstate *s, FILE
     fputc('\n', o);
 }
 
+/* "held by PATH (TYPE, N tensors, B; + G of autograd graph)" of a unit, into
+ * buf; "" when the process has no holders file or nothing holds it. */
+static const char *holder_text(const vt_proc *p, const vt_unit *u, char *buf, size_t len)
+{
+    char b1[32], b2[32];
+    buf[0] = 0;
+    if (!p->holders_file)
+        return buf;
+    if (!u->holder || u->holder > p->nholders) {
+        if (u->kind == VT_MEM_TENSOR || (u->api != VT_API_MALLOC && u->kind == VT_MEM_DEVICE && u->api != VT_API_VMM))
+            snprintf(buf, len, "held by no Python object reachable from module globals (a C++ cache, the allocator, "
+                               "NCCL or cuBLAS, or unreachable)");
+        return buf;
+    }
+    const vt_holder *h = &p->holders[u->holder - 1];
+    size_t n = (size_t)snprintf(buf, len, "held by %s (%s, %" PRIu64 " tensor%s, %s", h->path, h->type, h->tensors,
+                                h->tensors == 1 ? "" : "s", rep_bytes(b1, (double)h->bytes));
+    if (h->graph_bytes && n < len)
+        n += (size_t)snprintf(buf + n, len - n, "; + %s of autograd graph", rep_bytes(b2, (double)h->graph_bytes));
+    if (n < len)
+        snprintf(buf + n, len - n, ")");
+    return buf;
+}
+
+static void text_holder(const vt_proc *p, const vt_unit *u, FILE *o, const char *indent)
+{
+    char hb[600];
+    if (*holder_text(p, u, hb, sizeof(hb)))
+        fprintf(o, "%s%s\n", indent, hb);
+}
+
 static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
 {
     char b1[32], view[256];
@@ -324,6 +362,7 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, "all freed after the view (teardown)\n");
         else
             fprintf(o, "%s never freed\n", rep_bytes(b1, (double)u->never_bytes));
+        text_holder(p, u, o, "    ");
         text_unit_stack(a, p, u, o, "    ");
     }
     if (p->nleak > a->cfg.top)
@@ -365,6 +404,7 @@ static void text_growth(vt_analysis *a, vt_proc *p, FILE *o)
                                                                      : u->growth_rate * p->step_period_ns / 1e9));
         fprintf(o, ", confidence %.2f, %" PRId64 " live block%s at the view, device %u %s (%s)\n", u->growth_conf,
                 u->at_count, u->at_count == 1 ? "" : "s", u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
+        text_holder(p, u, o, "    ");
         text_unit_stack(a, p, u, o, "    ");
     }
 }

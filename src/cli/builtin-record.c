@@ -63,6 +63,8 @@ static void usage(FILE *f)
             "                           loses at most that (10..60000; default 100)\n"
             "      --sample-ms N        sample pool and device memory use every N ms\n"
             "                           (0 = off, else 10..60000; default 200)\n"
+            "      --no-holders         Python: do not name the objects that hold GPU\n"
+            "                           tensors at exit (holders.PID.txt beside the traces)\n"
             "      --no-symbolize       do not save the native frames' symbols beside the\n"
             "                           traces after the command (vramtrace symbolize)\n"
             "      --no-tensor-events   PyTorch: do not attach to the default caching\n"
@@ -560,6 +562,25 @@ int cmd_record(int argc, char **argv)
             setenv(VT_ENV_TORCH_SHIM, bang, 1);
         } else if (sr > 0) {
             setenv(VT_ENV_TORCH_SHIM, shim, 1);
+        }
+    }
+    /* Python programs: who holds the memory, walked at exit (src/python,
+     * issue 25) by our sitecustomize first on PYTHONPATH, which runs the
+     * program's own; holders.PID.txt goes beside the traces */
+    if (o.holders) {
+        char pydir[PATH_MAX], why[PATH_MAX + 64];
+        if (vt_record_python_dir(pydir, sizeof(pydir), why, sizeof(why))) {
+            fprintf(stderr, PFX "warning: no holder walk: %s\n", why);
+        } else {
+            const char *old_pp = getenv("PYTHONPATH");
+            size_t n = strlen(pydir) + (old_pp ? strlen(old_pp) : 0) + 2;
+            char *pp = malloc(n);
+            if (pp) {
+                snprintf(pp, n, "%s%s%s", pydir, old_pp && *old_pp ? ":" : "", old_pp && *old_pp ? old_pp : "");
+                setenv("PYTHONPATH", pp, 1);
+                free(pp);
+                setenv("VRAMTRACE_HOLDERS", absdir, 1);
+            }
         }
     }
     if (!o.quiet)

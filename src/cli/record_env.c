@@ -92,6 +92,7 @@ static const struct opt_def {
     {"tensors", 0, OPT_FLAG, offsetof(vt_record_opts, tensors), 1, 0, 0, 0, NULL, NULL},
     {"no-tensor-events", 0, OPT_FLAG, offsetof(vt_record_opts, tensor_events), 0, 0, 0, 0, NULL, NULL},
     {"no-symbolize", 0, OPT_FLAG, offsetof(vt_record_opts, symbolize), 0, 0, 0, 0, NULL, NULL},
+    {"no-holders", 0, OPT_FLAG, offsetof(vt_record_opts, holders), 0, 0, 0, 0, NULL, NULL},
     {"help", 'h', OPT_FLAG, offsetof(vt_record_opts, help), 1, 0, 0, 0, NULL, NULL},
 };
 #define N_OPT_DEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
@@ -103,6 +104,7 @@ int vt_record_parse_args(vt_record_opts *o, int argc, char **argv, char *err, si
     o->stack_depth = o->flush_ms = o->sample_ms = -1;
     o->tensor_events = 1;
     o->symbolize = 1;
+    o->holders = 1;
     if (err && errlen)
         err[0] = 0;
 

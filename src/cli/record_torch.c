@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern const char vt_torch_shim_cpp[], vt_torch_abi_h[];
-extern const unsigned long vt_torch_shim_cpp_len, vt_torch_abi_h_len;
+extern const char vt_torch_shim_cpp[], vt_torch_abi_h[], vt_py_holders[], vt_py_sitecustomize[];
+extern const unsigned long vt_torch_shim_cpp_len, vt_torch_abi_h_len, vt_py_holders_len, vt_py_sitecustomize_len;
 
 #define PFX "vramtrace: "
 
@@ -273,6 +273,51 @@ static int find_cuda_include(const char *torch_dir, char *out, size_t outlen)
     return -1;
 }
 
+/* $VRAMTRACE_CACHE_DIR, else $XDG_CACHE_HOME/vramtrace, ~/.cache/vramtrace */
+static void cache_dir(char *cache, size_t len)
+{
+    const char *cd = getenv("VRAMTRACE_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (cd && *cd)
+        pathf(cache, len, "%s", cd);
+    else if (xdg && *xdg)
+        pathf(cache, len, "%s/vramtrace", xdg);
+    else if (home && *home)
+        pathf(cache, len, "%s/.cache/vramtrace", home);
+    else
+        pathf(cache, len, "/tmp/vramtrace-cache-%d", (int)getuid());
+}
+
+int vt_record_python_dir(char *out, size_t outlen, char *why, size_t whylen)
+{
+    char cache[PATH_MAX], dir[PATH_MAX + 64], f1[PATH_MAX + 96], f2[PATH_MAX + 96], t[PATH_MAX + 128];
+    cache_dir(cache, sizeof(cache));
+    uint32_t h = fnv(fnv(2166136261u, vt_py_holders, vt_py_holders_len), vt_py_sitecustomize, vt_py_sitecustomize_len);
+    pathf(dir, sizeof(dir), "%s/python-%08x", cache, h);
+    pathf(f1, sizeof(f1), "%s/vramtrace_holders.py", dir);
+    pathf(f2, sizeof(f2), "%s/sitecustomize.py", dir);
+    if (!exists(f1) || !exists(f2)) {
+        /* written under temporary names, renamed: concurrent records see whole files */
+        if (mkdirs(dir)) {
+            pathf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
+            return -1;
+        }
+        pathf(t, sizeof(t), "%s.%d", f1, (int)getpid());
+        if (write_file(t, vt_py_holders, vt_py_holders_len) || rename(t, f1)) {
+            pathf(why, whylen, "cannot write %s: %s", f1, strerror(errno));
+            unlink(t);
+            return -1;
+        }
+        pathf(t, sizeof(t), "%s.%d", f2, (int)getpid());
+        if (write_file(t, vt_py_sitecustomize, vt_py_sitecustomize_len) || rename(t, f2)) {
+            pathf(why, whylen, "cannot write %s: %s", f2, strerror(errno));
+            unlink(t);
+            return -1;
+        }
+    }
+    pathf(out, outlen, "%s", dir);
+    return 0;
+}
+
 int vt_record_torch_shim(const char *python, int quiet, char *out, size_t outlen, char *why, size_t whylen)
 {
     why[0] = 0;
@@ -305,15 +350,7 @@ int vt_record_torch_shim(const char *python, int quiet, char *out, size_t outlen
     free(c10);
 
     char cache[PATH_MAX], name[128];
-    const char *cd = getenv("VRAMTRACE_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (cd && *cd)
-        pathf(cache, sizeof(cache), "%s", cd);
-    else if (xdg && *xdg)
-        pathf(cache, sizeof(cache), "%s/vramtrace", xdg);
-    else if (home && *home)
-        pathf(cache, sizeof(cache), "%s/.cache/vramtrace", home);
-    else
-        pathf(cache, sizeof(cache), "/tmp/vramtrace-cache-%d", (int)getuid());
+    cache_dir(cache, sizeof(cache));
     vt_torch_cache_name(version, abi, vt_torch_src_hash(), name, sizeof(name));
     char dir[PATH_MAX + 160], so[PATH_MAX + 200];
     pathf(dir, sizeof(dir), "%s/%s", cache, name);

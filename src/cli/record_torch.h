@@ -35,4 +35,9 @@ int vt_record_torch_shim(const char *python, int quiet, char *out, size_t outlen
  * interpreter of its #! line when that is python*, else "python3". */
 void vt_torch_python_of(const char *cmd0, char *out, size_t outlen);
 
+/* For `record`: the directory of vramtrace's sitecustomize.py and
+ * vramtrace_holders.py (src/python, embedded; written into the cache on
+ * first use).  0 with its path in out, or -1 with why. */
+int vt_record_python_dir(char *out, size_t outlen, char *why, size_t whylen);
+
 #endif

@@ -14,6 +14,13 @@ add_test(NAME analyze.symbols COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/symbols.sh 
          $<TARGET_FILE:vt_gen_symtrace> $<TARGET_FILE:vt_test_dlmod>)
 set_tests_properties(analyze.symbols PROPERTIES LABELS "analyze")
 
+# who holds it: the holder walk (src/python) on stand-ins, and its file
+# joined to a trace's blocks by the report
+add_test(NAME analyze.holders.walk COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/test_holders.py ${CMAKE_SOURCE_DIR}/src/python)
+add_test(NAME analyze.holders.report COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/holders.sh $<TARGET_FILE:vramtrace>
+         $<TARGET_FILE:vt_gen_traces>)
+set_tests_properties(analyze.holders.walk analyze.holders.report PROPERTIES LABELS "analyze")
+
 set(VT_ANALYZE_TRACES ${CMAKE_BINARY_DIR}/tests/analyze-traces)
 add_test(NAME analyze.gen COMMAND vt_gen_traces ${VT_ANALYZE_TRACES})
 set_tests_properties(analyze.gen PROPERTIES FIXTURES_SETUP analyze_traces LABELS "analyze")

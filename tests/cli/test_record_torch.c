@@ -24,6 +24,10 @@ const char vt_torch_shim_cpp[] = "// shim\n";
 const unsigned long vt_torch_shim_cpp_len = sizeof(vt_torch_shim_cpp) - 1;
 const char vt_torch_abi_h[] = "// abi\n";
 const unsigned long vt_torch_abi_h_len = sizeof(vt_torch_abi_h) - 1;
+const char vt_py_holders[] = "# holders\n";
+const unsigned long vt_py_holders_len = sizeof(vt_py_holders) - 1;
+const char vt_py_sitecustomize[] = "# sitecustomize\n";
+const unsigned long vt_py_sitecustomize_len = sizeof(vt_py_sitecustomize) - 1;
 
 static void test_version(void **state)
 {
@@ -190,6 +194,24 @@ static void test_build_failures(void **state)
     assert_int_equal(vt_record_torch_shim("/nonexistent/python3", 1, out, sizeof(out), why, sizeof(why)), 0);
 }
 
+static void test_python_dir(void **state)
+{
+    (void)state;
+    char s[PATH_MAX * 2], out[PATH_MAX], why[PATH_MAX + 64];
+    snprintf(s, sizeof(s), "%s/pycache", g_dir);
+    setenv("VRAMTRACE_CACHE_DIR", s, 1);
+    assert_int_equal(vt_record_python_dir(out, sizeof(out), why, sizeof(why)), 0);
+    assert_non_null(strstr(out, "/pycache/python-"));
+    char f[PATH_MAX * 2];
+    snprintf(f, sizeof(f), "%s/sitecustomize.py", out);
+    assert_int_equal(access(f, R_OK), 0);
+    snprintf(f, sizeof(f), "%s/vramtrace_holders.py", out);
+    assert_int_equal(access(f, R_OK), 0);
+    char again[PATH_MAX];
+    assert_int_equal(vt_record_python_dir(again, sizeof(again), why, sizeof(why)), 0);
+    assert_string_equal(out, again);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof(g_dir), "/tmp/vt-record-torch-%d", (int)getpid());
@@ -197,7 +219,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),       cmocka_unit_test(test_abi_and_cache_name),
         cmocka_unit_test(test_python_of),     cmocka_unit_test(test_build_and_cache),
-        cmocka_unit_test(test_build_failures),
+        cmocka_unit_test(test_build_failures), cmocka_unit_test(test_python_dir),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char s[PATH_MAX + 16];

@@ -1,0 +1,149 @@
+/* vt_holders.c - who holds a leaked block (issue 25): the holders file the
+ * traced Python program wrote at exit (src/python/vramtrace_holders.py,
+ * holders.PID.txt beside its trace) joined to the blocks live at the end
+ * by storage address.  A part of the replay: it reads the block tables
+ * after vt_proc_finish.  Touches: the holders file (read). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "vt_grow.h"
+#include "vt_replay_int.h"
+
+#define HOLDERS_MAX_FILE (512u << 20)
+#define HOLDERS_MAX 100000
+
+static void holders_clear(vt_proc *p)
+{
+    for (size_t i = 0; i < p->nholders; i++) {
+        free(p->holders[i].path);
+        free(p->holders[i].type);
+    }
+    free(p->holders);
+    p->holders = NULL;
+    p->nholders = p->capholders = 0;
+    free(p->holders_file);
+    p->holders_file = NULL;
+}
+
+void vt_proc_free_holders(vt_proc *p) { holders_clear(p); }
+
+/* A block live at the end at storage address a: the caching allocator's
+ * tensor there, else the driver's block (a tensor of --tensors mode). */
+static vt_block *live_at(vt_proc *p, uint64_t a)
+{
+    vt_blockmap *t;
+    vt_block *b = blocks_lookup(p, blk_key(a, VT_API_CACHING_ALLOCATOR), &t);
+    return b ? b : blocks_lookup(p, a, &t);
+}
+
+int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t len)
+{
+    msg[0] = 0;
+    holders_clear(p);
+    if (!p->pid || !trace_path)
+        return 0;
+    char path[4300];
+    const char *slash = strrchr(trace_path, '/');
+    int dl = slash ? (int)(slash - trace_path) : 1;
+    snprintf(path, sizeof(path), "%.*s/holders.%u.txt", dl, slash ? trace_path : ".", p->pid);
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode))
+        return 0; /* none: the program was not walked (no torch, --no-holders) */
+    if ((uint64_t)st.st_size > HOLDERS_MAX_FILE) {
+        snprintf(msg, len, "%s: %lld bytes: more than a holders file holds, not read", path, (long long)st.st_size);
+        return VT_ERR_TOO_LARGE;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    p->holders_file = xstrdup(path);
+    char line[8192];
+    uint64_t ln = 0;
+    int rc = 0;
+    vt_map pairs = {0}; /* unit << 32 | holder -> bytes joined */
+    if (!fgets(line, sizeof(line), f) || strcmp(line, "vramtrace-holders 1\n")) {
+        snprintf(msg, len, "%s: line 1: not a vramtrace holders file (version 1)", path);
+        rc = VT_ERR_VERSION;
+        goto out;
+    }
+    ln = 1;
+    while (fgets(line, sizeof(line), f)) {
+        ln++;
+        if (line[0] == 'W') {
+            double sec = 0;
+            unsigned lim = 0;
+            if (sscanf(line, "W %" SCNu64 " %lf %u", &p->walk_objects, &sec, &lim) == 3) {
+                p->walk_seconds = sec;
+                p->walk_limited = lim != 0;
+                continue;
+            }
+        } else if (line[0] == 'H' && p->nholders < HOLDERS_MAX) {
+            uint64_t cnt, by, gb;
+            int pos = 0;
+            if (sscanf(line, "H %" SCNu64 " %" SCNu64 " %" SCNu64 " %n", &cnt, &by, &gb, &pos) == 3 && pos) {
+                char *ty = line + pos, *tab = strchr(ty, '\t'), *end = ty + strcspn(ty, "\n");
+                if (tab && tab < end) {
+                    if (VT_GROW(p->holders, p->nholders, p->capholders, 64)) {
+                        rc = VT_ERR_NOMEM;
+                        goto out;
+                    }
+                    *tab = 0;
+                    *end = 0;
+                    vt_holder *h = &p->holders[p->nholders++];
+                    memset(h, 0, sizeof(*h));
+                    h->type = xstrdup(ty);
+                    h->path = xstrdup(tab + 1);
+                    h->tensors = cnt;
+                    h->bytes = by;
+                    h->graph_bytes = gb;
+                    continue;
+                }
+            }
+        } else if (line[0] == 'P' && p->nholders) {
+            uint64_t a, nb;
+            unsigned g;
+            if (sscanf(line, "P %" SCNx64 " %" SCNu64 " %u", &a, &nb, &g) == 3) {
+                vt_block *b = live_at(p, a);
+                if (b) {
+                    uint64_t key = (uint64_t)b->unit << 32 | (uint32_t)(p->nholders - 1);
+                    uint64_t *v = vt_map_get(&pairs, key + 1);
+                    uint64_t sz = b->size < nb || !nb ? b->size : nb;
+                    if (v)
+                        *v += sz;
+                    else if (vt_map_put(&pairs, key + 1, sz)) {
+                        rc = VT_ERR_NOMEM;
+                        goto out;
+                    }
+                    p->holders[p->nholders - 1].joined_bytes += sz;
+                }
+                continue;
+            }
+        } else if (line[0] == 'H') {
+            continue; /* past HOLDERS_MAX: counted in none */
+        }
+        snprintf(msg, len, "%s: line %" PRIu64 ": not a holders line (W, H or P)", path, ln);
+        rc = VT_ERR_CORRUPT;
+        break;
+    }
+    /* each unit: the holder that holds most of its live bytes */
+    for (size_t k = 0; k < p->nunits; k++) {
+        vt_unit *u = &p->units[k];
+        u->holder = 0;
+        u->held_bytes = 0;
+    }
+    for (size_t i = 0; i < pairs.cap; i++) {
+        if (!pairs.keys || !pairs.keys[i])
+            continue;
+        uint64_t key = pairs.keys[i] - 1, by = pairs.vals[i];
+        uint32_t unit = (uint32_t)(key >> 32), h = (uint32_t)key;
+        if (unit < p->nunits && by > p->units[unit].held_bytes) {
+            p->units[unit].held_bytes = by;
+            p->units[unit].holder = h + 1;
+        }
+    }
+out:
+    vt_map_free(&pairs);
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# holders.sh VRAMTRACE GEN_TRACES - who holds it (issue 25): the synthetic
+# caching_tensors.zst (pid 6200: weights held since the start, one kept
+# output per step) with a holders.6200.txt beside it, as the walk at exit
+# writes it: the verdict names the holder first, each leak and growing site
+# says what holds it, JSON carries held_by; a site nothing holds says so;
+# without the file nothing changes; a damaged file is one note.
+set -u
+vt=$1 gen=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+"$gen" "$tmp/g" >/dev/null || { echo "FAIL: gen_traces"; exit 1; }
+mkdir "$tmp/t"
+cp "$tmp/g/caching_tensors.zst" "$tmp/t/"
+"$vt" report --no-symbols "$tmp/t/caching_tensors.zst" >"$tmp/before.txt" 2>&1
+grep -q 'held by' "$tmp/before.txt" && bad "held by without a holders file"
+python3 - "$tmp/t/holders.6200.txt" <<'PY'
+import sys
+B = 0x900000000
+with open(sys.argv[1], "w") as f:
+    f.write("vramtrace-holders 1\nW 12345 0.120000 0 -\n")
+    f.write("H 16 8388608 1048576 list\t__main__.trainer.loss_buffer\n")
+    for k in range(16):
+        f.write("P %x %d 0\n" % (B + k * 512 * 1024, 512 * 1024))
+    f.write("P dead0000 4096 1\n")  # a graph's storage in no live block: joined to nothing
+PY
+"$vt" report --no-symbols "$tmp/t/caching_tensors.zst" >"$tmp/r.txt" 2>&1
+grep -q '^verdict: LEAK held by __main__.trainer.loss_buffer (list, 16 tensors, 8.00 MiB; + 1.00 MiB of autograd graph), allocated at keep_outputs (/home/user/project/train.py:50)' "$tmp/r.txt" ||
+    bad "verdict: $(grep '^verdict' "$tmp/r.txt")"
+[ "$(grep -c '    held by __main__.trainer.loss_buffer' "$tmp/r.txt")" -ge 2 ] || bad "the leak and growth sites do not say their holder"
+grep -q 'held by no Python object reachable from module globals' "$tmp/r.txt" || bad "the weights' site does not say that nothing holds it"
+"$vt" report --no-symbols --json "$tmp/t/caching_tensors.zst" 2>/dev/null | python3 -c '
+import json, sys
+p = json.load(sys.stdin)["processes"][0]
+h = p["verdict"]["site"]["held_by"]
+assert h["path"] == "__main__.trainer.loss_buffer" and h["tensors"] == 16 and h["site_bytes_held"] == 16 * 512 * 1024, h
+assert p["holders"]["objects_walked"] == 12345 and p["holders"]["list"][0]["bytes_in_live_blocks"] == 16 * 512 * 1024, p["holders"]
+assert any(s["held_by"] is None for s in p["leaks"]["sites"])
+' || bad "JSON held_by"
+printf 'vramtrace-holders 1\nX what\n' >"$tmp/t/holders.6200.txt"
+"$vt" report --no-symbols "$tmp/t/caching_tensors.zst" >"$tmp/d.txt" 2>&1
+grep -q 'holders.6200.txt: line 2: not a holders line' "$tmp/d.txt" || bad "no note of the damaged holders file"
+[ $fail -eq 0 ] && echo "holders: ok"
+exit $fail

@@ -1,0 +1,142 @@
+"""test_holders.py SRC_PYTHON_DIR - the holder walk (src/python) on stand-ins
+for CUDA tensors and autograd nodes (no torch in CI): the paths of module
+globals, attributes, nested containers, closures and generator frames;
+cycles; the object limit; graph-retained bytes; the file written at exit
+by the sitecustomize that `vramtrace record` puts first on PYTHONPATH,
+chaining to the program's own sitecustomize."""
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+import types
+
+src = os.path.abspath(sys.argv[1])
+sys.path.insert(0, src)
+import vramtrace_holders as vh  # noqa: E402
+
+fails = 0
+
+
+def check(name, ok):
+    global fails
+    print(("ok   " if ok else "FAIL ") + name)
+    fails += not ok
+
+
+class T:  # a CUDA tensor: storage address and bytes, maybe a grad_fn
+    def __init__(self, addr, n, grad_fn=None):
+        self.addr, self.n, self.grad_fn = addr, n, grad_fn
+
+
+class Node:  # an autograd node: what it saved, the nodes before it
+    def __init__(self, saved, nxt=()):
+        self._saved_self = saved
+        self.next_functions = tuple((x, 0) for x in nxt)
+
+
+def info(o):
+    return (o.addr, o.n) if isinstance(o, T) else None
+
+
+m = types.ModuleType("prog")
+m.kept = [T(0x1000 + i * 0x100, 0x100) for i in range(3)]
+
+
+class Trainer:
+    __slots__ = ("loss_buffer", "last", "__dict__")
+
+
+m.trainer = Trainer()
+m.trainer.loss_buffer = [T(0x9000, 16, Node(T(0x20000, 4096), [Node(T(0x30000, 8192))]))]
+m.trainer.last = T(0xA000, 32)
+m.trainer.extra = {"imgs": [T(0xB000, 64)]}
+
+
+def make():
+    t = T(0xC000, 128)
+    return lambda: t
+
+
+m.f = make()
+
+
+def gen():
+    t = T(0xE000, 256)
+    yield t
+
+
+m.g = gen()
+next(m.g)
+m.cycle = []
+m.cycle.append(m.cycle)
+m.dq = collections.deque([T(0xD000, 1)], maxlen=8)
+m.shared = m.kept  # the same list under two names: one holder
+m.direct = T(0xF000, 2)
+
+hs, n, sec, lim = vh.walk(roots=[("prog", m)], info=info)
+got = {h.path: (h.type, h.count, sum(h.storages.values()), sum(h.graph.values())) for h in hs}
+check("a module-level list", got.get("prog.kept") == ("list", 3, 0x300, 0) or got.get("prog.shared") == ("list", 3, 0x300, 0))
+check("the same list once", ("prog.kept" in got) != ("prog.shared" in got))
+check("a list attribute, with its graph", got.get("prog.trainer.loss_buffer") == ("list", 1, 16, 4096 + 8192))
+check("a tensor attribute (slot)", got.get("prog.trainer.last") == ("attribute of Trainer", 1, 32, 0))
+check("a dict of lists", got.get("prog.trainer.extra['imgs']") == ("list", 1, 64, 0))
+check("a closure", got.get("prog.f.<closure t>") == ("closure", 1, 128, 0))
+check("a generator's local", got.get("prog.g.<frame t>") == ("generator local", 1, 256, 0))
+check("a deque", got.get("prog.dq") == ("deque", 1, 1, 0))
+check("a tensor as a module global", got.get("prog.direct") == ("global", 1, 2, 0))
+check("the biggest first", hs and sum(hs[0].storages.values()) == max(sum(h.storages.values()) for h in hs))
+check("a cycle ends, no limit", lim == "" and n > 5)
+hs2, n2, _, lim2 = vh.walk(roots=[("prog", m)], info=info, max_objects=4)
+check("the object limit", lim2 == "objects" and n2 == 4)
+hs3, _, _, lim3 = vh.walk(roots=[("prog", m)], info=info, max_seconds=-1)
+check("the time limit", lim3 == "time")
+check("no torch: nothing", vh.walk(roots=[("prog", m)]) == ([], 0, 0.0, ""))
+
+with tempfile.TemporaryDirectory() as d:
+    p = os.path.join(d, "h.txt")
+    vh.write(p, hs, n, sec, lim)
+    lines = open(p).read().splitlines()
+    check("the file's header", lines[0] == "vramtrace-holders 1" and lines[1].startswith("W "))
+    hl = [ln for ln in lines if ln.startswith("H ")]
+    check("one H line per holder", len(hl) == len(hs))
+    check("graph storages marked", any(ln.startswith("P 20000 4096 1") for ln in lines))
+
+    # the program's own sitecustomize still runs; at exit (a stand-in torch
+    # in sys.modules) holders.PID.txt is written
+    theirs = os.path.join(d, "theirs")
+    os.mkdir(theirs)
+    with open(os.path.join(theirs, "sitecustomize.py"), "w") as f:
+        f.write("import os\nos.environ['THEIRS_RAN'] = '1'\n")
+    prog = os.path.join(d, "prog.py")
+    with open(prog, "w") as f:
+        f.write("import os, sys, types\n"
+                "torch = types.ModuleType('torch')\n"
+                "class Storage:\n"
+                "    def __init__(s, a, n): s.a, s.n = a, n\n"
+                "    def data_ptr(s): return s.a\n"
+                "    def nbytes(s): return s.n\n"
+                "class Tensor:\n"
+                "    is_cuda = True\n"
+                "    grad_fn = None\n"
+                "    def __init__(s, a, n): s.st = Storage(a, n)\n"
+                "    def untyped_storage(s): return s.st\n"
+                "torch.Tensor = Tensor\n"
+                "sys.modules['torch'] = torch\n"
+                "history = [Tensor(0x7000 + i * 0x1000, 4096) for i in range(5)]\n"
+                "print(os.environ.get('THEIRS_RAN'), 'sitecustomize' in sys.modules)\n")
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + theirs, VRAMTRACE_HOLDERS=d)
+    r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)
+    check("the program's sitecustomize ran", r.stdout.strip() == "1 True")
+    hf = os.path.join(d, "holders.%d.txt" % 0)
+    files = [x for x in os.listdir(d) if x.startswith("holders.") and x.endswith(".txt")]
+    text = open(os.path.join(d, files[0])).read() if files else ""
+    check("holders.PID.txt at exit", len(files) == 1 and "H 5 20480 0 list\t__main__.history" in text)
+    # a program without torch pays nothing: no file
+    for x in files:
+        os.unlink(os.path.join(d, x))
+    with open(prog, "w") as f:
+        f.write("x = [1, 2, 3]\n")
+    r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)
+    check("no torch, no walk", r.returncode == 0 and not [x for x in os.listdir(d) if x.startswith("holders.")])
+sys.exit(1 if fails else 0)
