@@ -34,8 +34,25 @@
     return (p.program || "?") + " (rank " + (p.rank === null || p.rank === undefined ? 0 : p.rank) + ", pid " + p.pid + ")";
   }
 
+  /* "PATH (TYPE, N tensors, BYTES; + G of autograd graph)": what holds a site (who-holds walk) */
+  function holderText(h) {
+    return h.path + " (" + h.type + ", " + h.tensors + " tensor" + (h.tensors === 1 ? "" : "s") + ", " +
+      L.fmtBytes(h.bytes) + (h.graph_bytes ? "; + " + L.fmtBytes(h.graph_bytes) + " of autograd graph" : "") + ")";
+  }
+
+  function heldBy(x) {
+    var h = x && (x.held_by !== undefined ? x.held_by : x.site && x.site.held_by);
+    if (h === undefined) return "";
+    return h ? holderText(h) : "no Python object";
+  }
+
   function verdict(p) {
     var v = p.verdict;
+    if (v && v.kind === "leak" && v.site && v.site.held_by) return { cls: "bad", text: "Leak: held by " +
+      holderText(v.site.held_by) + ", allocated at " + userFrame(v.site) + ": +" + L.fmtBytes(v.grown_bytes) +
+      (v.rate_bytes_per_step !== null && v.rate_bytes_per_step !== undefined && v.steps ?
+        ", " + L.fmtBytes(v.rate_bytes_per_step) + " per step over " + v.steps + " steps" : "") +
+      ", confidence " + v.confidence.toFixed(2) };
     if (v && v.kind === "leak") return { cls: "bad", text: "Leak at " + userFrame(v.site) + ": +" + L.fmtBytes(v.grown_bytes) +
       (v.rate_bytes_per_step !== null && v.rate_bytes_per_step !== undefined && v.steps ?
         ", " + L.fmtBytes(v.rate_bytes_per_step) + " per step over " + v.steps + " steps" : "") +
@@ -74,6 +91,11 @@
     }
     (p.devices || []).forEach(function (d) {
       row("GPU " + d.index + " peak", L.fmtBytes(d.peak_live_bytes) + " at " + L.fmtTime(d.peak_time_s), "peak-" + d.index);
+      var ca = d.caching_allocator; /* PyTorch's caching allocator with its tensor events */
+      if (ca) row("GPU " + d.index + " PyTorch allocated / reserved", L.fmtBytes(ca.allocated.at_view_bytes) + " / " +
+        L.fmtBytes(ca.reserved.at_view_bytes) + " at the view (peaks " + L.fmtBytes(ca.allocated.peak_bytes) + " / " +
+        L.fmtBytes(ca.reserved.peak_bytes) + "); " + L.fmtBytes(ca.cached_at_view_bytes) + " cached, " +
+        L.fmtBytes(ca.outside_at_view_bytes) + " outside the allocator", "allocated-" + d.index);
     });
     row("live at the view", L.fmtBytes(p.leaks ? p.leaks.bytes : 0) + " (" + (p.view ? p.view.description : "") + ")", "view");
     row("growth", L.fmtBytes(p.growth ? p.growth.grown_bytes : 0), "growth");
@@ -374,9 +396,14 @@
     var box = $("tables");
     box.textContent = "";
     var leaks = (p.leaks && p.leaks.sites) || [];
-    table(box, "leaks-table", "Live at the view", ["bytes", "blocks", "call site", "kind", "api"],
-      leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind, x.api]; }),
-      [true, false, false, false, false], function (r) { findInFlame(r[2]); });
+    if (p.holders) /* who holds each site (the walk at exit) */
+      table(box, "leaks-table", "Live at the view", ["bytes", "blocks", "call site", "held by", "kind", "api"],
+        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), heldBy(x), x.kind, x.api]; }),
+        [true, false, false, false, false, false], function (r) { findInFlame(r[2]); });
+    else
+      table(box, "leaks-table", "Live at the view", ["bytes", "blocks", "call site", "kind", "api"],
+        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind, x.api]; }),
+        [true, false, false, false, false], function (r) { findInFlame(r[2]); });
     var gr = (p.growth && p.growth.sites) || [];
     table(box, "growth-table", "Growing call sites", ["grown", "per step", "per second", "confidence", "call site", "live bytes"],
       gr.map(function (x) {

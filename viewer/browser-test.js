@@ -59,6 +59,13 @@ async function check(browser, name, html, rep, opts) {
       const root = await page.getAttribute("#flame .fr.root", "data-bytes");
       expect(Number(root) === pk.bytes, `flamegraph root ${root}, the report's peak ${pk.bytes}`);
     }
+    if (p.holders) { /* who holds it: the verdict names the holder, the leak table has its column */
+      const vt = (await page.textContent("#verdict")) || "";
+      const hv = p.verdict && p.verdict.site && p.verdict.site.held_by;
+      expect(!hv || vt.includes("held by " + hv.path), "the verdict does not name the holder: " + vt);
+      const heads = await page.$$eval("#leaks-table th", (t) => t.map((x) => x.textContent));
+      expect(heads.includes("held by"), "no 'held by' column in the leak table");
+    }
     const rows = async (id) => (await page.$$(`#${id} tbody tr`)).length;
     expect((await rows("leaks-table")) === ((p.leaks && p.leaks.sites.length) || 0), "leak rows differ from the JSON's");
     expect((await rows("growth-table")) === ((p.growth && p.growth.sites.length) || 0), "growth rows differ from the JSON's");
