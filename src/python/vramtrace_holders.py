@@ -95,11 +95,21 @@ class _Holder:
         self.storages, self.graph = {}, {}
 
 
+def _path(node):
+    """The text of a path kept as linked (parent, suffix) pairs."""
+    parts = []
+    while node is not None:
+        node, suffix = node
+        parts.append(suffix)
+    return "".join(reversed(parts))
+
+
 def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS):
     """Walk from roots ([(path, object)], default: every module's globals);
     info(obj) -> (address, bytes) for a CUDA tensor, else None (default:
     torch's).  Returns (holders, objects visited, seconds, limit reason or
-    "")."""
+    "").  Paths are kept as linked pairs and spelled out only for holders:
+    most objects hold no tensor."""
     t0 = time.monotonic()
     if info is None:
         info = _torch_tensor_info()
@@ -117,17 +127,21 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
     graph_budget = [max_objects]
     queue = collections.deque()
     for path, obj in roots:
-        queue.append((path, obj, None))
+        queue.append(((None, path), obj, True))
     visited, limit = 0, ""
-    atomic = (str, bytes, int, float, complex, bool, type(None), range, type)
+    atomic = {str, bytes, int, float, complex, bool, type(None), range, type, bytearray}
+    module_t, dict_t, func_t, gen_t = types.ModuleType, dict, types.FunctionType, types.GeneratorType
+    seqs = (list, tuple, collections.deque)
+    sets = (set, frozenset)
 
-    def held(holder_path, holder_type, x):
+    def held(hpath, htype, x):
         r = info(x)
         if r is None:
             return False
-        h = holders.get(holder_path)
+        key = _path(hpath)
+        h = holders.get(key)
         if h is None:
-            h = holders[holder_path] = _Holder(holder_path, holder_type)
+            h = holders[key] = _Holder(key, htype)
         h.count += 1
         h.storages[r[0]] = r[1]
         for g in _graph_storages(x, info, nodes, graph_budget):
@@ -142,61 +156,66 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
         if (visited & 1023) == 0 and time.monotonic() - t0 > max_seconds:
             limit = "time"
             break
-        path, obj, parent = queue.popleft()
-        if isinstance(obj, atomic) or id(obj) in seen:
+        path, obj, root = queue.popleft()
+        oid = id(obj)
+        if oid in seen:
             continue
-        seen.add(id(obj))
+        seen.add(oid)
         visited += 1
-        if parent is None and info(obj) is not None:  # a tensor as a root itself
+        if root and info(obj) is not None:  # a tensor as a root itself
             continue
-        children = []
         # who holds a tensor found among the children: a container holds
         # it itself (its path, its type); a name (a module global, an
         # attribute, a captured variable, a generator's local) is the holder
         named = None
+        items = ()
         try:
-            if isinstance(obj, types.ModuleType):
-                named = "global"
-                if path != obj.__name__:
+            t = type(obj)
+            if isinstance(obj, module_t):
+                if _path(path) != obj.__name__:
                     continue  # a module reached through another: its own root names it
-                children = [(f"{path}.{k}", v) for k, v in list(vars(obj).items()) if not k.startswith("__")]
-            elif isinstance(obj, dict):
-                children = [(f"{path}[{k!r}]", v) for k, v in list(obj.items())[:1000000]]
-            elif isinstance(obj, (list, tuple, collections.deque)):
-                children = [(f"{path}[{i}]", v) for i, v in enumerate(list(obj))]
-            elif isinstance(obj, (set, frozenset)):
-                children = [(f"{path}{{}}", v) for v in list(obj)]
-            elif isinstance(obj, types.FunctionType):
+                named = "global"
+                items = [("." + k, v) for k, v in list(vars(obj).items()) if not k.startswith("__")]
+            elif t is dict_t or isinstance(obj, dict_t):
+                items = [(k, v) for k, v in list(obj.items())]
+                items = [("[%r]" % (k,), v) for k, v in items if type(v) not in atomic]
+            elif isinstance(obj, seqs):
+                items = [(i, v) for i, v in enumerate(list(obj)) if type(v) not in atomic]
+                items = [("[%d]" % i, v) for i, v in items]
+            elif isinstance(obj, sets):
+                items = [("{}", v) for v in list(obj) if type(v) not in atomic]
+            elif isinstance(obj, func_t):
                 named = "closure"
                 cells = obj.__closure__ or ()
-                names = obj.__code__.co_freevars
-                for n, c in zip(names, cells):
+                out = []
+                for n, c in zip(obj.__code__.co_freevars, cells):
                     try:
-                        children.append((f"{path}.<closure {n}>", c.cell_contents))
+                        out.append((".<closure %s>" % n, c.cell_contents))
                     except ValueError:
                         pass
-            elif isinstance(obj, types.GeneratorType):
+                items = out
+            elif isinstance(obj, gen_t):
                 named = "generator local"
                 fr = obj.gi_frame
                 if fr is not None:
-                    children = [(f"{path}.<frame {k}>", v) for k, v in list(fr.f_locals.items())]
+                    items = [(".<frame %s>" % k, v) for k, v in list(fr.f_locals.items())]
             elif info(obj) is None:
-                named = "attribute of " + type(obj).__name__
+                named = "attribute of " + t.__name__
                 d = getattr(obj, "__dict__", None)
-                if isinstance(d, dict):
-                    children = [(f"{path}.{k}", v) for k, v in list(d.items())]
-                for s in getattr(type(obj), "__slots__", ()) or ():
-                    if isinstance(s, str) and hasattr(obj, s):
-                        children.append((f"{path}.{s}", getattr(obj, s)))
+                out = [("." + k, v) for k, v in list(d.items())] if isinstance(d, dict) else []
+                for sl in getattr(t, "__slots__", ()) or ():
+                    if isinstance(sl, str) and sl != "__dict__" and hasattr(obj, sl):
+                        out.append(("." + sl, getattr(obj, sl)))
+                items = out
         except Exception:
             continue
-        for cpath, child in children:
-            if named:
-                found = held(cpath, named, child)
-            else:
-                found = held(path, type(obj).__name__, child)
-            if not found:
-                queue.append((cpath, child, obj))
+        for suffix, child in items:
+            if type(child) in atomic:
+                continue
+            cpath = (path, suffix)
+            found = held(cpath, named, child) if named else held(path, t.__name__, child)
+            if not found and id(child) not in seen:
+                queue.append((cpath, child, False))
     out = sorted(holders.values(), key=lambda h: -sum(h.storages.values()))
     return out, visited, time.monotonic() - t0, limit
 
