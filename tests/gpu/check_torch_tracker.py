@@ -63,6 +63,12 @@ check(v["kind"] == "leak" and v.get("tensor_level") and (uf.get("file") or "").e
       and uf.get("line") == want["leak_line"],
       f"verdict {v['kind']} at {uf.get('file')}:{uf.get('line')} (the logger is line {want['leak_line']}), "
       f"{v.get('rate_bytes_per_step', 0) / 2**20:.2f} MiB per step")
+proc = json.loads(r.stdout)["processes"][0]
+if proc.get("holders"):  # recorded with the holder walk (issue 25): the logger's list holds the leak
+    hb = (v.get("site") or {}).get("held_by") or {}
+    check(hb.get("path") == "__main__.history" and hb.get("tensors") == want["steps"],
+          f"held by {hb.get('path')} ({hb.get('tensors')} tensors, {hb.get('bytes')} B; "
+          f"the walk: {proc['holders']['objects_walked']} objects in {proc['holders']['walk_s']:.3f} s)")
 if "oom_line" in want:  # fixtures recorded before the OOM case have none
     ooms = json.loads(r.stdout)["processes"][0]["oom"]["events"]
     t = [e for e in ooms if e["api"] == "caching_allocator"]

@@ -56,7 +56,11 @@ for t in default expandable notensors async wrong; do
     *) [ "$n" -eq 0 ] || bad "$t: $n tensor events (none wanted)" ;;
     esac
 done
-# the analyzer's checks (allocated/reserved at the marks, pairing, the leak line)
+# the holder walk at exit (issue 25): holders.PID.txt beside the trace
+for t in default expandable; do
+    ls "$W/$t"/holders.*.txt >/dev/null 2>&1 || bad "$t: no holders file (the walk at exit)"
+done
+# the analyzer's checks (allocated/reserved at the marks, pairing, the leak line, the holder)
 if [ -x "$here/check_torch_tracker.py" ] || [ -f "$here/check_torch_tracker.py" ]; then
     for t in default expandable; do
         python3 "$here/check_torch_tracker.py" "$VRAMTRACE_CLI" "$W/$t" "$W/$t.json" || bad "$t: analyzer check"
