@@ -1,6 +1,7 @@
-# tests/fuzz: fuzz targets of the reader entry points (fuzz_reader) and of
+# tests/fuzz: fuzz targets of the reader entry points (fuzz_reader), of
 # everything fed from decoded events: the analyzer's replay, the reports and
-# every exporter (fuzz_analyze).  The corpus is replayed by a plain driver
+# every exporter (fuzz_analyze), and of the files read beside a trace:
+# TRACE.sym and holders.PID.txt (fuzz_sidecar).  The corpus is replayed by a plain driver
 # in every build (sanitizer builds included); the libFuzzer binaries are
 # built only with clang and -DVT_FUZZ=ON, which also builds vt_core and
 # vt_analyze with ASan+UBSan and coverage, so that the fuzzer sanitizes
@@ -21,6 +22,13 @@ add_test(NAME fuzz.analyze.replay
   COMMAND fuzz_analyze_replay ${CMAKE_CURRENT_LIST_DIR}/corpus ${CMAKE_CURRENT_LIST_DIR}/regress ${VT_TEST_DATA})
 set_tests_properties(fuzz.analyze.replay PROPERTIES LABELS "fuzz;analyze")
 
+add_executable(fuzz_sidecar_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_sidecar.c ${CMAKE_CURRENT_LIST_DIR}/replay.c)
+target_include_directories(fuzz_sidecar_replay PRIVATE ${CMAKE_SOURCE_DIR}/src/analyze)
+target_link_libraries(fuzz_sidecar_replay PRIVATE vt_analyze vt_core)
+add_test(NAME fuzz.sidecar.replay
+  COMMAND fuzz_sidecar_replay ${CMAKE_CURRENT_LIST_DIR}/corpus ${CMAKE_CURRENT_LIST_DIR}/regress)
+set_tests_properties(fuzz.sidecar.replay PROPERTIES LABELS "fuzz;analyze")
+
 if(VT_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "VT_FUZZ needs clang (CC=clang)")
@@ -29,13 +37,15 @@ if(VT_FUZZ)
   foreach(lib vt_core vt_analyze)
     target_compile_options(${lib} PRIVATE ${VT_FUZZ_FLAGS})
   endforeach()
-  foreach(t reader analyze)
+  foreach(t reader analyze sidecar)
     add_executable(fuzz_${t} ${CMAKE_CURRENT_LIST_DIR}/fuzz_${t}.c)
     target_compile_options(fuzz_${t} PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_options(fuzz_${t} PRIVATE -fsanitize=fuzzer,address,undefined)
   endforeach()
   target_link_libraries(fuzz_reader PRIVATE vt_core)
   target_link_libraries(fuzz_analyze PRIVATE vt_analyze vt_core)
+  target_include_directories(fuzz_sidecar PRIVATE ${CMAKE_SOURCE_DIR}/src/analyze)
+  target_link_libraries(fuzz_sidecar PRIVATE vt_analyze vt_core)
 endif()
 
 # Crafted inputs too big to commit, generated: a string-table memory bomb and

@@ -1,0 +1,83 @@
+/* fuzz_sidecar.c - libFuzzer target for the files read beside a trace:
+ * any bytes as TRACE.sym (vt_symbols_load, then a lookup that consults
+ * what it loaded) and as holders.PID.txt (joined to a process by the
+ * analysis: a header with that pid, a tensor and a driver block live at
+ * the end).  Must never crash, hang or leak.  tests/fuzz/replay.c replays
+ * the corpus through it in every ctest run. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vt_analyze_int.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void put(const char *path, const uint8_t *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        __builtin_trap();
+    if (size && fwrite(data, 1, size, f) != size)
+        __builtin_trap();
+    fclose(f);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static char dir[64], sym[96], hold[96], trace[96];
+    if (!dir[0]) {
+        snprintf(dir, sizeof(dir), "/tmp/vt-fuzz-sidecar-%d", (int)getpid());
+        mkdir(dir, 0700);
+        snprintf(sym, sizeof(sym), "%s/t.zst.sym", dir);
+        snprintf(hold, sizeof(hold), "%s/holders.7.txt", dir);
+        snprintf(trace, sizeof(trace), "%s/t.zst", dir);
+    }
+    char msg[600];
+    put(sym, data, size);
+    vt_symbolizer *s;
+    if (vt_symbolizer_create(&s, NULL) == 0) {
+        static const uint8_t bid[4] = {1, 2, 3, 4};
+        vt_symbols_load(s, sym, msg, sizeof(msg));
+        const vt_symres *r = vt_symbolizer_lookup(s, "/nonexistent/lib.so", bid, 4, 0x10);
+        for (uint32_t i = 0; r && i < r->nlines; i++)
+            if (r->lines[i].function && !r->lines[i].function[0])
+                __builtin_trap(); /* empty names are read as none */
+        vt_symbolizer_free(s);
+    }
+    put(hold, data, size);
+    vt_analysis_config cfg;
+    vt_analysis_config_default(&cfg);
+    cfg.symbolize = 0;
+    cfg.progress = 0;
+    vt_analysis *a;
+    if (vt_analysis_create(&a, &cfg))
+        return 0;
+    if (vt_analysis_begin_process(a, trace) == 0) {
+        vt_event ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = VT_EV_HEADER;
+        ev.u.header.pid = 7;
+        vt_analysis_feed(a, &ev);
+        memset(&ev, 0, sizeof(ev));
+        ev.type = VT_EV_ALLOC;
+        ev.time_ns = 1000;
+        ev.u.alloc = (vt_ev_alloc){.address = 0x1000, .size = 4096, .kind = VT_MEM_TENSOR,
+                                   .api = VT_API_CACHING_ALLOCATOR};
+        vt_analysis_feed(a, &ev);
+        ev.u.alloc = (vt_ev_alloc){.address = 0x1000, .size = 1 << 20, .kind = VT_MEM_DEVICE, .api = VT_API_MALLOC};
+        vt_analysis_feed(a, &ev);
+        vt_analysis_finish(a);
+        FILE *null = fopen("/dev/null", "w");
+        if (null) {
+            vt_report_text(a, null);
+            vt_report_json(a, null);
+            fclose(null);
+        }
+    }
+    vt_analysis_free(a);
+    return 0;
+}
