@@ -239,6 +239,8 @@ const vt_symres *vt_symbolizer_lookup(vt_symbolizer *s, const char *path, const 
 /* Symbols that travel with a trace (vt_symbols.c): a result resolved on the
  * recording host for (build id, rel), used when the file is not here. */
 uint64_t vt_symbols_bid_hash(const uint8_t *bid, uint32_t n);
+/* the key of (build-id hash, address) in maps of resolved addresses */
+uint64_t vt_symbols_key(uint64_t bidh, uint64_t rel);
 int vt_symbolizer_add_travel(vt_symbolizer *s, uint64_t bidh, uint64_t rel, const vt_symres *r);
 /* Load PATH (a trace's .sym file) into s: 0, or a vt_err (a missing file is
  * VT_ERR_NOT_FOUND and says nothing). */

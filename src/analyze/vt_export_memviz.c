@@ -304,10 +304,15 @@ static void mv_block_dict(mv *m, const vt_proc *p, unsigned proc, uint64_t size,
     fputc('u', f);
 }
 
-static void mv_segment(mv *m, const vt_proc *p, unsigned proc, int device, const mv_block *b, size_t n, int cached)
+/* One segment [start, end) of the snapshot, named by `stack`, with the
+ * blocks b[0..n) (sorted by address) as active_allocated and what lies
+ * between them inactive, so that the blocks tile it; a block overlapping
+ * what came before (a free not seen) is left out. */
+static void mv_segment_write(mv *m, const vt_proc *p, unsigned proc, int device, uint64_t start, uint64_t end,
+                             const char *type, uint32_t stack, const mv_block *b, size_t n)
 {
     FILE *f = m->seg.f;
-    uint64_t start = b[0].addr, end = b[n - 1].addr + b[n - 1].size, used = 0;
+    uint64_t used = 0;
     for (size_t k = 0; k < n; k++)
         used += b[k].size;
     pk_list_item(&m->seglist);
@@ -320,7 +325,7 @@ static void mv_segment(mv *m, const vt_proc *p, unsigned proc, int device, const
     pk_key_int(f, "active_size", (int64_t)used);
     pk_key_int(f, "requested_size", (int64_t)used);
     pk_key_int(f, "stream", 0);
-    pk_key_str(f, "segment_type", "large");
+    pk_key_str(f, "segment_type", type);
     pk_str(f, "segment_pool_id");
     fputc('(', f); /* the tuple (0, 0) */
     pk_int(f, 0);
@@ -328,12 +333,14 @@ static void mv_segment(mv *m, const vt_proc *p, unsigned proc, int device, const
     fputc('t', f); /* TUPLE */
     pk_key_int(f, "is_expandable", 0);
     pk_str(f, "frames");
-    mv_frames(m, &m->seg, p, proc, b[0].stack);
+    mv_frames(m, &m->seg, p, proc, stack);
     pk_str(f, "blocks");
     pk_list bl;
     pk_list_begin(&bl, f);
     uint64_t at = start;
     for (size_t k = 0; k < n; k++) {
+        if (b[k].addr < at || b[k].addr + b[k].size > end)
+            continue;
         if (b[k].addr > at) {
             pk_list_item(&bl);
             mv_block_dict(m, p, proc, b[k].addr - at, "inactive", NULL);
@@ -342,61 +349,29 @@ static void mv_segment(mv *m, const vt_proc *p, unsigned proc, int device, const
         mv_block_dict(m, p, proc, b[k].size, "active_allocated", &b[k]);
         at = b[k].addr + b[k].size;
     }
-    pk_list_end(&bl);
-    fputc('u', f);
-    (void)cached;
-}
-
-/* A caching-allocator segment with the caching allocator's tensors inside
- * it (t[0..nt), sorted by address, within the segment): each tensor a
- * block, the gaps inactive (cached), as torch's own snapshot has them. */
-static void mv_segment_tensors(mv *m, const vt_proc *p, unsigned proc, int device, const mv_block *sg, const mv_block *t,
-                               size_t nt)
-{
-    FILE *f = m->seg.f;
-    uint64_t start = sg->addr, end = sg->addr + sg->size, used = 0;
-    for (size_t k = 0; k < nt; k++)
-        used += t[k].size;
-    pk_list_item(&m->seglist);
-    fputc('}', f);
-    fputc('(', f);
-    pk_key_int(f, "device", device);
-    pk_key_int(f, "address", (int64_t)start);
-    pk_key_int(f, "total_size", (int64_t)(end - start));
-    pk_key_int(f, "allocated_size", (int64_t)used);
-    pk_key_int(f, "active_size", (int64_t)used);
-    pk_key_int(f, "requested_size", (int64_t)used);
-    pk_key_int(f, "stream", 0);
-    pk_key_str(f, "segment_type", sg->size > (1u << 20) ? "large" : "small");
-    pk_str(f, "segment_pool_id");
-    fputc('(', f); /* the tuple (0, 0) */
-    pk_int(f, 0);
-    pk_int(f, 0);
-    fputc('t', f); /* TUPLE */
-    pk_key_int(f, "is_expandable", 0);
-    pk_str(f, "frames");
-    mv_frames(m, &m->seg, p, proc, sg->stack);
-    pk_str(f, "blocks");
-    pk_list bl;
-    pk_list_begin(&bl, f);
-    uint64_t at = start;
-    for (size_t k = 0; k < nt; k++) {
-        if (t[k].addr < at || t[k].addr + t[k].size > end)
-            continue; /* overlapping what came before (a free not seen) */
-        if (t[k].addr > at) {
-            pk_list_item(&bl);
-            mv_block_dict(m, p, proc, t[k].addr - at, "inactive", NULL);
-        }
-        pk_list_item(&bl);
-        mv_block_dict(m, p, proc, t[k].size, "active_allocated", &t[k]);
-        at = t[k].addr + t[k].size;
-    }
     if (end > at) {
         pk_list_item(&bl);
         mv_block_dict(m, p, proc, end - at, "inactive", NULL);
     }
     pk_list_end(&bl);
     fputc('u', f);
+}
+
+/* live blocks b[0..n) of one device and kind, within MV_GAP of each
+ * other, as one segment; a caching-allocator segment (n = 1) as recorded */
+static void mv_segment(mv *m, const vt_proc *p, unsigned proc, int device, const mv_block *b, size_t n)
+{
+    mv_segment_write(m, p, proc, device, b[0].addr, b[n - 1].addr + b[n - 1].size, "large", b[0].stack, b, n);
+}
+
+/* A caching-allocator segment with the caching allocator's tensors inside
+ * it (t[0..nt), sorted by address, within the segment), as torch's own
+ * snapshot has them. */
+static void mv_segment_tensors(mv *m, const vt_proc *p, unsigned proc, int device, const mv_block *sg, const mv_block *t,
+                               size_t nt)
+{
+    mv_segment_write(m, p, proc, device, sg->addr, sg->addr + sg->size, sg->size > (1u << 20) ? "large" : "small",
+                     sg->stack, t, nt);
 }
 
 /* The segments of process proc from its live blocks now (the view). */
@@ -461,7 +436,7 @@ static void mv_snapshot(mv *m, unsigned proc)
                 continue;
             }
             if (b->segment) { /* a caching-allocator segment: as recorded */
-                mv_segment(m, p, proc, sd, b, 1, 1);
+                mv_segment(m, p, proc, sd, b, 1);
                 k++;
                 continue;
             }
@@ -471,7 +446,7 @@ static void mv_snapshot(mv *m, unsigned proc)
                    m->live[e].addr >= m->live[e - 1].addr + m->live[e - 1].size &&
                    m->live[e].addr - (m->live[e - 1].addr + m->live[e - 1].size) <= MV_GAP)
                 e++;
-            mv_segment(m, p, proc, sd, b, e - k, 0);
+            mv_segment(m, p, proc, sd, b, e - k);
             k = e;
         }
     }

@@ -50,39 +50,40 @@ static int range_cmp(const void *x, const void *y)
  * cannot be told: expandable segments, or no memory for the scan).  Once
  * per described failure,
  * O(live blocks). */
-static int64_t largest_free(const vt_proc *p, uint32_t device)
+/* the device's cudaMalloc segments and tensors live now, as ranges: 0, or
+ * -1 out of memory (the arrays are the caller's to free either way) */
+static int live_ranges(const vt_proc *p, uint32_t device, range **seg, size_t *ns, range **ten, size_t *nt)
 {
-    size_t nseg = 0, nten = 0;
+    size_t cs = 0, ct = 0;
     for (int w = 0; w < 2; w++) {
         const vt_blockmap *tb = w ? &p->old : &p->blocks;
         for (size_t i = 0; i < tb->cap; i++) {
             const vt_block *b = &tb->slots[i];
             if (!b->addr || b->unit == VT_DEAD || p->units[b->unit].device != device)
                 continue;
-            nseg += p->units[b->unit].segment && !(b->addr & 1);
-            nten += p->units[b->unit].kind == VT_MEM_TENSOR;
+            if (p->units[b->unit].segment && !(b->addr & 1)) {
+                if (VT_GROW(*seg, *ns, cs, 64))
+                    return -1;
+                (*seg)[(*ns)++] = (range){b->addr, b->addr + b->size};
+            } else if (p->units[b->unit].kind == VT_MEM_TENSOR) {
+                if (VT_GROW(*ten, *nt, ct, 256))
+                    return -1;
+                (*ten)[(*nt)++] = (range){b->addr & ~1ull, (b->addr & ~1ull) + b->size};
+            }
         }
     }
-    if (!nseg)
-        return -1; /* no cudaMalloc segment (expandable segments are mapped ranges): cannot tell */
-    range *seg = malloc((nseg + 1) * sizeof(*seg)), *ten = malloc((nten + 1) * sizeof(*ten));
-    if (!seg || !ten) {
+    return 0;
+}
+
+static int64_t largest_free(const vt_proc *p, uint32_t device)
+{
+    range *seg = NULL, *ten = NULL;
+    size_t ns = 0, nt = 0;
+    /* no cudaMalloc segment (expandable segments are mapped ranges): cannot tell */
+    if (live_ranges(p, device, &seg, &ns, &ten, &nt) || !ns) {
         free(seg);
         free(ten);
         return -1;
-    }
-    size_t ns = 0, nt = 0;
-    for (int w = 0; w < 2; w++) {
-        const vt_blockmap *tb = w ? &p->old : &p->blocks;
-        for (size_t i = 0; i < tb->cap; i++) {
-            const vt_block *b = &tb->slots[i];
-            if (!b->addr || b->unit == VT_DEAD || p->units[b->unit].device != device)
-                continue;
-            if (p->units[b->unit].segment && !(b->addr & 1) && ns < nseg)
-                seg[ns++] = (range){b->addr, b->addr + b->size};
-            else if (p->units[b->unit].kind == VT_MEM_TENSOR && nt < nten)
-                ten[nt++] = (range){b->addr & ~1ull, (b->addr & ~1ull) + b->size};
-        }
     }
     qsort(seg, ns, sizeof(*seg), range_cmp);
     qsort(ten, nt, sizeof(*ten), range_cmp);

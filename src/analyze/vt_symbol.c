@@ -315,14 +315,14 @@ uint64_t vt_symbols_bid_hash(const uint8_t *bid, uint32_t n)
     return h | 1; /* never 0 */
 }
 
-static uint64_t travel_key(uint64_t bidh, uint64_t rel)
+uint64_t vt_symbols_key(uint64_t bidh, uint64_t rel)
 {
     return (bidh ^ (rel * 0x9E3779B97F4A7C15ull)) | 1;
 }
 
 int vt_symbolizer_add_travel(vt_symbolizer *s, uint64_t bidh, uint64_t rel, const vt_symres *r)
 {
-    uint64_t key = travel_key(bidh, rel);
+    uint64_t key = vt_symbols_key(bidh, rel);
     if (vt_map_get(&s->travel_map, key))
         return 0; /* the first one counts (the same binary, the same answer) */
     if (VT_GROW(s->travel, s->ntravel, s->captravel, 256))
@@ -359,7 +359,7 @@ static const vt_symres *travel_find(vt_symbolizer *s, const uint8_t *bid, uint32
     if (!s->ntravel || !bid_len)
         return NULL;
     uint64_t bidh = vt_symbols_bid_hash(bid, bid_len);
-    uint64_t *v = vt_map_get(&s->travel_map, travel_key(bidh, rel));
+    uint64_t *v = vt_map_get(&s->travel_map, vt_symbols_key(bidh, rel));
     if (!v)
         return NULL;
     const vt_travel *t = &s->travel[*v - 1];

@@ -120,7 +120,7 @@ int vt_symbols_write(const char *trace, const char *sysroot, uint64_t *nframes, 
             if (k && !off)
                 break;
             uint64_t rel = off - (uint64_t)k;
-            uint64_t key = (bidh ^ (rel * 0x9E3779B97F4A7C15ull)) | 1;
+            uint64_t key = vt_symbols_key(bidh, rel);
             if (vt_map_get(&done, key))
                 continue;
             const vt_symres *res = vt_symbolizer_lookup(s, m->path, m->bid, m->bid_len, rel);

@@ -218,7 +218,9 @@ static __attribute__((unused)) void gen_alloc(uint64_t t, uint64_t addr, uint64_
     gen_emit(&ev);
 }
 
-static __attribute__((unused)) void gen_free(uint64_t t, uint64_t addr, uint32_t dev)
+/* a free of `api` (the replay keys the caching allocator's tensors apart) */
+static __attribute__((unused)) void gen_free_as(uint64_t t, uint64_t addr, uint32_t dev, vt_memkind kind,
+                                                vt_allocapi api)
 {
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
@@ -226,22 +228,20 @@ static __attribute__((unused)) void gen_free(uint64_t t, uint64_t addr, uint32_t
     ev.time_ns = t;
     ev.u.free.address = addr;
     ev.u.free.device = dev;
-    ev.u.free.kind = VT_MEM_DEVICE;
+    ev.u.free.kind = kind;
+    ev.u.free.api = api;
     gen_emit(&ev);
+}
+
+static __attribute__((unused)) void gen_free(uint64_t t, uint64_t addr, uint32_t dev)
+{
+    gen_free_as(t, addr, dev, VT_MEM_DEVICE, VT_API_UNKNOWN);
 }
 
 /* a tensor's free in PyTorch's caching allocator (its trace tracker) */
 static __attribute__((unused)) void gen_free_tensor(uint64_t t, uint64_t addr, uint32_t dev)
 {
-    vt_event ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.type = VT_EV_FREE;
-    ev.time_ns = t;
-    ev.u.free.address = addr;
-    ev.u.free.device = dev;
-    ev.u.free.kind = VT_MEM_TENSOR;
-    ev.u.free.api = VT_API_CACHING_ALLOCATOR;
-    gen_emit(&ev);
+    gen_free_as(t, addr, dev, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR);
 }
 
 static __attribute__((unused)) void gen_kernel(uint64_t t, const char *name, uint32_t dev, uint64_t dur)
