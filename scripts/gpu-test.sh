@@ -34,7 +34,7 @@ want() { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; }
 if [ "${1:-}" = "--build-only" ]; then
     # compile the CUDA test programs here (no GPU needed) into $BUILD/gpu-bin
     mkdir -p "$root/$BUILD/gpu-bin"
-    for p in alloc_basic alloc_async alloc_vmm oom threads forkexec crash subscriber_conflict launches; do
+    for p in alloc_basic alloc_async alloc_vmm oom threads forkexec crash subscriber_conflict launches seeds_native; do
         nvcc -O1 -g -arch=sm_90 -I"$root/tests/gpu" -o "$root/$BUILD/gpu-bin/$p" "$root/tests/gpu/$p.cu" -lcuda -lcupti -ldl -lpthread -Xlinker -rpath,/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/extras/CUPTI/lib64 || exit 1
     done
     nvcc -O2 -arch=sm_90 -o "$root/$BUILD/gpu-bin/gpu_micro" "$root/bench/gpu_micro.cu" || exit 1 # bench/gpu_bench.py

@@ -29,11 +29,14 @@ static void holders_clear(vt_proc *p)
 void vt_proc_free_holders(vt_proc *p) { holders_clear(p); }
 
 /* A block live at the end at storage address a: the caching allocator's
- * tensor there, else the driver's block (a tensor of --tensors mode). */
-static vt_block *live_at(vt_proc *p, uint64_t a)
+ * tensor there (*whole = 1: the storage keeps its whole block, as
+ * memory_allocated() counts it), else the driver's block (a tensor of
+ * --tensors mode or of backend:cudaMallocAsync). */
+static vt_block *live_at(vt_proc *p, uint64_t a, int *whole)
 {
     vt_blockmap *t;
     vt_block *b = blocks_lookup(p, blk_key(a, VT_API_CACHING_ALLOCATOR), &t);
+    *whole = b != NULL;
     return b ? b : blocks_lookup(p, a, &t);
 }
 
@@ -104,11 +107,12 @@ int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t l
             uint64_t a, nb;
             unsigned g;
             if (sscanf(line, "P %" SCNx64 " %" SCNu64 " %u", &a, &nb, &g) == 3) {
-                vt_block *b = live_at(p, a);
+                int whole;
+                vt_block *b = live_at(p, a, &whole);
                 if (b) {
                     uint64_t key = (uint64_t)b->unit << 32 | (uint32_t)(p->nholders - 1);
                     uint64_t *v = vt_map_get(&pairs, key + 1);
-                    uint64_t sz = b->size < nb || !nb ? b->size : nb;
+                    uint64_t sz = whole || b->size < nb || !nb ? b->size : nb;
                     if (v)
                         *v += sz;
                     else if (vt_map_put(&pairs, key + 1, sz)) {

@@ -66,10 +66,21 @@ static int freed_check(const vt_proc *p, uint64_t addr)
     return p->freed_cache && p->freed_cache[freed_slot(addr)] == addr;
 }
 
+/* A tensor of PyTorch's caching allocator counts as PyTorch counts it in
+ * memory_allocated(): its request rounded up to the allocator's 512-byte
+ * blocks (round_size: a 4-byte scalar holds 512 B).  The trace keeps the
+ * request as made. */
+static inline uint64_t alloc_size(const vt_ev_alloc *e)
+{
+    if (e->api != VT_API_CACHING_ALLOCATOR || e->size > VT_MAX_SIZE)
+        return e->size;
+    return e->size < 512 ? 512 : (e->size + 511) & ~(uint64_t)511;
+}
+
 static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t)
 {
     uint32_t device = e->device, ui;
-    const uint64_t size = clamp_size(p, e->size);
+    const uint64_t size = clamp_size(p, alloc_size(e));
     if (!check_device(p, &device))
         return 0;
     if (!e->address) {
@@ -280,7 +291,7 @@ static void view_pair_slow(vt_analysis *a, vt_proc *p, uint32_t ui, uint64_t siz
  * fast_ready(). */
 static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt_ev_alloc *e, uint64_t t)
 {
-    const uint64_t addr = blk_key(e->address, e->api), size = e->size;
+    const uint64_t addr = blk_key(e->address, e->api), size = alloc_size(e);
     const uint32_t device = e->device, stack = e->site.stack;
     const unsigned kind = e->kind;
     if (__builtin_expect(size > VT_MAX_SIZE || !e->address || stack >= p->nstack_unit, 0))

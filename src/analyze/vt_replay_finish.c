@@ -86,14 +86,19 @@ static void unit_growth(vt_proc *p, vt_unit *u)
     u->growth_conf = tau > 0 ? tau : 0;
     u->growth_rises = rises;
     u->growth_per_step = -1;
+    /* the late window must be long enough to call it "keeps rising": 4
+     * steps where steps are known, else 8 ms (a burst of allocations just
+     * before a crash is not growth) */
+    uint64_t ta = u->g_t0 + ((uint64_t)h << u->g_shift), tb = u->g_t0 + ((uint64_t)n << u->g_shift);
+    int long_enough = tb - ta >= 8000000;
     if (p->step_occ) {
         /* steps that started inside the late window */
-        uint64_t ta = u->g_t0 + ((uint64_t)h << u->g_shift), tb = u->g_t0 + ((uint64_t)n << u->g_shift);
         double steps = occ_count(p->step_occ, tb) - occ_count(p->step_occ, ta);
         if (steps >= 1)
             u->growth_per_step = u->growth_rate * (double)(tb - ta) / 1e9 / steps;
+        long_enough = steps >= 4;
     }
-    u->growth_flag = tau >= 0.5 && slope > 0 && qrise >= 3 && last_q && rises >= 2 && u->grown > 0;
+    u->growth_flag = tau >= 0.5 && slope > 0 && qrise >= 3 && last_q && rises >= 2 && u->grown > 0 && long_enough;
 }
 
 static int cmp_u64_desc(uint64_t a, uint64_t b)

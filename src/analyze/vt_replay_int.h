@@ -25,7 +25,8 @@
 #define VT_MAX_ID (1u << 26)
 #define VT_FREED_CACHE (1u << 14)
 #define VT_TAIL_CAP (8u << 20)
-#define VT_G_SHIFT0 20 /* first bucket width: 2^20 ns ~ 1 ms */
+#define VT_G_SHIFT0 16 /* first bucket width: 2^16 ns ~ 66 us (a loop of 1 ms steps
+                          * still spans 8 buckets in its late half) */
 #define VT_POOL_SAMPLES 256
 /* Sizes above this are not real allocations (a corrupt or hostile trace):
  * clamped and counted, so that the signed byte counters cannot overflow. */

@@ -38,7 +38,7 @@ def _torch_tensor_info():
         return None
 
     def info(o):
-        if not isinstance(o, tensor):
+        if not issubclass(type(o), tensor):  # type(): no __class__ lookup runs code
             return None
         try:
             if not o.is_cuda:
@@ -50,11 +50,14 @@ def _torch_tensor_info():
     return info
 
 
-def _graph_storages(t, info, seen_nodes, budget):
+def _graph_storages(t, info, seen_nodes, budget, alive):
     """Storages kept by t's autograd graph: saved tensors of its grad_fn
-    nodes (attributes named _saved_*), breadth first through
-    next_functions.  A lower bound: nodes that do not expose what they
-    saved are not counted."""
+    nodes (attributes named _saved_*, and saved_tensors of Python
+    autograd Functions), depth first through next_functions.  A lower
+    bound: nodes that do not expose what they saved are not counted.
+    The Python objects of graph nodes are made on demand and die with
+    their last reference, so their ids are reused: each node seen stays
+    in `alive` until the walk ends, or a later node would pass for it."""
     out = []
     fn = getattr(t, "grad_fn", None)
     stack = [fn] if fn is not None else []
@@ -63,9 +66,10 @@ def _graph_storages(t, info, seen_nodes, budget):
         if node is None or id(node) in seen_nodes:
             continue
         seen_nodes.add(id(node))
+        alive.append(node)
         budget[0] -= 1
         try:
-            names = [n for n in dir(node) if n.startswith("_saved_")]
+            names = [n for n in dir(node) if n.startswith("_saved_") or n == "saved_tensors"]
         except Exception:
             names = []
         for n in names:
@@ -73,7 +77,7 @@ def _graph_storages(t, info, seen_nodes, budget):
                 v = getattr(node, n)
             except Exception:
                 continue
-            vals = v if isinstance(v, (list, tuple)) else (v,)
+            vals = v if type(v) in (list, tuple) else (v,)
             for x in vals:
                 r = info(x)
                 if r:
@@ -93,6 +97,18 @@ class _Holder:
     def __init__(self, path, typ):
         self.path, self.type, self.count = path, typ, 0
         self.storages, self.graph = {}, {}
+
+
+def _key(k):
+    """A dict key as a path shows it: literals as repr() gives them (short),
+    anything else by its type (a tensor's repr would run kernels)."""
+    t = type(k)
+    if t in (str, int, float, bool, bytes) or k is None:
+        r = repr(k)
+        return r if len(r) <= 60 else r[:57] + "..."
+    if t is tuple and len(k) <= 4 and all(type(x) in (str, int, float, bool) for x in k):
+        return repr(k)
+    return "<%s>" % t.__name__
 
 
 def _path(node):
@@ -115,15 +131,14 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
         info = _torch_tensor_info()
     if info is None:
         return [], 0, 0.0, ""
-    if roots is None:
-        roots = []
-        for name, mod in list(sys.modules.items()):
-            d = getattr(mod, "__dict__", None)
-            if isinstance(d, dict) and name != __name__:
-                roots.append((name, mod))
     import collections
     import types
-    seen, holders, nodes = set(), {}, set()
+    if roots is None:  # modules only (sys.modules may hold lazy proxies: not walked)
+        roots = [(name, mod) for name, mod in list(sys.modules.items())
+                 if issubclass(type(mod), types.ModuleType) and name != __name__]
+    # alive: every object whose id is in seen or nodes, until the walk
+    # returns (an id is only unique while its object lives)
+    seen, holders, nodes, alive = set(), {}, set(), []
     graph_budget = [max_objects]
     queue = collections.deque()
     for path, obj in roots:
@@ -144,7 +159,7 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
             h = holders[key] = _Holder(key, htype)
         h.count += 1
         h.storages[r[0]] = r[1]
-        for g in _graph_storages(x, info, nodes, graph_budget):
+        for g in _graph_storages(x, info, nodes, graph_budget, alive):
             if g[0] not in h.storages:
                 h.graph[g[0]] = g[1]
         return True
@@ -161,6 +176,7 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
         if oid in seen:
             continue
         seen.add(oid)
+        alive.append(obj)
         visited += 1
         if root and info(obj) is not None:  # a tensor as a root itself
             continue
@@ -169,22 +185,28 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
         # attribute, a captured variable, a generator's local) is the holder
         named = None
         items = ()
+        # Only type() and the builtin types' own methods are used on the
+        # program's objects: isinstance(), getattr() and repr() can run the
+        # program's code (a deprecation warning, a property, a tensor's
+        # repr launching kernels)
         try:
             t = type(obj)
-            if isinstance(obj, module_t):
-                if _path(path) != obj.__name__:
+            if issubclass(t, module_t):
+                d = object.__getattribute__(obj, "__dict__")
+                if _path(path) != dict.get(d, "__name__"):
                     continue  # a module reached through another: its own root names it
                 named = "global"
-                items = [("." + k, v) for k, v in list(vars(obj).items()) if not k.startswith("__")]
-            elif t is dict_t or isinstance(obj, dict_t):
-                items = [(k, v) for k, v in list(obj.items())]
-                items = [("[%r]" % (k,), v) for k, v in items if type(v) not in atomic]
-            elif isinstance(obj, seqs):
-                items = [(i, v) for i, v in enumerate(list(obj)) if type(v) not in atomic]
-                items = [("[%d]" % i, v) for i, v in items]
-            elif isinstance(obj, sets):
-                items = [("{}", v) for v in list(obj) if type(v) not in atomic]
-            elif isinstance(obj, func_t):
+                items = [("." + k, v) for k, v in list(dict.items(d)) if type(k) is str and not k.startswith("__")]
+            elif issubclass(t, dict_t):
+                items = [("[%s]" % _key(k), v) for k, v in list(dict.items(obj)) if type(v) not in atomic]
+            elif issubclass(t, seqs):
+                vals = list.copy(obj) if issubclass(t, list) else tuple.__getitem__(obj, slice(None)) \
+                    if issubclass(t, tuple) else list(collections.deque.__iter__(obj))
+                items = [("[%d]" % i, v) for i, v in enumerate(vals) if type(v) not in atomic]
+            elif issubclass(t, sets):
+                items = [("{}", v) for v in list(set.__iter__(obj) if issubclass(t, set) else frozenset.__iter__(obj))
+                         if type(v) not in atomic]
+            elif issubclass(t, func_t):
                 named = "closure"
                 cells = obj.__closure__ or ()
                 out = []
@@ -194,18 +216,28 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
                     except ValueError:
                         pass
                 items = out
-            elif isinstance(obj, gen_t):
+            elif issubclass(t, gen_t):
                 named = "generator local"
                 fr = obj.gi_frame
                 if fr is not None:
                     items = [(".<frame %s>" % k, v) for k, v in list(fr.f_locals.items())]
             elif info(obj) is None:
                 named = "attribute of " + t.__name__
-                d = getattr(obj, "__dict__", None)
-                out = [("." + k, v) for k, v in list(d.items())] if isinstance(d, dict) else []
-                for sl in getattr(t, "__slots__", ()) or ():
-                    if isinstance(sl, str) and sl != "__dict__" and hasattr(obj, sl):
-                        out.append(("." + sl, getattr(obj, sl)))
+                try:
+                    d = object.__getattribute__(obj, "__dict__")
+                except Exception:
+                    d = None
+                out = [("." + k, v) for k, v in list(dict.items(d)) if type(k) is str] if type(d) is dict else []
+                slots = []
+                for base in t.__mro__:
+                    sl = base.__dict__.get("__slots__", ())
+                    slots.extend((sl,) if type(sl) is str else sl if type(sl) in (tuple, list) else ())
+                for sl in slots:
+                    if type(sl) is str and sl not in ("__dict__", "__weakref__"):
+                        try:
+                            out.append(("." + sl, object.__getattribute__(obj, sl)))
+                        except Exception:
+                            pass
                 items = out
         except Exception:
             continue
@@ -216,7 +248,18 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
             found = held(cpath, named, child) if named else held(path, t.__name__, child)
             if not found and id(child) not in seen:
                 queue.append((cpath, child, False))
-    out = sorted(holders.values(), key=lambda h: -sum(h.storages.values()))
+    # a storage held directly by some holder (a model's weights, saved by
+    # every graph that used them) is that holder's, not part of a graph;
+    # one kept by several graphs counts once, with the largest holder
+    direct = set()
+    for h in holders.values():
+        direct.update(h.storages)
+    out = sorted(holders.values(), key=lambda h: -(sum(h.storages.values()) + sum(h.graph.values())))
+    claimed = set()
+    for h in out:
+        h.graph = {a: nb for a, nb in h.graph.items() if a not in direct and a not in claimed}
+        claimed.update(h.graph)
+    alive.clear()
     return out, visited, time.monotonic() - t0, limit
 
 
@@ -249,7 +292,15 @@ def _at_exit():
         out = os.environ.get("VRAMTRACE_HOLDERS")
         if not out or "torch" not in sys.modules:
             return  # programs without torch pay nothing
-        holders, visited, seconds, limit = walk()
+        if os.getpid() != _INSTALLED_PID:
+            return  # a fork child (a DataLoader worker): it writes no trace either
+        cuda = sys.modules.get("torch.cuda")
+        if cuda is None or not cuda.is_initialized():
+            return  # no CUDA here (a spawned worker, a CPU-only run): no tensor to name
+        import warnings
+        with warnings.catch_warnings():  # a module's deprecation warnings stay quiet
+            warnings.simplefilter("ignore")
+            holders, visited, seconds, limit = walk()
         write(os.path.join(out, f"holders.{os.getpid()}.txt"), holders, visited, seconds, limit)
     except Exception as e:  # never into the program
         try:
@@ -258,6 +309,11 @@ def _at_exit():
             pass
 
 
+_INSTALLED_PID = None
+
+
 def install():
+    global _INSTALLED_PID
     import atexit
+    _INSTALLED_PID = os.getpid()
     atexit.register(_at_exit)

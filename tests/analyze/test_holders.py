@@ -18,9 +18,9 @@ import vramtrace_holders as vh  # noqa: E402
 fails = 0
 
 
-def check(name, ok):
+def check(name, ok, detail=""):
     global fails
-    print(("ok   " if ok else "FAIL ") + name)
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok or not detail else ": " + detail))
     fails += not ok
 
 
@@ -36,7 +36,7 @@ class Node:  # an autograd node: what it saved, the nodes before it
 
 
 def info(o):
-    return (o.addr, o.n) if isinstance(o, T) else None
+    return (o.addr, o.n) if issubclass(type(o), T) else None  # as the real one: type() only
 
 
 m = types.ModuleType("prog")
@@ -85,7 +85,71 @@ check("a closure", got.get("prog.f.<closure t>") == ("closure", 1, 128, 0))
 check("a generator's local", got.get("prog.g.<frame t>") == ("generator local", 1, 256, 0))
 check("a deque", got.get("prog.dq") == ("deque", 1, 1, 0))
 check("a tensor as a module global", got.get("prog.direct") == ("global", 1, 2, 0))
-check("the biggest first", hs and sum(hs[0].storages.values()) == max(sum(h.storages.values()) for h in hs))
+check("the biggest first", hs and sum(hs[0].storages.values()) + sum(hs[0].graph.values())
+      == max(sum(h.storages.values()) + sum(h.graph.values()) for h in hs))
+
+
+# graph nodes as PyTorch gives them: a new Python object on each access of
+# next_functions, dropped after use (its id is then reused by the next
+# one); a weight that every graph saved but a module global holds
+class CNode:
+    def __init__(self, depth, weight):
+        self.depth, self.weight = depth, weight
+        self._saved_self = T(0x100000 + depth * 0x1000, 1000)
+        self._saved_weight = weight
+
+    @property
+    def next_functions(self):
+        return ((CNode(self.depth - 1, self.weight), 0),) if self.depth else ()
+
+
+w = types.ModuleType("net")
+w.weight = T(0x50000, 7777)
+w.losses = [T(0x60000, 4, CNode(50, w.weight))]
+hs2 = vh.walk(roots=[("net", w)], info=info)[0]
+got2 = {h.path: (h.count, sum(h.storages.values()), sum(h.graph.values())) for h in hs2}
+check("a graph of made-on-demand nodes: each node's saved tensor counted",
+      got2.get("net.losses") == (1, 4, 51 * 1000))
+check("a weight a global holds is not graph memory", got2.get("net.weight") == (1, 7777, 0))
+
+
+# the walk runs none of the program's code: a key's repr (a tensor's
+# launches kernels), a __class__ property or __getattr__ (a deprecated
+# module attribute warns), a property
+calls = []
+
+
+class Key:
+    def __repr__(self):
+        calls.append("repr")
+        return "Key()"
+
+
+class Sly:
+    @property
+    def __class__(self):
+        calls.append("__class__")
+        return Sly
+
+    def __getattr__(self, n):
+        calls.append("getattr " + n)
+        raise AttributeError(n)
+
+    @property
+    def prop(self):
+        calls.append("property")
+        return T(0x70000, 1)
+
+
+q = types.ModuleType("prog3")
+q.state = {Key(): [T(0x80000, 8)]}
+q.sly = Sly()
+q.sly.kept = [T(0x90000, 16)]
+hs3 = vh.walk(roots=[("prog3", q)], info=info)[0]
+got3 = {h.path: sum(h.storages.values()) for h in hs3}
+check("a key that is not a literal shows its type", got3.get("prog3.state[<Key>]") == 8)
+check("an object with a __class__ property and __getattr__ walked", got3.get("prog3.sly.kept") == 16)
+check("none of the program's code ran (repr, __class__, __getattr__, properties)", calls == [], str(calls))
 check("a cycle ends, no limit", lim == "" and n > 5)
 hs2, n2, _, lim2 = vh.walk(roots=[("prog", m)], info=info, max_objects=4)
 check("the object limit", lim2 == "objects" and n2 == 4)
@@ -123,18 +187,30 @@ with tempfile.TemporaryDirectory() as d:
                 "    def untyped_storage(s): return s.st\n"
                 "torch.Tensor = Tensor\n"
                 "sys.modules['torch'] = torch\n"
+                "cuda = types.ModuleType('torch.cuda')\n"
+                "cuda.is_initialized = lambda: os.environ.get('NO_CUDA') != '1'\n"
+                "sys.modules['torch.cuda'] = cuda\n"
                 "history = [Tensor(0x7000 + i * 0x1000, 4096) for i in range(5)]\n"
-                "print(os.environ.get('THEIRS_RAN'), 'sitecustomize' in sys.modules)\n")
+                "print(os.environ.get('THEIRS_RAN'), 'sitecustomize' in sys.modules, flush=True)\n"
+                "if os.fork() == 0:\n"  # a fork child (a DataLoader worker) runs atexit: no file
+                "    sys.exit(0)\n"
+                "os.wait()\n"
+                "print('parent', os.getpid())\n")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + theirs, VRAMTRACE_HOLDERS=d)
     r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)
-    check("the program's sitecustomize ran", r.stdout.strip() == "1 True")
-    hf = os.path.join(d, "holders.%d.txt" % 0)
+    out = r.stdout.split()
+    check("the program's sitecustomize ran", out[:2] == ["1", "True"])
     files = [x for x in os.listdir(d) if x.startswith("holders.") and x.endswith(".txt")]
     text = open(os.path.join(d, files[0])).read() if files else ""
     check("holders.PID.txt at exit", len(files) == 1 and "H 5 20480 0 list\t__main__.history" in text)
-    # a program without torch pays nothing: no file
+    check("none from a fork child", files == ["holders.%s.txt" % out[-1]], str(files))
     for x in files:
         os.unlink(os.path.join(d, x))
+    # torch without CUDA initialized (a spawned DataLoader worker): no file
+    r = subprocess.run([sys.executable, prog], env=dict(env, NO_CUDA="1"), capture_output=True, text=True)
+    check("torch without CUDA: no walk", r.returncode == 0
+          and not [x for x in os.listdir(d) if x.startswith("holders.")])
+    # a program without torch pays nothing: no file
     with open(prog, "w") as f:
         f.write("x = [1, 2, 3]\n")
     r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)

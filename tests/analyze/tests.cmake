@@ -123,3 +123,17 @@ file(GLOB VT_CONSUMER_TRACES ${VT_TEST_DATA}/gpu-*.zst)
 add_test(NAME analyze.consumer COMMAND test_consumer ${VT_CONSUMER_TRACES})
 set_tests_properties(analyze.consumer PROPERTIES LABELS "analyze")
 include(${CMAKE_CURRENT_LIST_DIR}/export/tests.cmake)
+# The memory patterns users meet (issues 22 and 25), recorded on the H200
+# by tests/gpu/check_seeds.sh in PyTorch's three allocator modes and a
+# native program (tests/data/seeds/): the verdict, the named line, the
+# holder and its bytes against torch.cuda's own numbers, the native leaks
+# by function name; and the report a user reads first for two of them.
+add_test(NAME analyze.seeds
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/check_seeds.py $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}/seeds)
+set_tests_properties(analyze.seeds PROPERTIES LABELS "analyze")
+foreach(s logger-default graph_list-expandable deque-async native)
+  add_test(NAME analyze.golden.seeds-${s}.txt
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}/seeds/${s}
+            ${CMAKE_CURRENT_LIST_DIR}/golden/seeds-${s}.txt 0 report --top 4 .)
+  set_tests_properties(analyze.golden.seeds-${s}.txt PROPERTIES LABELS "analyze;analyze-golden")
+endforeach()
