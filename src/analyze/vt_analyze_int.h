@@ -48,6 +48,7 @@ typedef struct {
     uint8_t kind;
     uint8_t resident;  /* kind counts in the device's live total (device, device_static, array) */
     uint8_t segment;   /* c10 && (malloc || vmm): a caching-allocator segment */
+    uint8_t since_start; /* a leak held since the start: allocated before the first step, not growing */
     uint8_t api;       /* API of the first allocation */
     int64_t live_bytes; /* the live count is allocs - frees (vt_unit_live_count) */
     uint64_t allocs, alloc_bytes, max_live;
@@ -432,6 +433,13 @@ typedef struct {
  * the number written (<= max).  Index of the user frame in *user (or -1). */
 uint32_t vt_site_frames(vt_analysis *a, const vt_proc *p, uint32_t stack, vt_xframe *out,
                         uint32_t max, int *user);
+/* The PyTorch operator a site's allocation came from, read from the
+ * symbolized native frames: op = the outermost at::_ops::NAME frame
+ * ("aten::NAME"), node = the innermost autograd node running it
+ * (torch::autograd::generated::NAME::apply, e.g. "MmBackward0"); ""
+ * where the frames say neither (no symbols, not PyTorch).  Returns 1 if
+ * either was found. */
+int vt_site_operator(const vt_xframe *fr, uint32_t n, char *op, size_t oplen, char *node, size_t nodelen);
 /* "function (file:line)" style one-line text of a frame into buf. */
 void vt_xframe_format(const vt_xframe *f, char *buf, size_t len);
 /* Process-independent key of a unit's call site (kind + frames); cached. */

@@ -371,17 +371,36 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
     /* of the leaks, what was held since the start: allocated before the
      * first step and not growing (weights, optimizer state, workspaces) */
     const uint64_t first_step = p->step_occ && p->step_occ->n ? p->step_occ->t[0] : 0;
+    for (size_t k = 0; k < p->nunits; k++)
+        p->units[k].since_start = 0;
     for (size_t k = 0; first_step && k < p->nunits; k++) {
-        const vt_unit *u = &p->units[k];
+        vt_unit *u = &p->units[k];
         if (u->kind == VT_MEM_DEVICE_STATIC || u->growth_flag || !u->allocs || u->g_t0 > first_step ||
             (u->segment && p->tensor_units))
             continue;
         int64_t kept = u->never_bytes < u->at_bytes ? u->never_bytes : u->at_bytes;
         if (p->view_mode == VT_AT_END || p->tail_overflow)
             kept = u->at_bytes;
-        if (kept > 0)
+        if (kept > 0) {
             p->held_bytes += (uint64_t)kept;
+            u->since_start = 1;
+        }
     }
+    /* the leak list: what came during the run first, then what was held
+     * since the start, then what teardown freed (listed, not counted);
+     * each part in its own order */
+    size_t w = 0;
+    uint32_t *tmp = malloc((p->nleak + 1) * sizeof(uint32_t));
+    if (!tmp)
+        return VT_ERR_NOMEM;
+    for (int part = 0; part < 3; part++)
+        for (size_t i = 0; i < p->nleak; i++) {
+            const vt_unit *u = &p->units[p->leak_order[i]];
+            if ((u->never_bytes <= 0 ? 2 : u->since_start) == part)
+                tmp[w++] = p->leak_order[i];
+        }
+    memcpy(p->leak_order, tmp, p->nleak * sizeof(uint32_t));
+    free(tmp);
     if (p->tail_overflow)
         add_note(p, VT_SEV_WARNING,
                  "vramtrace report: the end of real work came too late in the stream to keep every event after "

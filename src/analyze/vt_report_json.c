@@ -25,7 +25,13 @@ static void json_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o
     vt_xframe fr[VT_MAX_STACK];
     int user = -1;
     uint32_t n = vt_site_frames(a, p, stack, fr, VT_MAX_STACK, &user);
-    fprintf(o, "\"user_frame\":");
+    char op[96], node[96];
+    vt_site_operator(fr, n, op, sizeof(op), node, sizeof(node));
+    fputs("\"operator\":", o);
+    vt_json_str(o, op[0] ? op : NULL);
+    fputs(",\"autograd_node\":", o);
+    vt_json_str(o, node[0] ? node : NULL);
+    fprintf(o, ",\"user_frame\":");
     if (user >= 0)
         json_frame(o, &fr[user], 1);
     else
@@ -76,7 +82,8 @@ static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, 
     fprintf(o, "{\"bytes\":%" PRId64 ",\"blocks\":%" PRId64 ",\"device\":%u,\"kind\":\"%s\",\"api\":\"%s\"", bytes,
             count, u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
     fprintf(o, ",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64, u->allocs, u->alloc_bytes, u->frees);
-    fprintf(o, ",\"never_freed_bytes\":%" PRId64 ",\"never_freed_blocks\":%" PRId64, u->never_bytes, u->never_count);
+    fprintf(o, ",\"never_freed_bytes\":%" PRId64 ",\"never_freed_blocks\":%" PRId64 ",\"held_since_start\":%s",
+            u->never_bytes, u->never_count, u->since_start ? "true" : "false");
     fprintf(o, ",\"mean_lifetime_s\":%.6f", u->frees ? (double)u->lifetime_sum / (double)u->frees / 1e9 : 0.0);
     uint32_t tid;
     const char *tname = rep_thread_name(p, u->thread, &tid);

@@ -87,12 +87,21 @@ static void text_stack_lead(vt_analysis *a, const vt_proc *p, uint32_t stack, FI
             fprintf(o, "%s%s (no call stack recorded)\n", indent, lead);
         return;
     }
+    /* the operator it came from (symbolized PyTorch frames): ", in
+     * MmBackward0 (aten::mm)" */
+    char op[96], node[96], opw[220] = "";
+    if (vt_site_operator(fr, n, op, sizeof(op), node, sizeof(node))) {
+        if (node[0] && op[0])
+            snprintf(opw, sizeof(opw), ", in %s (%s)", node, op);
+        else
+            snprintf(opw, sizeof(opw), ", in %s", node[0] ? node : op);
+    }
     if ((user < 0 || fr[user].internal) && tname && !a->cfg.native) {
-        fprintf(o, "%s%s (no frame of yours) in thread %s (tid %u)%s\n", indent, lead, tname, tid,
-                !strncmp(tname, "pt_autograd", 11) ? ": PyTorch's autograd engine, during backward" : "");
+        fprintf(o, "%s%s (no frame of yours) in thread %s (tid %u)%s%s\n", indent, lead, tname, tid,
+                !strncmp(tname, "pt_autograd", 11) ? ": PyTorch's autograd engine, during backward" : "", opw);
     } else {
         vt_xframe_format(&fr[user >= 0 ? user : 0], line, sizeof(line));
-        fprintf(o, "%s%s %s\n", indent, lead, line);
+        fprintf(o, "%s%s %s%s\n", indent, lead, line, opw);
     }
     if (!a->cfg.native) {
         /* the user's frames (Python, and native frames of the user's own
@@ -353,6 +362,12 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
                 rep_bytes(b1, (double)p->static_bytes), p->static_blocks, p->static_blocks == 1 ? "" : "s");
     for (size_t i = 0; i < p->nleak && i < a->cfg.top; i++) {
         const vt_unit *u = &p->units[p->leak_order[i]];
+        const vt_unit *prev = i ? &p->units[p->leak_order[i - 1]] : NULL;
+        if (u->never_bytes > 0 && u->since_start && (!prev || !prev->since_start))
+            fprintf(o, "held since the start (allocated before the first step, not growing: weights, optimizer "
+                       "state, workspaces):\n");
+        if (u->never_bytes <= 0 && (!prev || prev->never_bytes > 0))
+            fprintf(o, "freed at teardown, after the view (not counted):\n");
         fprintf(o, "#%zu ", i + 1);
         unit_line(p, u, u->at_bytes, u->at_count, o);
         fprintf(o, "; %" PRIu64 " allocated in all; ", u->allocs);

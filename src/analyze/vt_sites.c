@@ -136,6 +136,32 @@ uint32_t vt_site_frames(vt_analysis *a, const vt_proc *p, uint32_t stack, vt_xfr
     return n;
 }
 
+int vt_site_operator(const vt_xframe *fr, uint32_t n, char *op, size_t oplen, char *node, size_t nodelen)
+{
+    static const char ops[] = "at::_ops::", gen[] = "torch::autograd::generated::";
+    if (oplen)
+        op[0] = 0;
+    if (nodelen)
+        node[0] = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *f = fr[i].python ? NULL : fr[i].function;
+        if (!f)
+            continue;
+        if (!strncmp(f, ops, sizeof(ops) - 1)) { /* at::_ops::mm::call(...): the outermost wins */
+            const char *nm = f + sizeof(ops) - 1;
+            size_t k = strcspn(nm, ":(< ");
+            if (k && oplen)
+                snprintf(op, oplen, "aten::%.*s", (int)k, nm);
+        } else if (nodelen && !node[0] && !strncmp(f, gen, sizeof(gen) - 1)) {
+            const char *nm = f + sizeof(gen) - 1;
+            size_t k = strcspn(nm, ":(< ");
+            if (k && !strncmp(nm + k, "::apply", 7))
+                snprintf(node, nodelen, "%.*s", (int)k, nm);
+        }
+    }
+    return (oplen && op[0]) || (nodelen && node[0]);
+}
+
 void vt_xframe_format(const vt_xframe *f, char *buf, size_t len)
 {
     if (f->python) {
