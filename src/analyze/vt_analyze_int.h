@@ -274,6 +274,23 @@ typedef struct {
     uint64_t joined_bytes;                /* of those, in blocks live at the end */
 } vt_holder;
 
+/* A walk before the end (vt_holders.c): at the first failed allocation
+ * (holders.PID.oom.txt) or on a signal (holders.PID.sig-N.txt); its
+ * largest holders as the walk found them (not joined: the blocks of that
+ * moment are not kept). */
+#define VT_WALK_TOP 5
+#define VT_WALKS_MAX 17
+typedef struct {
+    int signal;                      /* 0: at a failed allocation */
+    uint32_t device;
+    uint64_t request, dev_allocated, dev_free; /* what the OOM observer was told */
+    uint64_t objects;
+    double seconds;
+    int limited;
+    uint32_t nh;
+    vt_holder h[VT_WALK_TOP];
+} vt_walk;
+
 /* One traced process (one trace file). */
 typedef struct {
     char *name;       /* file path or label */
@@ -349,6 +366,8 @@ typedef struct {
     uint64_t walk_objects;
     double walk_seconds;
     int walk_limited;
+    vt_walk walks[VT_WALKS_MAX]; /* the OOM walk first, then the signal walks in order */
+    uint32_t nwalks;
     uint32_t nnv_thr;
     /* steps (finish) */
     uint64_t steps;

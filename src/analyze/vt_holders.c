@@ -24,6 +24,107 @@ static void holders_clear(vt_proc *p)
     p->nholders = p->capholders = 0;
     free(p->holders_file);
     p->holders_file = NULL;
+    for (uint32_t w = 0; w < p->nwalks; w++)
+        for (uint32_t k = 0; k < p->walks[w].nh; k++) {
+            free(p->walks[w].h[k].path);
+            free(p->walks[w].h[k].type);
+        }
+    p->nwalks = 0;
+}
+
+/* A walk before the end: its W, O or S, and H lines (P lines skipped);
+ * the VT_WALK_TOP largest holders kept.  0, or -1 when the file is not a
+ * holders file (then it is left out, said in msg). */
+static int read_walk(const char *path, vt_walk *w, char *msg, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    memset(w, 0, sizeof(*w));
+    char line[8192];
+    int rc = 0;
+    if (!fgets(line, sizeof(line), f) || strcmp(line, "vramtrace-holders 1\n")) {
+        snprintf(msg, len, "%.400s: line 1: not a vramtrace holders file (version 1), left out", path);
+        rc = -1;
+    }
+    while (!rc && fgets(line, sizeof(line), f)) {
+        unsigned lim = 0, dev = 0;
+        double sec = 0;
+        if (line[0] == 'W' && sscanf(line, "W %" SCNu64 " %lf %u", &w->objects, &sec, &lim) == 3) {
+            w->seconds = sec;
+            w->limited = lim != 0;
+        } else if (line[0] == 'O' && sscanf(line, "O %u %" SCNu64 " %" SCNu64 " %" SCNu64, &dev, &w->request,
+                                            &w->dev_allocated, &w->dev_free) == 4) {
+            w->device = dev;
+        } else if (line[0] == 'S') {
+            sscanf(line, "S %d", &w->signal);
+        } else if (line[0] == 'H') {
+            uint64_t cnt, by, gb;
+            int pos = 0;
+            if (sscanf(line, "H %" SCNu64 " %" SCNu64 " %" SCNu64 " %n", &cnt, &by, &gb, &pos) != 3 || !pos)
+                continue;
+            char *ty = line + pos, *tab = strchr(ty, '\t'), *end = ty + strcspn(ty, "\n");
+            if (!tab || tab > end)
+                continue;
+            *tab = 0;
+            *end = 0;
+            /* keep the largest: replace the smallest kept when this one is larger */
+            uint32_t slot = w->nh;
+            if (w->nh == VT_WALK_TOP) {
+                slot = 0;
+                for (uint32_t k = 1; k < w->nh; k++)
+                    if (w->h[k].bytes + w->h[k].graph_bytes < w->h[slot].bytes + w->h[slot].graph_bytes)
+                        slot = k;
+                if (w->h[slot].bytes + w->h[slot].graph_bytes >= by + gb)
+                    continue;
+                free(w->h[slot].path);
+                free(w->h[slot].type);
+            } else {
+                w->nh++;
+            }
+            vt_holder *h = &w->h[slot];
+            memset(h, 0, sizeof(*h));
+            h->path = xstrdup(tab + 1);
+            h->type = xstrdup(ty);
+            h->tensors = cnt;
+            h->bytes = by;
+            h->graph_bytes = gb;
+        }
+    }
+    fclose(f);
+    /* largest first */
+    for (uint32_t i = 1; i < w->nh; i++)
+        for (uint32_t j = i; j > 0 && w->h[j].bytes + w->h[j].graph_bytes > w->h[j - 1].bytes + w->h[j - 1].graph_bytes; j--) {
+            vt_holder t = w->h[j];
+            w->h[j] = w->h[j - 1];
+            w->h[j - 1] = t;
+        }
+    return rc;
+}
+
+/* the walks before the end beside the trace: .oom, then .sig-1, .sig-2 ... */
+static void read_walks(vt_proc *p, const char *dir, int dl)
+{
+    char path[4400], msg[600];
+    for (int i = 0; i < VT_WALKS_MAX && p->nwalks < VT_WALKS_MAX; i++) {
+        char tag[32];
+        if (i == 0)
+            snprintf(tag, sizeof(tag), ".oom");
+        else
+            snprintf(tag, sizeof(tag), ".sig-%d", i);
+        snprintf(path, sizeof(path), "%.*s/holders.%u%s.txt", dl, dir, p->pid, tag);
+        struct stat st;
+        if (stat(path, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > HOLDERS_MAX_FILE) {
+            if (i > 0)
+                break; /* signal walks are numbered from 1 without gaps */
+            continue;
+        }
+        msg[0] = 0;
+        if (read_walk(path, &p->walks[p->nwalks], msg, sizeof(msg)) == 0)
+            p->nwalks++;
+        else if (msg[0])
+            vt_proc_add_note(p, VT_SEV_WARNING, msg);
+    }
 }
 
 void vt_proc_free_holders(vt_proc *p) { holders_clear(p); }
@@ -49,6 +150,7 @@ int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t l
     char path[4300];
     const char *slash = strrchr(trace_path, '/');
     int dl = slash ? (int)(slash - trace_path) : 1;
+    read_walks(p, slash ? trace_path : ".", dl);
     snprintf(path, sizeof(path), "%.*s/holders.%u.txt", dl, slash ? trace_path : ".", p->pid);
     struct stat st;
     if (stat(path, &st) || !S_ISREG(st.st_mode))

@@ -144,6 +144,33 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
         }
         fputs("]}", o);
     }
+    if (p->nwalks) { /* the walks before the end: at the first failed allocation, on a signal */
+        fputs(",\"walks\":[", o);
+        for (uint32_t w = 0; w < p->nwalks; w++) {
+            const vt_walk *k = &p->walks[w];
+            fprintf(o, "%s{\"when\":\"%s\",\"signal\":", w ? "," : "", k->signal ? "signal" : "oom");
+            if (k->signal)
+                fprintf(o, "%d", k->signal);
+            else
+                fputs("null", o);
+            if (!k->signal)
+                fprintf(o, ",\"device\":%u,\"request_bytes\":%" PRIu64 ",\"device_allocated_bytes\":%" PRIu64
+                           ",\"device_free_bytes\":%" PRIu64,
+                        k->device, k->request, k->dev_allocated, k->dev_free);
+            fprintf(o, ",\"objects_walked\":%" PRIu64 ",\"walk_s\":%.6f,\"limit_reached\":%s,\"holders\":[", k->objects,
+                    k->seconds, k->limited ? "true" : "false");
+            for (uint32_t i = 0; i < k->nh; i++) {
+                fputs(i ? ",{\"path\":" : "{\"path\":", o);
+                vt_json_str(o, k->h[i].path);
+                fputs(",\"type\":", o);
+                vt_json_str(o, k->h[i].type);
+                fprintf(o, ",\"tensors\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"graph_bytes\":%" PRIu64 "}", k->h[i].tensors,
+                        k->h[i].bytes, k->h[i].graph_bytes);
+            }
+            fputs("]}", o);
+        }
+        fputc(']', o);
+    }
     fprintf(o, ",\"argv\":[");
     for (uint32_t i = 0; i < p->argc; i++) {
         if (i)

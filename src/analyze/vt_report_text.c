@@ -457,6 +457,8 @@ static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
         fprintf(o, "no device memory was live\n");
 }
 
+static void text_walks(const vt_proc *p, int oom, FILE *o);
+
 static void text_oom(vt_analysis *a, vt_proc *p, FILE *o)
 {
     char b1[32], b2[32], b3[32];
@@ -511,6 +513,38 @@ static void text_oom(vt_analysis *a, vt_proc *p, FILE *o)
                 fprintf(o, "\n");
                 text_unit_stack(a, p, u, o, "        ");
             }
+        }
+    }
+    text_walks(p, 1, o);
+}
+
+/* the walks before the end (holders.PID.oom.txt, .sig-N.txt): who held
+ * CUDA tensors at that moment, as the walk found them */
+static void text_walks(const vt_proc *p, int oom, FILE *o)
+{
+    char b1[32], b2[32], b3[32];
+    for (uint32_t w = 0; w < p->nwalks; w++) {
+        const vt_walk *k = &p->walks[w];
+        if ((k->signal == 0) != oom)
+            continue;
+        if (oom)
+            fprintf(o, "who held CUDA tensors at the first failed allocation (%s requested on device %u, %s allocated, "
+                       "%s free; PyTorch's OOM observer walked %" PRIu64 " objects in %.2f s%s):\n",
+                    rep_bytes(b1, (double)k->request), k->device, rep_bytes(b2, (double)k->dev_allocated),
+                    rep_bytes(b3, (double)k->dev_free), k->objects, k->seconds, k->limited ? ", stopped by its limit" : "");
+        else
+            fprintf(o, "\n-- who held CUDA tensors on signal %d (walk %u at the program's request, %" PRIu64
+                       " objects in %.2f s%s) --\n",
+                    k->signal, w + (p->nwalks && p->walks[0].signal ? 1 : 0), k->objects, k->seconds,
+                    k->limited ? ", stopped by its limit" : "");
+        if (!k->nh)
+            fprintf(o, "    no Python object reachable from module globals or the running frames held one\n");
+        for (uint32_t i = 0; i < k->nh; i++) {
+            fprintf(o, "    %u) %s (%s, %" PRIu64 " tensor%s, %s", i + 1, k->h[i].path, k->h[i].type, k->h[i].tensors,
+                    k->h[i].tensors == 1 ? "" : "s", rep_bytes(b1, (double)k->h[i].bytes));
+            if (k->h[i].graph_bytes)
+                fprintf(o, "; + %s of autograd graph", rep_bytes(b2, (double)k->h[i].graph_bytes));
+            fprintf(o, ")\n");
         }
     }
 }
@@ -626,6 +660,7 @@ int vt_report_text(vt_analysis *a, FILE *o)
         text_growth(a, p, o);
         text_peak(a, p, o);
         text_oom(a, p, o);
+        text_walks(p, 0, o);
         text_allocator(a, p, o);
     }
     if (a->nprocs > 1)

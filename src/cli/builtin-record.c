@@ -64,7 +64,10 @@ static void usage(FILE *f)
             "      --sample-ms N        sample pool and device memory use every N ms\n"
             "                           (0 = off, else 10..60000; default 200)\n"
             "      --no-holders         Python: do not name the objects that hold GPU\n"
-            "                           tensors at exit (holders.PID.txt beside the traces)\n"
+            "                           tensors (a walk at exit and at the first failed\n"
+            "                           allocation: holders.PID[.oom].txt beside the traces)\n"
+            "      --holders-signal SIG Python: walk them also when the program gets SIG\n"
+            "                           (USR1, USR2, ...; kill -USR2 PID): holders.PID.sig-N.txt\n"
             "      --no-symbolize       do not save the native frames' symbols beside the\n"
             "                           traces after the command (vramtrace symbolize)\n"
             "      --no-tensor-events   PyTorch: do not attach to the default caching\n"
@@ -580,6 +583,8 @@ int cmd_record(int argc, char **argv)
                 setenv("PYTHONPATH", pp, 1);
                 free(pp);
                 setenv("VRAMTRACE_HOLDERS", absdir, 1);
+                if (o.holders_signal)
+                    setenv("VRAMTRACE_HOLDERS_SIGNAL", o.holders_signal, 1);
             }
         }
     }

@@ -60,6 +60,22 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
+/* --holders-signal: a signal the Python walk can wait for (not one that
+ * kills or stops the program by design, nor SIGINT, which Python owns) */
+static int holders_signal_ok(const char *s)
+{
+    static const char *const names[] = {"USR1", "USR2", "HUP", "PWR", "WINCH", "URG", "IO"};
+    const char *n = strncmp(s, "SIG", 3) ? s : s + 3;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(n, names[i]))
+            return 0;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s && !*end && v >= 1 && v <= 64 && v != 2 && v != 9 && v != 19)
+        return 0;
+    return -1;
+}
+
 enum { OPT_FLAG, OPT_INT, OPT_STR };
 
 static const struct opt_def {
@@ -93,6 +109,8 @@ static const struct opt_def {
     {"no-tensor-events", 0, OPT_FLAG, offsetof(vt_record_opts, tensor_events), 0, 0, 0, 0, NULL, NULL},
     {"no-symbolize", 0, OPT_FLAG, offsetof(vt_record_opts, symbolize), 0, 0, 0, 0, NULL, NULL},
     {"no-holders", 0, OPT_FLAG, offsetof(vt_record_opts, holders), 0, 0, 0, 0, NULL, NULL},
+    {"holders-signal", 0, OPT_STR, offsetof(vt_record_opts, holders_signal), 0, 0, 0, 0,
+     "USR1, USR2, HUP, PWR, WINCH, URG, IO or a signal number", holders_signal_ok},
     {"help", 'h', OPT_FLAG, offsetof(vt_record_opts, help), 1, 0, 0, 0, NULL, NULL},
 };
 #define N_OPT_DEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))

@@ -91,6 +91,13 @@ def _graph_storages(t, info, seen_nodes, budget, alive):
     return out
 
 
+class _Locals:
+    __slots__ = ("items",)
+
+    def __init__(self, items):
+        self.items = items
+
+
 class _Holder:
     __slots__ = ("path", "type", "count", "storages", "graph")
 
@@ -120,8 +127,11 @@ def _path(node):
     return "".join(reversed(parts))
 
 
-def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS):
-    """Walk from roots ([(path, object)], default: every module's globals);
+def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS, frames=()):
+    """Walk from roots ([(path, object)], default: every module's globals)
+    and from the locals of frames (running frames, innermost first: at a
+    failed allocation or a signal what a function holds in its locals is
+    named "<function (file:line)>.name");
     info(obj) -> (address, bytes) for a CUDA tensor, else None (default:
     torch's).  Returns (holders, objects visited, seconds, limit reason or
     "").  Paths are kept as linked pairs and spelled out only for holders:
@@ -133,6 +143,7 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
         return [], 0, 0.0, ""
     import collections
     import types
+    roots = list(roots) if roots is not None else None
     if roots is None:  # modules only (sys.modules may hold lazy proxies: not walked)
         roots = [(name, mod) for name, mod in list(sys.modules.items())
                  if issubclass(type(mod), types.ModuleType) and name != __name__]
@@ -141,6 +152,15 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
     seen, holders, nodes, alive = set(), {}, set(), []
     graph_budget = [max_objects]
     queue = collections.deque()
+    for f in frames:
+        try:
+            code = f.f_code
+            loc = f.f_locals
+            items = list(dict.items(loc)) if type(loc) is dict else list(loc.items())
+            where = "<%s (%s:%d)>" % (code.co_name, os.path.basename(code.co_filename), f.f_lineno)
+        except Exception:
+            continue
+        roots.append((where, _Locals([("." + k, v) for k, v in items if type(k) is str])))
     for path, obj in roots:
         queue.append(((None, path), obj, True))
     visited, limit = 0, ""
@@ -191,7 +211,10 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
         # repr launching kernels)
         try:
             t = type(obj)
-            if issubclass(t, module_t):
+            if t is _Locals:  # a running frame's locals
+                named = "local variable"
+                items = obj.items
+            elif issubclass(t, module_t):
                 d = object.__getattribute__(obj, "__dict__")
                 if _path(path) != dict.get(d, "__name__"):
                     continue  # a module reached through another: its own root names it
@@ -263,11 +286,13 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
     return out, visited, time.monotonic() - t0, limit
 
 
-def write(path, holders, visited, seconds, limit):
+def write(path, holders, visited, seconds, limit, extra=None):
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         f.write("vramtrace-holders 1\n")
         f.write(f"W {visited} {seconds:.6f} {1 if limit else 0} {limit or '-'}\n")
+        if extra:
+            f.write(extra + "\n")
         for h in holders:
             direct = sum(h.storages.values())
             graph = sum(h.graph.values())
@@ -287,7 +312,10 @@ def write(path, holders, visited, seconds, limit):
     os.replace(tmp, path)
 
 
-def _at_exit():
+def _run(tag, frame=None, extra=None):
+    """One walk, written to holders.PID<tag>.txt; never raises.  frame: the
+    innermost running frame whose locals (and its callers') are walked too;
+    extra: a line written after W (the failed allocation)."""
     try:
         out = os.environ.get("VRAMTRACE_HOLDERS")
         if not out or "torch" not in sys.modules:
@@ -297,11 +325,17 @@ def _at_exit():
         cuda = sys.modules.get("torch.cuda")
         if cuda is None or not cuda.is_initialized():
             return  # no CUDA here (a spawned worker, a CPU-only run): no tensor to name
+        frames = []
+        while frame is not None and len(frames) < 64:
+            if frame.f_code.co_filename != __file__:
+                frames.append(frame)
+            frame = frame.f_back
         import warnings
         with warnings.catch_warnings():  # a module's deprecation warnings stay quiet
             warnings.simplefilter("ignore")
-            holders, visited, seconds, limit = walk()
-        write(os.path.join(out, f"holders.{os.getpid()}.txt"), holders, visited, seconds, limit)
+            holders, visited, seconds, limit = walk(frames=frames)
+        frames = None
+        write(os.path.join(out, f"holders.{os.getpid()}{tag}.txt"), holders, visited, seconds, limit, extra)
     except Exception as e:  # never into the program
         try:
             sys.stderr.write(f"vramtrace: holder walk failed: {e!r}\n")
@@ -309,11 +343,84 @@ def _at_exit():
             pass
 
 
+def _at_exit():
+    _run("")
+
+
+_OOM_DONE = [False]
+
+
+def _on_oom(device, alloc, device_allocated, device_free):
+    """PyTorch's out-of-memory observer (the allocator calls it before it
+    raises, its lock released, with the GIL): the first failed allocation
+    is walked, with the locals of the frames that asked for it."""
+    if _OOM_DONE[0]:
+        return
+    _OOM_DONE[0] = True
+    _run(".oom", sys._getframe(1), "O %d %d %d %d" % (device, alloc, device_allocated, device_free))
+
+
+def _attach_oom():
+    try:
+        sys.modules["torch"]._C._cuda_attach_out_of_memory_observer(_on_oom)
+    except Exception:
+        pass
+
+
+class _TorchCudaHook:
+    """A meta path finder that stays out of every import but torch.cuda's:
+    when that module has run, the OOM observer is queued with
+    torch.cuda._lazy_call (it attaches when CUDA initializes; before, the
+    allocator has no devices to attach it to)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch.cuda":
+            return None
+        import importlib.machinery
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            try:
+                module._lazy_call(_attach_oom)
+            except Exception:
+                pass
+        try:
+            loader.exec_module = exec_module
+        except Exception:
+            pass
+        return spec
+
+
+_SIGNALS = [0]
+
+
+def _on_signal(signum, frame):
+    _SIGNALS[0] += 1
+    _run(".sig-%d" % _SIGNALS[0], frame, "S %d" % signum)
+
+
 _INSTALLED_PID = None
 
 
 def install():
+    """At exit always; at the first failed CUDA allocation where PyTorch
+    has an OOM observer; on VRAMTRACE_HOLDERS_SIGNAL (a signal name or
+    number, `record --holders-signal`) when the program left that signal's
+    handler at its default."""
     global _INSTALLED_PID
     import atexit
     _INSTALLED_PID = os.getpid()
     atexit.register(_at_exit)
+    if os.environ.get("VRAMTRACE_HOLDERS_OOM", "1") != "0":
+        sys.meta_path.insert(0, _TorchCudaHook())
+    sig = os.environ.get("VRAMTRACE_HOLDERS_SIGNAL")
+    if sig:
+        import signal
+        num = int(sig) if sig.isdigit() else getattr(signal, sig if sig.startswith("SIG") else "SIG" + sig, None)
+        if num and signal.getsignal(num) in (signal.SIG_DFL, None):
+            signal.signal(num, _on_signal)

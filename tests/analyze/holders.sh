@@ -39,6 +39,25 @@ assert h["path"] == "__main__.trainer.loss_buffer" and h["tensors"] == 16 and h[
 assert p["holders"]["objects_walked"] == 12345 and p["holders"]["list"][0]["bytes_in_live_blocks"] == 16 * 512 * 1024, p["holders"]
 assert any(s["held_by"] is None for s in p["leaks"]["sites"])
 ' || bad "JSON held_by"
+# the walks before the end: at the first failed allocation (PyTorch's OOM
+# observer) and on a signal, said as the walk found them
+printf 'vramtrace-holders 1\nW 999 0.050000 0 -\nO 0 1073741824 8388608 4096\nH 3 6291456 0 local variable\t<step (train.py:42)>.big\nP 900000000 2097152 0\nH 16 8388608 1048576 list\t__main__.trainer.loss_buffer\n' \
+    >"$tmp/t/holders.6200.oom.txt"
+printf 'vramtrace-holders 1\nW 500 0.010000 0 -\nS 12\nH 4 2097152 0 list\t__main__.trainer.loss_buffer\n' >"$tmp/t/holders.6200.sig-1.txt"
+"$vt" report --no-symbols "$tmp/t/caching_tensors.zst" >"$tmp/w.txt" 2>&1
+grep -q '^who held CUDA tensors at the first failed allocation (1.00 GiB requested on device 0, 8.00 MiB allocated, 4.00 KiB free; PyTorch.s OOM observer walked 999 objects' "$tmp/w.txt" ||
+    bad "no OOM walk in the report: $(grep -i 'who held' "$tmp/w.txt")"
+oom_first=$(grep -A1 '^who held CUDA tensors at the first' "$tmp/w.txt" | tail -1)
+[ "$oom_first" = "    1) __main__.trainer.loss_buffer (list, 16 tensors, 8.00 MiB; + 1.00 MiB of autograd graph)" ] || bad "OOM walk order: $oom_first"
+grep -q '    2) <step (train.py:42)>.big (local variable, 3 tensors, 6.00 MiB)' "$tmp/w.txt" || bad "the OOM walk's local"
+grep -q '^-- who held CUDA tensors on signal 12 (walk 1 at the program.s request' "$tmp/w.txt" || bad "no signal walk"
+"$vt" report --no-symbols --json "$tmp/t/caching_tensors.zst" 2>/dev/null | python3 -c '
+import json, sys
+w = json.load(sys.stdin)["processes"][0]["walks"]
+assert [x["when"] for x in w] == ["oom", "signal"] and w[0]["request_bytes"] == 1 << 30 and w[1]["signal"] == 12, w
+assert w[0]["holders"][1]["path"] == "<step (train.py:42)>.big", w[0]
+' || bad "JSON walks"
+rm -f "$tmp/t/holders.6200.oom.txt" "$tmp/t/holders.6200.sig-1.txt"
 printf 'vramtrace-holders 1\nX what\n' >"$tmp/t/holders.6200.txt"
 "$vt" report --no-symbols "$tmp/t/caching_tensors.zst" >"$tmp/d.txt" 2>&1
 grep -q 'holders.6200.txt: line 2: not a holders line' "$tmp/d.txt" || bad "no note of the damaged holders file"

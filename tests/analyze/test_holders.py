@@ -215,4 +215,57 @@ with tempfile.TemporaryDirectory() as d:
         f.write("x = [1, 2, 3]\n")
     r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)
     check("no torch, no walk", r.returncode == 0 and not [x for x in os.listdir(d) if x.startswith("holders.")])
+
+# the walk at a failed allocation (PyTorch's OOM observer, attached when
+# torch.cuda initializes) and on a signal, with the locals of the running
+# frames: a stand-in torch package found on PYTHONPATH
+with tempfile.TemporaryDirectory() as d:
+    pkg = os.path.join(d, "lib", "torch")
+    os.makedirs(pkg)
+    with open(os.path.join(pkg, "__init__.py"), "w") as f:
+        f.write("import types\n"
+                "class Storage:\n"
+                "    def __init__(s, a, n): s.a, s.n = a, n\n"
+                "    def data_ptr(s): return s.a\n"
+                "    def nbytes(s): return s.n\n"
+                "class Tensor:\n"
+                "    is_cuda = True\n"
+                "    grad_fn = None\n"
+                "    def __init__(s, a, n): s.st = Storage(a, n)\n"
+                "    def untyped_storage(s): return s.st\n"
+                "_C = types.SimpleNamespace(observers=[])\n"
+                "_C._cuda_attach_out_of_memory_observer = _C.observers.append\n")
+    with open(os.path.join(pkg, "cuda.py"), "w") as f:
+        f.write("queued = []\n"
+                "def _lazy_call(fn): queued.append(fn)\n"
+                "def is_initialized(): return True\n"
+                "def init():\n"
+                "    for fn in queued: fn()\n")
+    prog = os.path.join(d, "oomprog.py")
+    with open(prog, "w") as f:
+        f.write("import os, signal, time, torch, torch.cuda\n"
+                "kept = [torch.Tensor(0x5000, 100)]\n"
+                "torch.cuda.init()  # CUDA initializes: the observer attaches\n"
+                "def step():\n"
+                "    big = torch.Tensor(0x6000, 4096)\n"
+                "    for obs in torch._C.observers:  # the allocator fails a 1 GiB request\n"
+                "        obs(0, 1 << 30, 123, 456)\n"
+                "    os.kill(os.getpid(), signal.SIGUSR2)\n"
+                "    time.sleep(0.05)\n"
+                "step()\n"
+                "print(len(torch._C.observers), flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.path.join(d, "lib"), VRAMTRACE_HOLDERS=d,
+               VRAMTRACE_HOLDERS_SIGNAL="USR2")
+    r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)
+    check("the OOM observer attached when CUDA initialized", r.returncode == 0 and r.stdout.strip() == "1",
+          r.stdout + r.stderr[-300:])
+    got = {x.split(".", 2)[2]: open(os.path.join(d, x)).read() for x in os.listdir(d) if x.startswith("holders.")}
+    oom = got.get("oom.txt", "")
+    check("holders.PID.oom.txt: the failed request and the frame's local",
+          "O 0 1073741824 123 456" in oom and "local variable\t<step (oomprog.py:7)>.big" in oom
+          and "list\t__main__.kept" in oom, oom[:300])
+    sig = got.get("sig-1.txt", "")
+    check("holders.PID.sig-1.txt on SIGUSR2", "S %d" % __import__("signal").SIGUSR2 in sig
+          and "<step (oomprog.py:8)>.big" in sig, sig[:300])
+    check("and the walk at exit", "txt" in got and "__main__.kept" in got["txt"], str(sorted(got)))
 sys.exit(1 if fails else 0)

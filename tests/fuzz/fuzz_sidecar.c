@@ -1,8 +1,9 @@
 /* fuzz_sidecar.c - libFuzzer target for the files read beside a trace:
  * any bytes as TRACE.sym (vt_symbols_load, then a lookup that consults
- * what it loaded) and as holders.PID.txt (joined to a process by the
+ * what it loaded), as holders.PID.txt (joined to a process by the
  * analysis: a header with that pid, a tensor and a driver block live at
- * the end).  Must never crash, hang or leak.  tests/fuzz/replay.c replays
+ * the end) and as the walks before the end (holders.PID.oom.txt,
+ * holders.PID.sig-1.txt), which the reports print.  Must never crash, hang or leak.  tests/fuzz/replay.c replays
  * the corpus through it in every ctest run. */
 #include <stddef.h>
 #include <stdint.h>
@@ -28,12 +29,14 @@ static void put(const char *path, const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char dir[64], sym[96], hold[96], trace[96];
+    static char dir[64], sym[96], hold[96], oom[96], sig[96], trace[96];
     if (!dir[0]) {
         snprintf(dir, sizeof(dir), "/tmp/vt-fuzz-sidecar-%d", (int)getpid());
         mkdir(dir, 0700);
         snprintf(sym, sizeof(sym), "%s/t.zst.sym", dir);
         snprintf(hold, sizeof(hold), "%s/holders.7.txt", dir);
+        snprintf(oom, sizeof(oom), "%s/holders.7.oom.txt", dir);
+        snprintf(sig, sizeof(sig), "%s/holders.7.sig-1.txt", dir);
         snprintf(trace, sizeof(trace), "%s/t.zst", dir);
     }
     char msg[600];
@@ -49,6 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         vt_symbolizer_free(s);
     }
     put(hold, data, size);
+    put(oom, data, size);
+    put(sig, data, size);
     vt_analysis_config cfg;
     vt_analysis_config_default(&cfg);
     cfg.symbolize = 0;
