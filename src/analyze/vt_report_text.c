@@ -57,12 +57,30 @@ static void text_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o
     text_stack_lead(a, p, stack, o, indent, "at", 0);
 }
 
+/* Set while a later section prints a site the leak section showed in
+ * full: its headline only, pointing at that leak (one screen, no repeat). */
+static size_t g_leak_ref;
+static int g_headline_only; /* the headline and nothing more */
+
 /* A unit's stack: a caching-allocator segment's call site is where the
  * pool grew, never presented as the line that holds the memory. */
 static void text_unit_stack(vt_analysis *a, const vt_proc *p, const vt_unit *u, FILE *o, const char *indent)
 {
     text_stack_lead(a, p, u->stack, o, indent,
                     u->segment ? "triggered the pool to grow at" : u->holder ? "allocated at" : "at", u->thread);
+}
+
+/* As text_unit_stack, but a site shown in full as leak #N gets its
+ * headline and "(stack: leak #N)"; --native prints every stack */
+static void text_unit_stack_once(vt_analysis *a, const vt_proc *p, const vt_unit *u, FILE *o, const char *indent)
+{
+    for (size_t i = 0; !a->cfg.native && i < p->nleak && i < a->cfg.top; i++)
+        if (&p->units[p->leak_order[i]] == u && u->never_bytes > 0 && !u->since_start) {
+            g_leak_ref = i + 1;
+            break;
+        }
+    text_unit_stack(a, p, u, o, indent);
+    g_leak_ref = 0;
 }
 
 /* thread: the site's first allocating thread (0: not said); where no
@@ -96,13 +114,18 @@ static void text_stack_lead(vt_analysis *a, const vt_proc *p, uint32_t stack, FI
         else
             snprintf(opw, sizeof(opw), ", in %s", node[0] ? node : op);
     }
+    char ref[48] = "";
+    if (g_leak_ref)
+        snprintf(ref, sizeof(ref), " (stack: leak #%zu)", g_leak_ref);
     if ((user < 0 || fr[user].internal) && tname && !a->cfg.native) {
-        fprintf(o, "%s%s (no frame of yours) in thread %s (tid %u)%s%s\n", indent, lead, tname, tid,
-                !strncmp(tname, "pt_autograd", 11) ? ": PyTorch's autograd engine, during backward" : "", opw);
+        fprintf(o, "%s%s (no frame of yours) in thread %s (tid %u)%s%s%s\n", indent, lead, tname, tid,
+                !strncmp(tname, "pt_autograd", 11) ? ": PyTorch's autograd engine, during backward" : "", opw, ref);
     } else {
         vt_xframe_format(&fr[user >= 0 ? user : 0], line, sizeof(line));
-        fprintf(o, "%s%s %s%s\n", indent, lead, line, opw);
+        fprintf(o, "%s%s %s%s%s\n", indent, lead, line, opw, ref);
     }
+    if (g_leak_ref || g_headline_only)
+        return;
     if (!a->cfg.native) {
         /* the user's frames (Python, and native frames of the user's own
          * binaries), innermost first, below the headline that names the
@@ -378,7 +401,11 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
         else
             fprintf(o, "%s never freed\n", rep_bytes(b1, (double)u->never_bytes));
         text_holder(p, u, o, "    ");
+        /* what was held since the start, and what teardown freed: the
+         * headline only (--native: the stacks too) */
+        g_headline_only = !a->cfg.native && (u->since_start || u->never_bytes <= 0);
         text_unit_stack(a, p, u, o, "    ");
+        g_headline_only = 0;
     }
     if (p->nleak > a->cfg.top)
         fprintf(o, "... %zu more call site%s\n", p->nleak - a->cfg.top, p->nleak - a->cfg.top == 1 ? "" : "s");
@@ -420,7 +447,7 @@ static void text_growth(vt_analysis *a, vt_proc *p, FILE *o)
         fprintf(o, ", confidence %.2f, %" PRId64 " live block%s at the view, device %u %s (%s)\n", u->growth_conf,
                 u->at_count, u->at_count == 1 ? "" : "s", u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
         text_holder(p, u, o, "    ");
-        text_unit_stack(a, p, u, o, "    ");
+        text_unit_stack_once(a, p, u, o, "    ");
     }
 }
 
@@ -443,7 +470,7 @@ static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, "#%zu ", i + 1);
             unit_line(p, u, r[i].bytes, r[i].count, o);
             fprintf(o, " (%.1f%%)\n", 100.0 * (double)r[i].bytes / (double)s->peak);
-            text_unit_stack(a, p, u, o, "    ");
+            text_unit_stack_once(a, p, u, o, "    ");
         }
         if (n > a->cfg.top)
             fprintf(o, "... %zu more call site%s\n", n - a->cfg.top, n - a->cfg.top == 1 ? "" : "s");

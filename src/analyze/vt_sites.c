@@ -8,6 +8,7 @@
 
 #include "vt_analyze_int.h"
 #include "vt_error.h"
+#include "vt_report_int.h"
 
 static const char *base_name(const char *p)
 {
@@ -243,9 +244,33 @@ const char *vt_unit_meaning_key(vt_analysis *a, vt_proc *p, uint32_t unit)
         return "";
     len = (size_t)snprintf(k, cap, "%s|", vt_memkind_name((vt_memkind)u->kind));
     int any = 0;
+    /* no frame of the user's: the thread and the libraries it went
+     * through (a framework frame's offset or symbol differs between
+     * builds and between traces read with and without symbols) */
+    int own = 0;
+    for (uint32_t i = 0; i < n; i++)
+        own |= !fr[i].internal;
+    if (!own && n) {
+        uint32_t tid;
+        const char *tname = rep_thread_name(p, u->thread, &tid);
+        char libs[600] = "";
+        size_t ll = 0;
+        for (uint32_t i = 0; i < n && ll + 2 < sizeof(libs); i++) {
+            const char *m = fr[i].python ? "python" : fr[i].module ? base_name(fr[i].module) : "?";
+            if (!strstr(libs, m))
+                ll += (size_t)snprintf(libs + ll, sizeof(libs) - ll, "%s%s", ll ? "," : "", m);
+        }
+        char *nk = realloc(k, len + strlen(libs) + 300);
+        if (nk) {
+            k = nk;
+            snprintf(k + len, 300 + strlen(libs), "thread %.200s;%s", tname ? tname : "?", libs);
+        }
+        u->mkey = k;
+        return k;
+    }
     for (uint32_t i = 0; i < n; i++) {
         const vt_xframe *x = &fr[i];
-        if (x->internal && (int)i != user)
+        if (x->internal)
             continue;
         char one[700];
         if (x->python)
