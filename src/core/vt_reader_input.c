@@ -1,6 +1,8 @@
 /* vt_reader_input.c - the input of the reader: the file or a buffer, zstd
  * frames, framing errors, damage and resynchronization; open and free. */
 #include "vt_reader_int.h"
+
+#include <pthread.h>
 /* ---- messages ------------------------------------------------------- */
 
 int rd_set_final(vt_reader *r, int code, const char *fmt, ...)
@@ -481,6 +483,51 @@ int rd_begin_frame(vt_reader *r)
 
 /* ---- lifetime and lookups ------------------------------------------- */
 
+/* The last freed reader's zstd context and raw buffer, kept per thread for
+ * the next reader: a directory of many small traces (and a fuzz target,
+ * which makes two readers per input) would otherwise map, zero and fault
+ * in the 8 MiB raw buffer and zstd's window anew for every file.  A
+ * thread's cache goes with the thread (the key's destructor). */
+typedef struct {
+    ZSTD_DCtx *dctx;
+    uint8_t *raw;
+    size_t rcap;
+} reader_cache;
+static pthread_key_t g_cache_key;
+static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
+static int g_cache_ok;
+
+static void cache_drop(void *v)
+{
+    reader_cache *c = v;
+    if (c) {
+        ZSTD_freeDCtx(c->dctx);
+        free(c->raw);
+        free(c);
+    }
+}
+
+static void cache_init(void)
+{
+    g_cache_ok = pthread_key_create(&g_cache_key, cache_drop) == 0;
+}
+
+static reader_cache *cache_get(int create)
+{
+    pthread_once(&g_cache_once, cache_init);
+    if (!g_cache_ok)
+        return NULL;
+    reader_cache *c = pthread_getspecific(g_cache_key);
+    if (!c && create) {
+        c = calloc(1, sizeof(*c));
+        if (c && pthread_setspecific(g_cache_key, c)) {
+            free(c);
+            c = NULL;
+        }
+    }
+    return c;
+}
+
 static int reader_new(vt_reader **out, const char *name)
 {
     vt_reader *r = calloc(1, sizeof(*r));
@@ -488,9 +535,23 @@ static int reader_new(vt_reader **out, const char *name)
         return VT_ERR_NOMEM;
     r->fd = -1;
     snprintf(r->name, sizeof(r->name), "%s", name ? name : "<memory>");
-    r->dctx = ZSTD_createDCtx();
-    r->raw = malloc(RAW_INIT);
-    r->rcap = r->bcap = RAW_INIT;
+    reader_cache *c = cache_get(0);
+    if (c && c->dctx) {
+        r->dctx = c->dctx;
+        c->dctx = NULL;
+        ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_and_parameters);
+    } else {
+        r->dctx = ZSTD_createDCtx();
+    }
+    if (c && c->raw) {
+        r->raw = c->raw;
+        r->rcap = c->rcap;
+        c->raw = NULL;
+    } else {
+        r->raw = malloc(RAW_INIT);
+        r->rcap = RAW_INIT;
+    }
+    r->bcap = RAW_INIT;
     if (!r->dctx || !r->raw) {
         vt_reader_free(r);
         return VT_ERR_NOMEM;
@@ -582,6 +643,18 @@ void vt_reader_free(vt_reader *r)
         return;
     if (r->fd >= 0)
         close(r->fd);
+    /* keep the context and a raw buffer of the usual size for the next
+     * reader of this thread (not one grown for a huge frame) */
+    reader_cache *c = r->dctx || r->raw ? cache_get(1) : NULL;
+    if (c && !c->dctx && r->dctx) {
+        c->dctx = r->dctx;
+        r->dctx = NULL;
+    }
+    if (c && !c->raw && r->raw && r->rcap >= RAW_INIT && r->rcap <= RAW_STABLE) {
+        c->raw = r->raw;
+        c->rcap = r->rcap;
+        r->raw = NULL;
+    }
     ZSTD_freeDCtx(r->dctx);
     free(r->ibuf);
     free(r->raw);

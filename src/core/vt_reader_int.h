@@ -55,6 +55,18 @@
  * out when it fits in raw, which grows for it up to this; a larger frame
  * (not from this writer) is read the streaming way, unverified. */
 #define RAW_VERIFY_MAX (64u << 20)
+#ifdef VT_READER_SMALL_BUFFERS
+/* the fuzz build (-DVT_FUZZ=ON): the same paths with buffers a 64 KiB input
+ * can outgrow, so that an input that inflates to megabytes (RLE blocks)
+ * takes the large-frame and streaming paths without mapping and zeroing
+ * tens of megabytes under ASan for every run */
+#undef RAW_STABLE
+#undef RAW_VERIFY_MAX
+#undef IN_CHUNK
+#define IN_CHUNK (64u << 10)
+#define RAW_STABLE ((512u << 10) + (64u << 10))
+#define RAW_VERIFY_MAX (1u << 20)
+#endif
 /* Input per zstd call when decoding a frame whole: its output (~2.5x) is
  * then decoded into events while it is still in the L2 cache (with 1 MiB
  * per call, the simulated L2 read misses were 2.7x as many). */
