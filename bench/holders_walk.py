@@ -24,7 +24,7 @@ class Rec:
 
 
 def info(o):
-    return (o.addr, o.n) if isinstance(o, T) else None
+    return (o.addr, o.n) if issubclass(type(o), T) else None  # as the real one: type() only
 
 
 m = types.ModuleType("prog")
