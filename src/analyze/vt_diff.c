@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "vt_analyze_int.h"
+#include "vt_report_int.h"
 #include "vt_error.h"
 
 typedef struct {
@@ -170,9 +171,18 @@ int vt_diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
         vt_xframe fr[VT_MAX_STACK];
         int user = -1;
         uint32_t nf = vt_site_frames(d->an, p, p->units[d->unit].stack, fr, VT_MAX_STACK, &user);
+        uint32_t tid = 0;
+        const char *tname = rep_thread_name(p, p->units[d->unit].thread, &tid);
+        if (nf && (user < 0 || fr[user].internal) && tname && *tname) {
+            /* no frame of the user's: the thread that allocated, as report says it */
+            fprintf(o, "    at (no frame of yours) in thread %s (tid %u)\n", tname, tid);
+            user = -1;
+        }
         if (nf) {
-            vt_xframe_format(&fr[user >= 0 ? user : 0], line, sizeof(line));
-            fprintf(o, "    at %s\n", line);
+            if (user >= 0 || !tname || !*tname) {
+                vt_xframe_format(&fr[user >= 0 ? user : 0], line, sizeof(line));
+                fprintf(o, "    at %s\n", line);
+            }
             uint32_t shown = nf < a->cfg.max_frames ? nf : a->cfg.max_frames;
             for (uint32_t k = 0; k < shown; k++) {
                 vt_xframe_format(&fr[k], line, sizeof(line));
@@ -216,7 +226,7 @@ int vt_diff_json(vt_analysis *a, vt_analysis *b, FILE *o)
         uint32_t nf = vt_site_frames(d->an, p, p->units[d->unit].stack, fr, VT_MAX_STACK, &user);
         char line[1200];
         fprintf(o, ",\"user_frame\":");
-        if (user >= 0) {
+        if (user >= 0 && !fr[user].internal) {
             vt_xframe_format(&fr[user], line, sizeof(line));
             vt_json_str(o, line);
         } else

@@ -31,6 +31,10 @@ static void json_stack(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o
     vt_json_str(o, op[0] ? op : NULL);
     fputs(",\"autograd_node\":", o);
     vt_json_str(o, node[0] ? node : NULL);
+    /* a stack with no frame of the user's (a framework thread) has none:
+     * its first frame is only what the text headline falls back to */
+    if (user >= 0 && fr[user].internal)
+        user = -1;
     fprintf(o, ",\"user_frame\":");
     if (user >= 0)
         json_frame(o, &fr[user], 1);
