@@ -1,5 +1,6 @@
 // browser-test.js VRAMTRACE DATA_DIR OUT_DIR - the HTML report in a real browser
 // (Debian's chromium through playwright-core): for every fixture of DATA_DIR
+// (each trace, and each directory below it that holds traces, one page)
 // and the directory as one job, `vramtrace report --html` then the page
 // loaded from file://: no console error, no request to any host, the
 // summary's peak and the flamegraph's root equal to the JSON report's peak,
@@ -123,6 +124,23 @@ async function check(browser, name, html, rep, opts) {
     const name = f.replace(/\.zst$/, ""), html = path.join(out, name + ".html");
     const rep = report([path.join(data, f)], html);
     ok = (await check(browser, name, html, rep, { damaged: /damaged|truncated/.test(name) })) && ok;
+    n++;
+  }
+  // fixture directories (tests/data/seeds/PATTERN-MODE: a trace with its
+  // holders file and symbols beside it): one page per directory
+  const dirs = [];
+  const walk = (d, rel) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((x, y) => (x.name < y.name ? -1 : 1))) {
+      if (!e.isDirectory()) continue;
+      const full = path.join(d, e.name), r = rel ? rel + "-" + e.name : e.name;
+      if (fs.readdirSync(full).some((f) => f.endsWith(".zst"))) dirs.push([full, r]);
+      walk(full, r);
+    }
+  };
+  walk(data, "");
+  for (const [d, name] of dirs) {
+    const html = path.join(out, name + ".html");
+    ok = (await check(browser, name, html, report([d], html), {})) && ok;
     n++;
   }
   const job = path.join(out, "job.html");
