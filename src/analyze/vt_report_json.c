@@ -80,6 +80,18 @@ static void json_verdict(vt_analysis *a, vt_proc *p, FILE *o)
     fputc('}', o);
 }
 
+/* A holder's own fields, the object left open for the caller's last one:
+ * {"path":..,"type":..,"tensors":..,"bytes":..,"graph_bytes":.. */
+static void json_holder_open(FILE *o, const vt_holder *h)
+{
+    fputs("{\"path\":", o);
+    vt_json_str(o, h->path);
+    fputs(",\"type\":", o);
+    vt_json_str(o, h->type);
+    fprintf(o, ",\"tensors\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"graph_bytes\":%" PRIu64, h->tensors, h->bytes,
+            h->graph_bytes);
+}
+
 static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, int64_t count, FILE *o)
 {
     const vt_unit *u = &p->units[unit];
@@ -102,14 +114,8 @@ static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, 
     if (p->holders_file) { /* who holds it (vt_holders.c): null when no Python object does */
         fputs(",\"held_by\":", o);
         if (u->holder && u->holder <= p->nholders) {
-            const vt_holder *h = &p->holders[u->holder - 1];
-            fputs("{\"path\":", o);
-            vt_json_str(o, h->path);
-            fputs(",\"type\":", o);
-            vt_json_str(o, h->type);
-            fprintf(o, ",\"tensors\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"graph_bytes\":%" PRIu64
-                       ",\"site_bytes_held\":%" PRIu64 "}",
-                    h->tensors, h->bytes, h->graph_bytes, u->held_bytes);
+            json_holder_open(o, &p->holders[u->holder - 1]);
+            fprintf(o, ",\"site_bytes_held\":%" PRIu64 "}", u->held_bytes);
         } else {
             fputs("null", o);
         }
@@ -137,14 +143,10 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
         fprintf(o, ",\"objects_walked\":%" PRIu64 ",\"walk_s\":%.6f,\"limit_reached\":%s,\"list\":[", p->walk_objects,
                 p->walk_seconds, p->walk_limited ? "true" : "false");
         for (size_t k = 0; k < p->nholders && k < 20; k++) {
-            const vt_holder *h = &p->holders[k];
-            fputs(k ? ",{\"path\":" : "{\"path\":", o);
-            vt_json_str(o, h->path);
-            fputs(",\"type\":", o);
-            vt_json_str(o, h->type);
-            fprintf(o, ",\"tensors\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"graph_bytes\":%" PRIu64
-                       ",\"bytes_in_live_blocks\":%" PRIu64 "}",
-                    h->tensors, h->bytes, h->graph_bytes, h->joined_bytes);
+            if (k)
+                fputc(',', o);
+            json_holder_open(o, &p->holders[k]);
+            fprintf(o, ",\"bytes_in_live_blocks\":%" PRIu64 "}", p->holders[k].joined_bytes);
         }
         fputs("]}", o);
     }
@@ -164,12 +166,10 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, ",\"objects_walked\":%" PRIu64 ",\"walk_s\":%.6f,\"limit_reached\":%s,\"holders\":[", k->objects,
                     k->seconds, k->limited ? "true" : "false");
             for (uint32_t i = 0; i < k->nh; i++) {
-                fputs(i ? ",{\"path\":" : "{\"path\":", o);
-                vt_json_str(o, k->h[i].path);
-                fputs(",\"type\":", o);
-                vt_json_str(o, k->h[i].type);
-                fprintf(o, ",\"tensors\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"graph_bytes\":%" PRIu64 "}", k->h[i].tensors,
-                        k->h[i].bytes, k->h[i].graph_bytes);
+                if (i)
+                    fputc(',', o);
+                json_holder_open(o, &k->h[i]);
+                fputc('}', o);
             }
             fputs("]}", o);
         }
