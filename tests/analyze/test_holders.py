@@ -157,6 +157,18 @@ hs3, _, _, lim3 = vh.walk(roots=[("prog", m)], info=info, max_seconds=-1)
 check("the time limit", lim3 == "time")
 check("no torch: nothing", vh.walk(roots=[("prog", m)]) == ([], 0, 0.0, ""))
 
+# a CUDA tensor as the walk sees one (its storage's address and bytes), for
+# the programs below that stand in for torch
+TENSOR_STANDIN = ("class Storage:\n"
+                  "    def __init__(s, a, n): s.a, s.n = a, n\n"
+                  "    def data_ptr(s): return s.a\n"
+                  "    def nbytes(s): return s.n\n"
+                  "class Tensor:\n"
+                  "    is_cuda = True\n"
+                  "    grad_fn = None\n"
+                  "    def __init__(s, a, n): s.st = Storage(a, n)\n"
+                  "    def untyped_storage(s): return s.st\n")
+
 with tempfile.TemporaryDirectory() as d:
     p = os.path.join(d, "h.txt")
     vh.write(p, hs, n, sec, lim)
@@ -176,15 +188,7 @@ with tempfile.TemporaryDirectory() as d:
     with open(prog, "w") as f:
         f.write("import os, sys, types\n"
                 "torch = types.ModuleType('torch')\n"
-                "class Storage:\n"
-                "    def __init__(s, a, n): s.a, s.n = a, n\n"
-                "    def data_ptr(s): return s.a\n"
-                "    def nbytes(s): return s.n\n"
-                "class Tensor:\n"
-                "    is_cuda = True\n"
-                "    grad_fn = None\n"
-                "    def __init__(s, a, n): s.st = Storage(a, n)\n"
-                "    def untyped_storage(s): return s.st\n"
+                + TENSOR_STANDIN +
                 "torch.Tensor = Tensor\n"
                 "sys.modules['torch'] = torch\n"
                 "cuda = types.ModuleType('torch.cuda')\n"
@@ -224,15 +228,7 @@ with tempfile.TemporaryDirectory() as d:
     os.makedirs(pkg)
     with open(os.path.join(pkg, "__init__.py"), "w") as f:
         f.write("import types\n"
-                "class Storage:\n"
-                "    def __init__(s, a, n): s.a, s.n = a, n\n"
-                "    def data_ptr(s): return s.a\n"
-                "    def nbytes(s): return s.n\n"
-                "class Tensor:\n"
-                "    is_cuda = True\n"
-                "    grad_fn = None\n"
-                "    def __init__(s, a, n): s.st = Storage(a, n)\n"
-                "    def untyped_storage(s): return s.st\n"
+                + TENSOR_STANDIN +
                 "_C = types.SimpleNamespace(observers=[])\n"
                 "_C._cuda_attach_out_of_memory_observer = _C.observers.append\n")
     with open(os.path.join(pkg, "cuda.py"), "w") as f:
