@@ -5,10 +5,7 @@
 
 extern "C" NOINLINE CUmemGenericAllocationHandle vmm_create_site(size_t size)
 {
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
+    CUmemAllocationProp prop = vt_device0_prop();
     CUmemGenericAllocationHandle h;
     CKD(cuMemCreate(&h, size, &prop, 0));
     EXPECT("vmm_create %zu vmm_create_site", size);
@@ -19,10 +16,7 @@ int main(void)
 {
     CK(cudaSetDevice(0));
     CK(cudaFree(0));
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
+    CUmemAllocationProp prop = vt_device0_prop();
     size_t gran = 0;
     CKD(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     size_t reserve = 64 * gran;

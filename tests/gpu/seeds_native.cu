@@ -44,10 +44,7 @@ struct Mapping {
 
 extern "C" NOINLINE Mapping map_pages(size_t gran)
 {
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
+    CUmemAllocationProp prop = vt_device0_prop();
     Mapping m = {};
     CKD(cuMemCreate(&m.h, gran, &prop, 0));
     CKD(cuMemAddressReserve(&m.va, gran, 0, 0, 0));
@@ -82,10 +79,7 @@ int main(void)
     CK(cudaFree(0));
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
+    CUmemAllocationProp prop = vt_device0_prop();
     size_t gran = 0;
     CKD(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     for (int i = 0; i < STEPS; i++) {

@@ -34,4 +34,15 @@
     } while (0)
 
 #define NOINLINE __attribute__((noinline))
+
+/* what cuMemCreate and cuMemGetAllocationGranularity are asked for: pinned
+ * device memory on device 0 */
+static inline CUmemAllocationProp vt_device0_prop(void)
+{
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    return prop;
+}
 #endif
