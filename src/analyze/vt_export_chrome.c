@@ -14,6 +14,7 @@
 #include "vt_error.h"
 #include "vt_export_int.h"
 #include "vt_grow.h"
+#include "vt_outbuf.h"
 
 typedef struct {
     uint32_t pid, tid;
@@ -26,11 +27,7 @@ typedef struct {
 #define CT_BUF (1u << 16)
 
 typedef struct {
-    FILE *real;
-    char *buf;
-    size_t bn;        /* bytes in buf */
-    uint64_t flushed; /* bytes given to real */
-    int ioerr;
+    vt_outbuf ob; /* in front of the output file */
     uint64_t t0, max_bytes;
     int first;
     ct_track *tracks; /* by track id */
@@ -38,59 +35,14 @@ typedef struct {
     char errmsg[300];
 } ct;
 
-static void ct_flush(ct *c)
-{
-    if (c->bn && fwrite(c->buf, 1, c->bn, c->real) != c->bn)
-        c->ioerr = 1;
-    c->flushed += c->bn;
-    c->bn = 0;
-}
-
-static inline void ct_put(ct *c, const char *p, size_t n)
-{
-    if (__builtin_expect(c->bn + n > CT_BUF, 0)) {
-        ct_flush(c);
-        if (n > CT_BUF) {
-            if (fwrite(p, 1, n, c->real) != n)
-                c->ioerr = 1;
-            c->flushed += n;
-            return;
-        }
-    }
-    memcpy(c->buf + c->bn, p, n);
-    c->bn += n;
-}
-
-static inline void ct_putc(ct *c, char ch)
-{
-    if (__builtin_expect(c->bn == CT_BUF, 0))
-        ct_flush(c);
-    c->buf[c->bn++] = ch;
-}
-
-static inline void ct_puts(ct *c, const char *s) { ct_put(c, s, strlen(s)); }
-
-static void ct_put_cb(void *ctx, const char *p, size_t n) { ct_put(ctx, p, n); }
-
 /* a JSON string (vt_json_str's escaping) */
-static void ct_str(ct *c, const char *s) { vt_json_str_to(s, ct_put_cb, c); }
-
-__attribute__((format(printf, 2, 3))) static void ct_printf(ct *c, const char *fmt, ...)
-{
-    char b[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b, sizeof(b), fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        ct_put(c, b, (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1);
-}
+static void ct_str(ct *c, const char *s) { vt_json_str_to(s, vt_ob_put_cb, &c->ob); }
 
 static int ct_check(ct *c)
 {
-    if (c->ioerr)
+    if (c->ob.ioerr)
         return VT_ERR_IO;
-    if (c->flushed + c->bn > c->max_bytes) {
+    if (c->ob.flushed + c->ob.n > c->max_bytes) {
         snprintf(c->errmsg, sizeof(c->errmsg),
                  "the Chrome JSON would be over %" PRIu64 " MiB, more than a browser opens: export a window "
                  "(--start/--end), fewer counter points (--max-points), or --format perfetto",
@@ -103,9 +55,9 @@ static int ct_check(ct *c)
 static void ct_sep(ct *c)
 {
     if (c->first)
-        ct_putc(c, '\n');
+        vt_ob_putc(&c->ob, '\n');
     else
-        ct_put(c, ",\n", 2);
+        vt_ob_put(&c->ob, ",\n", 2);
     c->first = 0;
 }
 
@@ -122,8 +74,8 @@ static void ct_num(ct *c, const char *pre, uint64_t v, int neg)
     } while (v);
     if (neg)
         *--q = '-';
-    ct_put(c, pre, pl);
-    ct_put(c, q, (size_t)(e - q));
+    vt_ob_put(&c->ob, pre, pl);
+    vt_ob_put(&c->ob, q, (size_t)(e - q));
 }
 
 static void ct_i64(ct *c, const char *pre, int64_t v)
@@ -136,7 +88,7 @@ static void ct_us(ct *c, const char *pre, uint64_t d)
 {
     char b[4] = {'.', (char)('0' + d % 1000 / 100), (char)('0' + d % 100 / 10), (char)('0' + d % 10)};
     ct_num(c, pre, d / 1000, 0);
-    ct_put(c, b, 4);
+    vt_ob_put(&c->ob, b, 4);
 }
 
 /* ",\"id\":\"0x...\"" without printf (every allocation with --allocations) */
@@ -149,8 +101,8 @@ static void ct_id(ct *c, uint64_t v)
         *--q = hex[v & 15];
         v >>= 4;
     } while (v);
-    ct_put(c, ",\"id\":\"0x", 9);
-    ct_put(c, q, (size_t)(e - q));
+    vt_ob_put(&c->ob, ",\"id\":\"0x", 9);
+    vt_ob_put(&c->ob, q, (size_t)(e - q));
 }
 
 static void ct_pidtid(ct *c, uint32_t pid, uint32_t tid)
@@ -166,18 +118,18 @@ static void ct_args(ct *c, const vt_xarg *a, int n)
 {
     if (!n)
         return;
-    ct_puts(c, ",\"args\":{");
+    vt_ob_puts(&c->ob, ",\"args\":{");
     for (int k = 0; k < n; k++) {
         if (k)
-            ct_putc(c, ',');
+            vt_ob_putc(&c->ob, ',');
         ct_str(c, a[k].key);
-        ct_putc(c, ':');
+        vt_ob_putc(&c->ob, ':');
         if (a[k].is_str)
             ct_str(c, a[k].s);
         else
             ct_i64(c, "", a[k].i);
     }
-    ct_putc(c, '}');
+    vt_ob_putc(&c->ob, '}');
 }
 
 static ct_track *ct_get(ct *c, uint64_t track) { return track < c->ntracks ? &c->tracks[track] : NULL; }
@@ -200,15 +152,15 @@ static int ct_add(ct *c, uint64_t track, uint32_t pid, uint32_t tid, int kind, c
 static void ct_meta(ct *c, const char *what, uint32_t pid, int with_tid, uint32_t tid, const char *name, int sort)
 {
     ct_sep(c);
-    ct_printf(c, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRIu32, what, pid);
+    vt_ob_printf(&c->ob, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRIu32, what, pid);
     if (with_tid)
-        ct_printf(c, ",\"tid\":%" PRIu32, tid);
+        vt_ob_printf(&c->ob, ",\"tid\":%" PRIu32, tid);
     if (name) {
-        ct_puts(c, ",\"args\":{\"name\":");
+        vt_ob_puts(&c->ob, ",\"args\":{\"name\":");
         ct_str(c, name);
-        ct_puts(c, "}}");
+        vt_ob_puts(&c->ob, "}}");
     } else {
-        ct_printf(c, ",\"args\":{\"sort_index\":%d}}", sort);
+        vt_ob_printf(&c->ob, ",\"args\":{\"sort_index\":%d}}", sort);
     }
 }
 
@@ -253,29 +205,29 @@ static int ct_slice(void *ctx, uint64_t track, uint64_t t0, uint64_t t1, const c
         return VT_ERR_INVALID;
     ct_sep(c);
     if (async) {
-        ct_puts(c, "{\"ph\":\"b\",\"cat\":\"allocation\",\"name\":");
+        vt_ob_puts(&c->ob, "{\"ph\":\"b\",\"cat\":\"allocation\",\"name\":");
         ct_str(c, name);
         ct_id(c, id);
         ct_pidtid(c, t->pid, t->tid);
         ct_ts(c, t0);
         ct_args(c, a, n);
-        ct_puts(c, "}");
+        vt_ob_puts(&c->ob, "}");
         ct_sep(c);
-        ct_puts(c, "{\"ph\":\"e\",\"cat\":\"allocation\",\"name\":");
+        vt_ob_puts(&c->ob, "{\"ph\":\"e\",\"cat\":\"allocation\",\"name\":");
         ct_str(c, name);
         ct_id(c, id);
         ct_pidtid(c, t->pid, t->tid);
         ct_ts(c, t1);
-        ct_puts(c, "}");
+        vt_ob_puts(&c->ob, "}");
         return ct_check(c);
     }
-    ct_puts(c, "{\"ph\":\"X\",\"name\":");
+    vt_ob_puts(&c->ob, "{\"ph\":\"X\",\"name\":");
     ct_str(c, name);
     ct_pidtid(c, t->pid, t->tid);
     ct_ts(c, t0);
     ct_us(c, ",\"dur\":", t1 > t0 ? t1 - t0 : 0);
     ct_args(c, a, n);
-    ct_puts(c, "}");
+    vt_ob_puts(&c->ob, "}");
     return ct_check(c);
 }
 
@@ -285,17 +237,17 @@ static int ct_be(ct *c, uint64_t track, uint64_t t, const char *ph, const char *
     if (!tr)
         return VT_ERR_INVALID;
     ct_sep(c);
-    ct_printf(c, "{\"ph\":\"%s\"", ph);
+    vt_ob_printf(&c->ob, "{\"ph\":\"%s\"", ph);
     if (name) {
-        ct_puts(c, ",\"name\":");
+        vt_ob_puts(&c->ob, ",\"name\":");
         ct_str(c, name);
     }
     ct_pidtid(c, tr->pid, tr->tid);
     ct_ts(c, t);
     if (ph[0] == 'i')
-        ct_puts(c, ",\"s\":\"t\"");
+        vt_ob_puts(&c->ob, ",\"s\":\"t\"");
     ct_args(c, a, n);
-    ct_puts(c, "}");
+    vt_ob_puts(&c->ob, "}");
     return ct_check(c);
 }
 
@@ -318,12 +270,12 @@ static int ct_counter(void *ctx, uint64_t track, uint64_t t, int64_t v)
     if (!tr)
         return VT_ERR_INVALID;
     ct_sep(c);
-    ct_puts(c, "{\"ph\":\"C\",\"name\":");
+    vt_ob_puts(&c->ob, "{\"ph\":\"C\",\"name\":");
     ct_str(c, tr->name);
     ct_num(c, ",\"pid\":", tr->pid, 0);
     ct_ts(c, t);
     ct_i64(c, ",\"args\":{\"bytes\":", v);
-    ct_puts(c, "}}");
+    vt_ob_puts(&c->ob, "}}");
     return ct_check(c);
 }
 
@@ -365,11 +317,11 @@ static int ct_flame(void *ctx, uint64_t track, uint64_t t, const vt_xframe *fr, 
 static int ct_finish(void *ctx)
 {
     ct *c = ctx;
-    ct_puts(c, "\n]}\n");
-    ct_flush(c);
-    if (c->ioerr || ferror(c->real))
+    vt_ob_puts(&c->ob, "\n]}\n");
+    vt_ob_flush(&c->ob);
+    if (c->ob.ioerr || ferror(c->ob.f))
         return VT_ERR_IO;
-    return fflush(c->real) ? VT_ERR_IO : 0;
+    return fflush(c->ob.f) ? VT_ERR_IO : 0;
 }
 
 static const char *ct_errmsg(void *ctx)
@@ -384,7 +336,7 @@ static void ct_free(void *ctx)
     for (size_t k = 0; k < c->ntracks; k++)
         free(c->tracks[k].name);
     free(c->tracks);
-    free(c->buf);
+    free(c->ob.buf);
     free(c);
 }
 
@@ -393,18 +345,18 @@ int vt_xsink_chrome(vt_xsink *s, FILE *out, uint64_t t0, uint64_t max_bytes)
     ct *c = calloc(1, sizeof(*c));
     if (!c)
         return VT_ERR_NOMEM;
-    c->real = out;
-    if (!(c->buf = malloc(CT_BUF))) {
+    char *buf = malloc(CT_BUF);
+    if (!buf) {
         free(c);
         return VT_ERR_NOMEM;
     }
+    vt_ob_init(&c->ob, out, buf, CT_BUF);
     c->t0 = t0;
     c->max_bytes = max_bytes ? max_bytes : VT_EXPORT_CHROME_MAX_BYTES_DEFAULT;
     c->first = 1;
     static const char head[] = "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"vramtrace export\"},"
                                "\"traceEvents\":[";
-    memcpy(c->buf, head, sizeof(head) - 1); /* the buffer is empty */
-    c->bn = sizeof(head) - 1;
+    vt_ob_put(&c->ob, head, sizeof(head) - 1);
     *s = (vt_xsink){.ctx = c,
                     .process = ct_process,
                     .track = ct_track_def,

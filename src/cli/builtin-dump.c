@@ -14,7 +14,7 @@
  * Exit: 0 complete trace, 1 read error (everything readable is printed
  * first, the error goes to stderr), 2 usage.
  */
-#define _GNU_SOURCE /* fputs_unlocked, fwrite_unlocked */
+#define _GNU_SOURCE /* __fsetlocking */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio_ext.h>
@@ -27,6 +27,7 @@
 #include "builtin.h"
 #include "vt_error.h"
 #include "vt_reader.h"
+#include "vt_outbuf.h"
 #include "vt_tracedir.h"
 
 #define MAX_STACK_PRINT 256
@@ -43,63 +44,11 @@ typedef struct {
     vt_table_budget *budget; /* the definition tables of all files of the command */
     /* the output: events are written into ob and handed to `out` in large
      * pieces (stdio's per-call cost was nine tenths of a dump) */
-    char ob[1 << 17];
-    size_t obn;
+    vt_outbuf ob;
+    char obmem[1 << 17];
 } dump_ctx;
 
 #define OB_FLUSH_AT ((1u << 17) - (1u << 14)) /* flushed after an event when past this */
-
-static void ob_flush(dump_ctx *c)
-{
-    if (c->obn)
-        fwrite_unlocked(c->ob, 1, c->obn, c->out);
-    c->obn = 0;
-}
-
-static inline __attribute__((always_inline)) void ob_put(dump_ctx *c, const char *p, size_t n)
-{
-    if (__builtin_expect(c->obn + n > sizeof(c->ob), 0)) {
-        ob_flush(c);
-        if (n > sizeof(c->ob)) {
-            fwrite_unlocked(p, 1, n, c->out);
-            return;
-        }
-    }
-    memcpy(c->ob + c->obn, p, n);
-    c->obn += n;
-}
-
-static inline void ob_putc(dump_ctx *c, char ch)
-{
-    if (__builtin_expect(c->obn == sizeof(c->ob), 0))
-        ob_flush(c);
-    c->ob[c->obn++] = ch;
-}
-
-static inline __attribute__((always_inline)) void ob_puts(dump_ctx *c, const char *s) { ob_put(c, s, strlen(s)); }
-
-__attribute__((format(printf, 2, 3))) static void ob_printf(dump_ctx *c, const char *fmt, ...)
-{
-    char b[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b, sizeof(b), fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n < sizeof(b)) {
-        ob_put(c, b, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1); /* a long string (a value of a crafted trace) */
-    if (!big)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    ob_put(c, big, (size_t)n);
-    free(big);
-}
 
 static const char *name_of(const char *const *names, unsigned n, unsigned v)
 {
@@ -117,23 +66,23 @@ static const char *const end_names[] = {"normal", "signal", "error"};
 
 static void put_text_str(dump_ctx *c, const char *s, size_t n)
 {
-    ob_putc(c, '"');
+    vt_ob_putc(&c->ob, '"');
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
         switch (ch) {
-        case '"': ob_puts(c, "\\\""); break;
-        case '\\': ob_puts(c, "\\\\"); break;
-        case '\n': ob_puts(c, "\\n"); break;
-        case '\t': ob_puts(c, "\\t"); break;
-        case '\r': ob_puts(c, "\\r"); break;
+        case '"': vt_ob_puts(&c->ob, "\\\""); break;
+        case '\\': vt_ob_puts(&c->ob, "\\\\"); break;
+        case '\n': vt_ob_puts(&c->ob, "\\n"); break;
+        case '\t': vt_ob_puts(&c->ob, "\\t"); break;
+        case '\r': vt_ob_puts(&c->ob, "\\r"); break;
         default:
             if (ch < 0x20 || ch == 0x7f)
-                ob_printf(c, "\\x%02x", ch);
+                vt_ob_printf(&c->ob, "\\x%02x", ch);
             else
-                ob_putc(c, (char)ch);
+                vt_ob_putc(&c->ob, (char)ch);
         }
     }
-    ob_putc(c, '"');
+    vt_ob_putc(&c->ob, '"');
 }
 
 /* Length of a valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
@@ -167,35 +116,35 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 static void put_json_str(dump_ctx *c, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
-    ob_putc(c, '"');
+    vt_ob_putc(&c->ob, '"');
     for (size_t i = 0; i < n;) {
         unsigned char ch = u[i];
         if (ch == '"' || ch == '\\') {
-            ob_putc(c, '\\');
-            ob_putc(c, (char)ch);
+            vt_ob_putc(&c->ob, '\\');
+            vt_ob_putc(&c->ob, (char)ch);
             i++;
         } else if (ch < 0x20) {
             switch (ch) {
-            case '\n': ob_puts(c, "\\n"); break;
-            case '\t': ob_puts(c, "\\t"); break;
-            case '\r': ob_puts(c, "\\r"); break;
-            case '\b': ob_puts(c, "\\b"); break;
-            case '\f': ob_puts(c, "\\f"); break;
-            default: ob_printf(c, "\\u%04x", ch);
+            case '\n': vt_ob_puts(&c->ob, "\\n"); break;
+            case '\t': vt_ob_puts(&c->ob, "\\t"); break;
+            case '\r': vt_ob_puts(&c->ob, "\\r"); break;
+            case '\b': vt_ob_puts(&c->ob, "\\b"); break;
+            case '\f': vt_ob_puts(&c->ob, "\\f"); break;
+            default: vt_ob_printf(&c->ob, "\\u%04x", ch);
             }
             i++;
         } else {
             size_t l = utf8_len(u + i, n - i);
             if (!l) {
-                ob_puts(c, "\\ufffd"); /* not UTF-8: replaced, JSON must stay valid */
+                vt_ob_puts(&c->ob, "\\ufffd"); /* not UTF-8: replaced, JSON must stay valid */
                 i++;
             } else {
-                ob_put(c, (const char *)u + i, l);
+                vt_ob_put(&c->ob, (const char *)u + i, l);
                 i += l;
             }
         }
     }
-    ob_putc(c, '"');
+    vt_ob_putc(&c->ob, '"');
 }
 
 /* The hot fields without printf, unlocked (the output is this thread's
@@ -203,9 +152,9 @@ static void put_json_str(dump_ctx *c, const char *s, size_t n)
 static inline __attribute__((always_inline)) void key(dump_ctx *c, const char *k)
 {
     size_t n = strlen(k); /* the keys are this file's literals: short */
-    if (__builtin_expect(c->obn + n + 4 > sizeof(c->ob), 0))
-        ob_flush(c);
-    char *w = c->ob + c->obn;
+    if (__builtin_expect(c->ob.n + n + 4 > c->ob.cap, 0))
+        vt_ob_flush(&c->ob);
+    char *w = c->ob.buf + c->ob.n;
     if (c->json) {
         if (c->nfields++)
             *w++ = ',';
@@ -220,7 +169,7 @@ static inline __attribute__((always_inline)) void key(dump_ctx *c, const char *k
         w += n;
         *w++ = '=';
     }
-    c->obn = (size_t)(w - c->ob);
+    c->ob.n = (size_t)(w - c->ob.buf);
 }
 
 /* the decimal digits of v at the end of b[24]; their start */
@@ -236,7 +185,7 @@ static inline __attribute__((always_inline)) char *dec_digits(char *e, uint64_t 
 static inline __attribute__((always_inline)) void put_u64(dump_ctx *c, uint64_t v)
 {
     char b[24], *e = b + sizeof(b), *q = dec_digits(e, v);
-    ob_put(c, q, (size_t)(e - q));
+    vt_ob_put(&c->ob, q, (size_t)(e - q));
 }
 
 static inline __attribute__((always_inline)) void f_u64(dump_ctx *c, const char *k, uint64_t v)
@@ -248,7 +197,7 @@ static void f_i64(dump_ctx *c, const char *k, int64_t v)
 {
     key(c, k);
     if (v < 0)
-        ob_putc(c, '-');
+        vt_ob_putc(&c->ob, '-');
     put_u64(c, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 static inline __attribute__((always_inline)) void f_hex(dump_ctx *c, const char *k, uint64_t v)
@@ -266,7 +215,7 @@ static inline __attribute__((always_inline)) void f_hex(dump_ctx *c, const char 
     if (c->json)
         *--q = '"';
     key(c, k);
-    ob_put(c, q, (size_t)(e - q));
+    vt_ob_put(&c->ob, q, (size_t)(e - q));
 }
 static inline __attribute__((always_inline)) void f_name(dump_ctx *c, const char *k, const char *v)
 {
@@ -274,7 +223,7 @@ static inline __attribute__((always_inline)) void f_name(dump_ctx *c, const char
     if (c->json)
         put_json_str(c, v, strlen(v));
     else
-        ob_puts(c, v);
+        vt_ob_puts(&c->ob, v);
 }
 static void f_strn(dump_ctx *c, const char *k, const char *s, size_t n)
 {
@@ -300,7 +249,7 @@ static void f_sid(dump_ctx *c, const char *k, uint32_t id, const char *resolved)
             f_str(c, k, resolved);
         } else {
             key(c, k);
-            ob_puts(c, "null");
+            vt_ob_puts(&c->ob, "null");
         }
         return;
     }
@@ -308,7 +257,7 @@ static void f_sid(dump_ctx *c, const char *k, uint32_t id, const char *resolved)
         f_str(c, k, resolved);
     } else {
         key(c, k);
-        ob_printf(c, "?#%u", id);
+        vt_ob_printf(&c->ob, "?#%u", id);
     }
 }
 static void f_reltime(dump_ctx *c, const char *k, uint64_t t)
@@ -324,20 +273,20 @@ static void f_reltime(dump_ctx *c, const char *k, uint64_t t)
     q = dec_digits(q, a / 1000000000u);
     if (d < 0)
         *--q = '-';
-    ob_put(c, q, (size_t)(e - q));
+    vt_ob_put(&c->ob, q, (size_t)(e - q));
 }
 static void f_dim3(dump_ctx *c, const char *k, const uint32_t v[3])
 {
     key(c, k);
     if (c->json)
-        ob_putc(c, '[');
+        vt_ob_putc(&c->ob, '[');
     for (int i = 0; i < 3; i++) {
         if (i)
-            ob_putc(c, c->json ? ',' : 'x');
+            vt_ob_putc(&c->ob, c->json ? ',' : 'x');
         put_u64(c, v[i]);
     }
     if (c->json)
-        ob_putc(c, ']');
+        vt_ob_putc(&c->ob, ']');
 }
 static void f_site(dump_ctx *c, const vt_site *s, int with_stack)
 {
@@ -359,51 +308,51 @@ static void print_frame(dump_ctx *c, uint32_t fid, int first)
 {
     const vt_ev_frame *f = vt_reader_frame(c->r, fid);
     if (c->json) {
-        ob_puts(c, first ? "{" : ",{");
-        ob_printf(c, "\"frame\":%u", fid);
+        vt_ob_puts(&c->ob, first ? "{" : ",{");
+        vt_ob_printf(&c->ob, "\"frame\":%u", fid);
         if (!f) {
-            ob_putc(c, '}');
+            vt_ob_putc(&c->ob, '}');
             return;
         }
         if (f->kind == VT_FRAME_PYTHON) {
-            ob_puts(c, ",\"kind\":\"python\",\"function\":");
+            vt_ob_puts(&c->ob, ",\"kind\":\"python\",\"function\":");
             const char *fn = vt_reader_string(c->r, f->function), *file = vt_reader_string(c->r, f->file);
             if (fn)
                 put_json_str(c, fn, strlen(fn));
             else
-                ob_puts(c, "null");
-            ob_puts(c, ",\"file\":");
+                vt_ob_puts(&c->ob, "null");
+            vt_ob_puts(&c->ob, ",\"file\":");
             if (file)
                 put_json_str(c, file, strlen(file));
             else
-                ob_puts(c, "null");
-            ob_printf(c, ",\"line\":%u}", f->line);
+                vt_ob_puts(&c->ob, "null");
+            vt_ob_printf(&c->ob, ",\"line\":%u}", f->line);
         } else {
             const vt_ev_module *m = vt_reader_module(c->r, f->module);
-            ob_printf(c, ",\"kind\":\"native\",\"ip\":\"0x%llx\",\"module\":", (unsigned long long)f->ip);
+            vt_ob_printf(&c->ob, ",\"kind\":\"native\",\"ip\":\"0x%llx\",\"module\":", (unsigned long long)f->ip);
             if (m) {
                 put_json_str(c, m->path, strlen(m->path));
-                ob_printf(c, ",\"offset\":\"0x%llx\"}", (unsigned long long)(f->ip - m->load_bias));
+                vt_ob_printf(&c->ob, ",\"offset\":\"0x%llx\"}", (unsigned long long)(f->ip - m->load_bias));
             } else {
-                ob_puts(c, "null}");
+                vt_ob_puts(&c->ob, "null}");
             }
         }
         return;
     }
     if (!f) {
-        ob_printf(c, "\t?#%u\n", fid);
+        vt_ob_printf(&c->ob, "\t?#%u\n", fid);
         return;
     }
     if (f->kind == VT_FRAME_PYTHON) {
         const char *fn = vt_reader_string(c->r, f->function), *file = vt_reader_string(c->r, f->file);
-        ob_printf(c, "\t%s (%s:%u) [python]\n", fn ? fn : "?", file ? file : "?", f->line);
+        vt_ob_printf(&c->ob, "\t%s (%s:%u) [python]\n", fn ? fn : "?", file ? file : "?", f->line);
     } else {
         const vt_ev_module *m = vt_reader_module(c->r, f->module);
         if (m)
-            ob_printf(c, "\t%16llx [%s+0x%llx]\n", (unsigned long long)f->ip, basename_of(m->path),
+            vt_ob_printf(&c->ob, "\t%16llx [%s+0x%llx]\n", (unsigned long long)f->ip, basename_of(m->path),
                     (unsigned long long)(f->ip - m->load_bias));
         else
-            ob_printf(c, "\t%16llx [?]\n", (unsigned long long)f->ip);
+            vt_ob_printf(&c->ob, "\t%16llx [?]\n", (unsigned long long)f->ip);
     }
 }
 
@@ -414,16 +363,16 @@ static void print_stack(dump_ctx *c, uint32_t stack)
     uint32_t n = depth < MAX_STACK_PRINT ? depth : MAX_STACK_PRINT;
     if (c->json) {
         key(c, "frames");
-        ob_putc(c, '[');
+        vt_ob_putc(&c->ob, '[');
         for (uint32_t i = 0; i < n; i++)
             print_frame(c, frames[i], i == 0);
-        ob_putc(c, ']');
+        vt_ob_putc(&c->ob, ']');
         return;
     }
     for (uint32_t i = 0; i < n; i++)
         print_frame(c, frames[i], i == 0);
     if (depth > n)
-        ob_printf(c, "\t... %u more frames\n", depth - n);
+        vt_ob_printf(&c->ob, "\t... %u more frames\n", depth - n);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -452,7 +401,7 @@ static void print_event(dump_ctx *c, const vt_event *ev)
     if (c->json) {
         int64_t d = (int64_t)(t - c->base);
         uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
-        ob_printf(c, "{\"time\":%s%llu.%09llu,\"time_ns\":%llu,\"type\":\"%s\"", d < 0 ? "-" : "",
+        vt_ob_printf(&c->ob, "{\"time\":%s%llu.%09llu,\"time_ns\":%llu,\"type\":\"%s\"", d < 0 ? "-" : "",
                 (unsigned long long)(a / 1000000000u), (unsigned long long)(a % 1000000000u),
                 (unsigned long long)(ev->type == VT_EV_HEADER ? 0 : ev->time_ns), vt_evtype_name(ev->type));
         c->nfields = 3;
@@ -478,7 +427,7 @@ static void print_event(dump_ctx *c, const vt_event *ev)
             tl = 16;
         memcpy(line + 17, tn, tl);
         memset(line + 17 + tl, ' ', 16 - tl);
-        ob_put(c, line, 33);
+        vt_ob_put(&c->ob, line, 33);
     }
 
     switch (ev->type) {
@@ -493,21 +442,21 @@ static void print_event(dump_ctx *c, const vt_event *ev)
         f_str(c, "program", h->program);
         if (c->json) {
             key(c, "argv");
-            ob_putc(c, '[');
+            vt_ob_putc(&c->ob, '[');
             for (uint32_t i = 0; i < h->argc; i++) {
                 if (i)
-                    ob_putc(c, ',');
+                    vt_ob_putc(&c->ob, ',');
                 put_json_str(c, h->argv[i], strlen(h->argv[i]));
             }
-            ob_puts(c, "],\"env\":{");
+            vt_ob_puts(&c->ob, "],\"env\":{");
             for (uint32_t i = 0; i < h->nenv; i++) {
                 if (i)
-                    ob_putc(c, ',');
+                    vt_ob_putc(&c->ob, ',');
                 put_json_str(c, h->env_names[i], strlen(h->env_names[i]));
-                ob_putc(c, ':');
+                vt_ob_putc(&c->ob, ':');
                 put_json_str(c, h->env_values[i], strlen(h->env_values[i]));
             }
-            ob_putc(c, '}');
+            vt_ob_putc(&c->ob, '}');
         } else {
             for (uint32_t i = 0; i < h->argc; i++) {
                 char k[32];
@@ -515,9 +464,9 @@ static void print_event(dump_ctx *c, const vt_event *ev)
                 f_str(c, k, h->argv[i]);
             }
             for (uint32_t i = 0; i < h->nenv; i++) {
-                ob_puts(c, " env.");
-                ob_puts(c, h->env_names[i]);
-                ob_putc(c, '=');
+                vt_ob_puts(&c->ob, " env.");
+                vt_ob_puts(&c->ob, h->env_names[i]);
+                vt_ob_putc(&c->ob, '=');
                 put_text_str(c, h->env_values[i], strlen(h->env_values[i]));
             }
         }
@@ -558,10 +507,10 @@ static void print_event(dump_ctx *c, const vt_event *ev)
         f_u64(c, "id", s->id);
         f_u64(c, "parent", s->parent);
         key(c, "frames");
-        ob_puts(c, c->json ? "[" : "");
+        vt_ob_puts(&c->ob, c->json ? "[" : "");
         for (uint32_t i = 0; i < s->nframes; i++)
-            ob_printf(c, i ? ",%u" : "%u", s->frames[i]);
-        ob_puts(c, c->json ? "]" : "");
+            vt_ob_printf(&c->ob, i ? ",%u" : "%u", s->frames[i]);
+        vt_ob_puts(&c->ob, c->json ? "]" : "");
         f_u64(c, "depth", vt_reader_stack(c->r, s->id, NULL, 0));
         break;
     }
@@ -573,10 +522,10 @@ static void print_event(dump_ctx *c, const vt_event *ev)
         f_hex(c, "start", m->start);
         f_hex(c, "end", m->end);
         key(c, "build_id");
-        ob_puts(c, c->json ? "\"" : "");
+        vt_ob_puts(&c->ob, c->json ? "\"" : "");
         for (uint32_t i = 0; i < m->build_id_len; i++)
-            ob_printf(c, "%02x", m->build_id[i]);
-        ob_puts(c, c->json ? "\"" : "");
+            vt_ob_printf(&c->ob, "%02x", m->build_id[i]);
+        vt_ob_puts(&c->ob, c->json ? "\"" : "");
         break;
     }
     case VT_EV_THREAD:
@@ -596,7 +545,7 @@ static void print_event(dump_ctx *c, const vt_event *ev)
         f_name(c, "uuid", uuid);
         f_u64(c, "total_memory", d->total_memory);
         key(c, "cc");
-        ob_printf(c, c->json ? "\"%u.%u\"" : "%u.%u", d->cc_major, d->cc_minor);
+        vt_ob_printf(&c->ob, c->json ? "\"%u.%u\"" : "%u.%u", d->cc_major, d->cc_minor);
         f_str(c, "pci_bus_id", d->pci_bus_id);
         break;
     }
@@ -620,7 +569,7 @@ static void print_event(dump_ctx *c, const vt_event *ev)
             if (c->json)
                 f_u64(c, "name_id", 0);
             key(c, "name");
-            ob_puts(c, c->json ? "null" : "?");
+            vt_ob_puts(&c->ob, c->json ? "null" : "?");
         }
         f_u64(c, "launch", k->launch_id);
         f_u64(c, "device", k->device);
@@ -763,11 +712,11 @@ static void print_event(dump_ctx *c, const vt_event *ev)
     const vt_site *site = site_of(ev);
     if (c->stacks && site && site->stack && c->json)
         print_stack(c, site->stack);
-    ob_puts(c, c->json ? "}\n" : "\n");
+    vt_ob_puts(&c->ob, c->json ? "}\n" : "\n");
     if (c->stacks && site && site->stack && !c->json)
         print_stack(c, site->stack);
-    if (c->obn >= OB_FLUSH_AT)
-        ob_flush(c);
+    if (c->ob.n >= OB_FLUSH_AT)
+        vt_ob_flush(&c->ob);
 }
 
 /* ---- command ----------------------------------------------------------- */
@@ -810,6 +759,7 @@ static int dump_one(dump_ctx *c, const char *path, int stats)
     vt_reader_share_budget(c->r, c->budget);
     c->out = stdout;
     __fsetlocking(stdout, FSETLOCKING_BYCALLER); /* one thread writes */
+    vt_ob_init(&c->ob, stdout, c->obmem, sizeof(c->obmem));
     vt_event ev;
     for (;;) {
         rc = vt_reader_next(c->r, &ev);
@@ -819,14 +769,14 @@ static int dump_one(dump_ctx *c, const char *path, int stats)
         }
         if (rc == 0)
             break;
-        ob_flush(c);
+        vt_ob_flush(&c->ob);
         fflush(stdout);
         fprintf(stderr, "vramtrace dump: %s\n", vt_reader_errmsg(c->r));
         status = 1;
         if (rc != VT_ERR_CORRUPT && rc != VT_ERR_TOO_LARGE)
             break; /* final */
     }
-    ob_flush(c);
+    vt_ob_flush(&c->ob);
     fflush(stdout);
     if (stats) {
         vt_reader_stats st;
