@@ -32,6 +32,25 @@ static void holders_clear(vt_proc *p)
     p->nwalks = 0;
 }
 
+/* An H line "H <tensors> <bytes> <graph bytes> <type>\t<path>" into h,
+ * its type and path pointing into line (cut there); -1 if it is not one. */
+static int parse_h(char *line, vt_holder *h)
+{
+    int pos = 0;
+    memset(h, 0, sizeof(*h));
+    if (sscanf(line, "H %" SCNu64 " %" SCNu64 " %" SCNu64 " %n", &h->tensors, &h->bytes, &h->graph_bytes, &pos) != 3 ||
+        !pos)
+        return -1;
+    char *ty = line + pos, *tab = strchr(ty, '\t'), *end = ty + strcspn(ty, "\n");
+    if (!tab || tab > end)
+        return -1;
+    *tab = 0;
+    *end = 0;
+    h->type = ty;
+    h->path = tab + 1;
+    return 0;
+}
+
 /* A walk before the end: its W, O or S, and H lines (P lines skipped);
  * the VT_WALK_TOP largest holders kept.  0, or -1 when the file is not a
  * holders file (then it is left out, said in msg). */
@@ -59,15 +78,10 @@ static int read_walk(const char *path, vt_walk *w, char *msg, size_t len)
         } else if (line[0] == 'S') {
             sscanf(line, "S %d", &w->signal);
         } else if (line[0] == 'H') {
-            uint64_t cnt, by, gb;
-            int pos = 0;
-            if (sscanf(line, "H %" SCNu64 " %" SCNu64 " %" SCNu64 " %n", &cnt, &by, &gb, &pos) != 3 || !pos)
+            vt_holder got;
+            if (parse_h(line, &got))
                 continue;
-            char *ty = line + pos, *tab = strchr(ty, '\t'), *end = ty + strcspn(ty, "\n");
-            if (!tab || tab > end)
-                continue;
-            *tab = 0;
-            *end = 0;
+            const uint64_t by = got.bytes, gb = got.graph_bytes;
             /* keep the largest: replace the smallest kept when this one is larger */
             uint32_t slot = w->nh;
             if (w->nh == VT_WALK_TOP) {
@@ -83,12 +97,9 @@ static int read_walk(const char *path, vt_walk *w, char *msg, size_t len)
                 w->nh++;
             }
             vt_holder *h = &w->h[slot];
-            memset(h, 0, sizeof(*h));
-            h->path = xstrdup(tab + 1);
-            h->type = xstrdup(ty);
-            h->tensors = cnt;
-            h->bytes = by;
-            h->graph_bytes = gb;
+            *h = got;
+            h->path = xstrdup(got.path);
+            h->type = xstrdup(got.type);
         }
     }
     fclose(f);
@@ -184,26 +195,17 @@ int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t l
                 continue;
             }
         } else if (line[0] == 'H' && p->nholders < HOLDERS_MAX) {
-            uint64_t cnt, by, gb;
-            int pos = 0;
-            if (sscanf(line, "H %" SCNu64 " %" SCNu64 " %" SCNu64 " %n", &cnt, &by, &gb, &pos) == 3 && pos) {
-                char *ty = line + pos, *tab = strchr(ty, '\t'), *end = ty + strcspn(ty, "\n");
-                if (tab && tab < end) {
-                    if (VT_GROW(p->holders, p->nholders, p->capholders, 64)) {
-                        rc = VT_ERR_NOMEM;
-                        goto out;
-                    }
-                    *tab = 0;
-                    *end = 0;
-                    vt_holder *h = &p->holders[p->nholders++];
-                    memset(h, 0, sizeof(*h));
-                    h->type = xstrdup(ty);
-                    h->path = xstrdup(tab + 1);
-                    h->tensors = cnt;
-                    h->bytes = by;
-                    h->graph_bytes = gb;
-                    continue;
+            vt_holder got;
+            if (parse_h(line, &got) == 0) {
+                if (VT_GROW(p->holders, p->nholders, p->capholders, 64)) {
+                    rc = VT_ERR_NOMEM;
+                    goto out;
                 }
+                vt_holder *h = &p->holders[p->nholders++];
+                *h = got;
+                h->type = xstrdup(got.type);
+                h->path = xstrdup(got.path);
+                continue;
             }
         } else if (line[0] == 'P' && p->nholders) {
             uint64_t a, nb;
