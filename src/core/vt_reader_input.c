@@ -190,6 +190,23 @@ int rd_resync(vt_reader *r)
  * careful_skip mechanism).  For a frame larger than raw (then for the rest
  * of the stream: disable), and for any zstd error, which the streaming
  * way then finds again and reports as always. */
+/* raw at a new capacity, keeping its first `keep` bytes (realloc would
+ * copy the whole old buffer: under ASan, which never resizes in place,
+ * every grown frame touched megabytes it then threw away).  NULL when
+ * out of memory: raw is then as it was. */
+static uint8_t *raw_resize(vt_reader *r, size_t cap, size_t keep)
+{
+    uint8_t *nr = malloc(cap);
+    if (!nr)
+        return NULL;
+    if (keep)
+        memcpy(nr, r->raw, keep);
+    free(r->raw);
+    r->raw = nr;
+    r->rcap = cap;
+    return nr;
+}
+
 static void stable_fallback(vt_reader *r, int disable)
 {
     if (!r->frame_open) { /* this frame's records now go out as they come */
@@ -232,7 +249,8 @@ static int decompress_stable(vt_reader *r, size_t need)
             /* the frame does not fit: a larger raw, and the frame again
              * from its start (zstd's output buffer cannot move under it) */
             size_t nc = r->rcap * 2 > RAW_VERIFY_MAX ? RAW_VERIFY_MAX : r->rcap * 2;
-            uint8_t *nr = r->rpos == 0 && !r->frame_open && nc > r->rcap && need <= nc ? realloc(r->raw, nc) : NULL;
+            /* the frame is decoded again from its start: nothing to keep */
+            uint8_t *nr = r->rpos == 0 && !r->frame_open && nc > r->rcap && need <= nc ? raw_resize(r, nc, 0) : NULL;
             if (!nr) {
                 /* too large to hold whole: what it holds goes out unverified,
                  * then the rest the streaming way */
@@ -245,8 +263,6 @@ static int decompress_stable(vt_reader *r, size_t need)
                 stable_fallback(r, 1);
                 return 0;
             }
-            r->raw = nr;
-            r->rcap = nc;
             r->st.bytes_raw -= r->rend;
             r->rend = 0;
             start_end = 0;
@@ -326,13 +342,8 @@ int rd_decompress_more(vt_reader *r, size_t need)
         size_t cap = r->bcap;
         while (cap < need)
             cap *= 2;
-        if (cap > r->rcap) {
-            uint8_t *nr = realloc(r->raw, cap);
-            if (!nr)
-                return rd_set_final(r, VT_ERR_NOMEM, "out of memory for a %zu-byte record", need);
-            r->raw = nr;
-            r->rcap = cap;
-        }
+        if (cap > r->rcap && !raw_resize(r, cap, r->rend))
+            return rd_set_final(r, VT_ERR_NOMEM, "out of memory for a %zu-byte record", need);
         r->bcap = cap;
     }
     size_t start_end = r->rend;
@@ -455,15 +466,8 @@ int rd_begin_frame(vt_reader *r)
     r->raw_base = 0;
     r->rpos = r->rend = 0;
     r->stable = 0;
-    if (r->stable_ok && r->rcap < RAW_STABLE) {
-        uint8_t *nr = realloc(r->raw, RAW_STABLE);
-        if (nr) {
-            r->raw = nr;
-            r->rcap = RAW_STABLE;
-        } else {
-            r->stable_ok = 0;
-        }
-    }
+    if (r->stable_ok && r->rcap < RAW_STABLE && !raw_resize(r, RAW_STABLE, 0)) /* empty: rpos = rend = 0 */
+        r->stable_ok = 0;
     if (r->stable_ok != r->zmode) {
         ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
         if (ZSTD_isError(ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_stableOutBuffer, r->stable_ok)))
@@ -487,11 +491,13 @@ int rd_begin_frame(vt_reader *r)
  * the next reader: a directory of many small traces (and a fuzz target,
  * which makes two readers per input) would otherwise map, zero and fault
  * in the 8 MiB raw buffer and zstd's window anew for every file.  A
- * thread's cache goes with the thread (the key's destructor). */
+ * thread's cache goes with the thread (the key's destructor).  The input
+ * buffer of a file reader is kept the same way. */
 typedef struct {
     ZSTD_DCtx *dctx;
     uint8_t *raw;
     size_t rcap;
+    uint8_t *ibuf; /* IN_CHUNK bytes */
 } reader_cache;
 static pthread_key_t g_cache_key;
 static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
@@ -503,6 +509,7 @@ static void cache_drop(void *v)
     if (c) {
         ZSTD_freeDCtx(c->dctx);
         free(c->raw);
+        free(c->ibuf);
         free(c);
     }
 }
@@ -613,7 +620,13 @@ int vt_reader_open(vt_reader **out, const char *path, char *errmsg, size_t errms
     r->fd = fd;
     r->seekable = S_ISREG(sb.st_mode) && lseek(fd, 0, SEEK_CUR) >= 0;
     r->stable_ok = r->seekable; /* a pipe cannot go back for stable_fallback() */
-    r->ibuf = malloc(IN_CHUNK);
+    reader_cache *c = cache_get(0);
+    if (c && c->ibuf) {
+        r->ibuf = c->ibuf;
+        c->ibuf = NULL;
+    } else {
+        r->ibuf = malloc(IN_CHUNK);
+    }
     if (!r->ibuf) {
         if (errmsg && errmsg_len)
             snprintf(errmsg, errmsg_len, "%s: out of memory", path);
@@ -645,7 +658,7 @@ void vt_reader_free(vt_reader *r)
         close(r->fd);
     /* keep the context and a raw buffer of the usual size for the next
      * reader of this thread (not one grown for a huge frame) */
-    reader_cache *c = r->dctx || r->raw ? cache_get(1) : NULL;
+    reader_cache *c = r->dctx || r->raw || r->ibuf ? cache_get(1) : NULL;
     if (c && !c->dctx && r->dctx) {
         c->dctx = r->dctx;
         r->dctx = NULL;
@@ -654,6 +667,10 @@ void vt_reader_free(vt_reader *r)
         c->raw = r->raw;
         c->rcap = r->rcap;
         r->raw = NULL;
+    }
+    if (c && !c->ibuf && r->ibuf) {
+        c->ibuf = r->ibuf;
+        r->ibuf = NULL;
     }
     ZSTD_freeDCtx(r->dctx);
     free(r->ibuf);

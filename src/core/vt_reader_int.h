@@ -78,6 +78,8 @@
 #define MAX_HEADER_LIST 4096u
 #define MAX_GROUP_DEPTH 32
 #define ARENA_BLOCK (64u << 10)
+#define ARENA_FIRST (4u << 10)
+#define TABLE_INIT 64u /* slots of a table at its first id; doubles */
 #define ERR_LEN 512
 #define WHY_LEN 200
 

@@ -49,7 +49,10 @@ void *rd_arena_alloc(vt_reader *r, size_t n, size_t align)
     arena_blk *b = r->arena;
     size_t at = b ? (b->used + align - 1) & ~(align - 1) : 0;
     if (!b || at + n > b->cap) {
-        size_t cap = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
+        /* blocks double from ARENA_FIRST to ARENA_BLOCK: a small trace
+         * (or a fuzz input) maps and zeroes kilobytes, not 64 KiB */
+        size_t step = b ? (b->cap < ARENA_BLOCK / 2 ? b->cap * 2 : ARENA_BLOCK) : ARENA_FIRST;
+        size_t cap = n > ARENA_BLOCK / 4 ? n : n > step ? ARENA_BLOCK : step;
         arena_blk *nb = malloc(sizeof(*nb) + cap);
         if (!nb)
             return NULL;
@@ -96,7 +99,7 @@ void *rd_tab_put(vt_reader *r, vt_table *t, uint32_t id, size_t esz, const char 
             rd_why(r, "%s id %u is too far beyond the %u defined so far", what, id, t->count);
             return NULL;
         }
-        uint64_t ncap = t->cap ? (uint64_t)t->cap * 2 : 1024;
+        uint64_t ncap = t->cap ? (uint64_t)t->cap * 2 : TABLE_INIT;
         while (ncap <= id)
             ncap *= 2;
         if (ncap > MAX_TABLE_IDS)
@@ -188,7 +191,7 @@ const vt_ev_launch *vt_reader_launch(const vt_reader *r, uint32_t id)
 
 const vt_ev_device *vt_reader_device(const vt_reader *r, uint32_t index)
 {
-    if (!r->devices || index >= MAX_DEVICES || !r->devices[index].defined)
+    if (!r->devices || index >= r->ndevices || !r->devices[index].defined)
         return NULL;
     return &r->devices[index].d;
 }
@@ -440,10 +443,18 @@ int rd_def_device(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
         memcpy(d.uuid, dr.uuid, dr.uuid_len < 16 ? dr.uuid_len : 16);
     if (d.index >= MAX_DEVICES)
         return rd_why(r, "device index %u out of range", d.index);
-    if (!r->devices) {
-        r->devices = calloc(MAX_DEVICES, sizeof(dev_slot));
-        if (!r->devices)
+    if (d.index >= r->ndevices) { /* grows to the highest index seen */
+        uint32_t n = r->ndevices ? r->ndevices : 8;
+        while (n <= d.index)
+            n *= 2;
+        if (n > MAX_DEVICES)
+            n = MAX_DEVICES;
+        dev_slot *nd = realloc(r->devices, n * sizeof(dev_slot));
+        if (!nd)
             return VT_ERR_NOMEM;
+        memset(nd + r->ndevices, 0, (n - r->ndevices) * sizeof(dev_slot));
+        r->devices = nd;
+        r->ndevices = n;
     }
     dev_slot *slot = &r->devices[d.index];
     if (!slot->defined) {

@@ -1,8 +1,8 @@
-/* fuzz_analyze.c - libFuzzer target for everything fed from decoded events:
- * any bytes as a trace file through the analyzer's replay
- * (vt_analysis_add_file), the text and JSON reports, then every exporter
- * (Perfetto, Chrome, memory_viz), which replay the file again with their
- * consumers.  Symbolization is off (the input names module paths).  Must
+/* fuzz_analyze.c - libFuzzer target for the analysis fed from decoded
+ * events: any bytes as a trace file through the analyzer's replay
+ * (vt_analysis_add_file), then the text and JSON reports (the exporters
+ * have their own target, fuzz_export.c).  Symbolization is off (the input
+ * names module paths).  Must
  * never crash, hang or leak.  Run it with -close_fd_mask=2: the
  * analyzer names every read error on stderr.  tests/fuzz/replay.c replays
  * the corpus through it in every ctest run. */
@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "vt_analyze.h"
-#include "vt_export.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -48,16 +47,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             vt_report_json(a, null);
         }
         vt_analysis_free(a);
-    }
-    char *inputs[1] = {path};
-    for (int f = VT_EXPORT_PERFETTO; f <= VT_EXPORT_MEMVIZ; f++) {
-        vt_export_config ec;
-        vt_export_config_default(&ec);
-        ec.format = (vt_export_format)f;
-        ec.analysis = cfg;
-        ec.max_points = 64;
-        char err[256];
-        vt_export(&ec, inputs, 1, null, err, sizeof(err));
     }
     fflush(null);
     return 0;

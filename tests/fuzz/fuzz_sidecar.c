@@ -27,17 +27,34 @@ static void put(const char *path, const uint8_t *data, size_t size)
     fclose(f);
 }
 
+static char dir[64], sym[96], hold[96], oom[96], sig[96], trace[96];
+
+static void cleanup(void)
+{
+    unlink(sym);
+    unlink(hold);
+    unlink(oom);
+    unlink(sig);
+    rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char dir[64], sym[96], hold[96], oom[96], sig[96], trace[96];
     if (!dir[0]) {
-        snprintf(dir, sizeof(dir), "/tmp/vt-fuzz-sidecar-%d", (int)getpid());
+        /* tmpfs where there is one: a disk's journal and writeback cost
+         * more than the target itself */
+        struct stat st;
+        const char *base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0
+                               ? "/dev/shm"
+                               : "/tmp";
+        snprintf(dir, sizeof(dir), "%s/vt-fuzz-sidecar-%d", base, (int)getpid());
         mkdir(dir, 0700);
         snprintf(sym, sizeof(sym), "%s/t.zst.sym", dir);
         snprintf(hold, sizeof(hold), "%s/holders.7.txt", dir);
         snprintf(oom, sizeof(oom), "%s/holders.7.oom.txt", dir);
         snprintf(sig, sizeof(sig), "%s/holders.7.sig-1.txt", dir);
         snprintf(trace, sizeof(trace), "%s/t.zst", dir);
+        atexit(cleanup);
     }
     char msg[600];
     put(sym, data, size);

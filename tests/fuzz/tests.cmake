@@ -1,13 +1,13 @@
 # tests/fuzz: fuzz targets of the reader entry points (fuzz_reader), of
-# everything fed from decoded events: the analyzer's replay, the reports and
-# every exporter (fuzz_analyze), and of the files read beside a trace:
+# everything fed from decoded events: the analyzer's replay and the reports
+# (fuzz_analyze), every exporter (fuzz_export), and of the files read beside a trace:
 # TRACE.sym and holders.PID.txt (fuzz_sidecar).  The corpus is replayed by a plain driver
 # in every build (sanitizer builds included); the libFuzzer binaries are
 # built only with clang and -DVT_FUZZ=ON, which also builds vt_core and
 # vt_analyze with ASan+UBSan and coverage, so that the fuzzer sanitizes
 # everything the targets call (scripts/fuzz.sh builds and runs them):
 #   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DVT_FUZZ=ON -DVT_BUILD_INJECT=OFF
-#   cmake --build build-fuzz --target fuzz_reader fuzz_analyze
+#   cmake --build build-fuzz --target fuzz_reader fuzz_analyze fuzz_export fuzz_sidecar
 option(VT_FUZZ "Build libFuzzer targets (clang only)" OFF)
 
 add_executable(fuzz_reader_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_reader.c ${CMAKE_CURRENT_LIST_DIR}/replay.c)
@@ -21,6 +21,12 @@ target_link_libraries(fuzz_analyze_replay PRIVATE vt_analyze vt_core)
 add_test(NAME fuzz.analyze.replay
   COMMAND fuzz_analyze_replay ${CMAKE_CURRENT_LIST_DIR}/corpus ${CMAKE_CURRENT_LIST_DIR}/regress ${VT_TEST_DATA})
 set_tests_properties(fuzz.analyze.replay PROPERTIES LABELS "fuzz;analyze")
+
+add_executable(fuzz_export_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_export.c ${CMAKE_CURRENT_LIST_DIR}/replay.c)
+target_link_libraries(fuzz_export_replay PRIVATE vt_analyze vt_core)
+add_test(NAME fuzz.export.replay
+  COMMAND fuzz_export_replay ${CMAKE_CURRENT_LIST_DIR}/corpus ${CMAKE_CURRENT_LIST_DIR}/regress ${VT_TEST_DATA})
+set_tests_properties(fuzz.export.replay PROPERTIES LABELS "fuzz;analyze")
 
 add_executable(fuzz_sidecar_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_sidecar.c ${CMAKE_CURRENT_LIST_DIR}/replay.c)
 target_include_directories(fuzz_sidecar_replay PRIVATE ${CMAKE_SOURCE_DIR}/src/analyze)
@@ -39,13 +45,17 @@ if(VT_FUZZ)
   endforeach()
   # the reader's buffers scaled to fuzz inputs (src/core/vt_reader_int.h)
   target_compile_definitions(vt_core PRIVATE VT_READER_SMALL_BUFFERS)
-  foreach(t reader analyze sidecar)
+  # and the analyzer's freed-address cache (src/analyze/vt_replay_int.h)
+  target_compile_definitions(vt_analyze PRIVATE VT_ANALYZE_SMALL_BUFFERS)
+  foreach(t reader analyze export sidecar)
     add_executable(fuzz_${t} ${CMAKE_CURRENT_LIST_DIR}/fuzz_${t}.c)
     target_compile_options(fuzz_${t} PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_options(fuzz_${t} PRIVATE -fsanitize=fuzzer,address,undefined)
   endforeach()
   target_link_libraries(fuzz_reader PRIVATE vt_core)
   target_link_libraries(fuzz_analyze PRIVATE vt_analyze vt_core)
+  target_link_libraries(fuzz_export PRIVATE vt_analyze vt_core)
+  target_compile_definitions(fuzz_export PRIVATE VT_FUZZ_ONE_EXPORTER)
   target_include_directories(fuzz_sidecar PRIVATE ${CMAKE_SOURCE_DIR}/src/analyze)
   target_link_libraries(fuzz_sidecar PRIVATE vt_analyze vt_core)
 endif()

@@ -1,0 +1,58 @@
+/* fuzz_export.c - libFuzzer target for the exporters fed from decoded
+ * events: any bytes as a trace file through vt_export (Perfetto, Chrome,
+ * memory_viz), each of which replays the file with its consumer.  The
+ * libFuzzer binary (VT_FUZZ_ONE_EXPORTER) runs one exporter per input,
+ * chosen by the input's size modulo 3, so that a run costs one export
+ * rather than three and every exporter sees every kind of input; the ctest
+ * replay (tests/fuzz/replay.c) runs all three on every file.  Symbolization
+ * is off.  Must never crash, hang or leak; run it with -close_fd_mask=2. */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "vt_analyze.h"
+#include "vt_export.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void export_one(const char *path, FILE *null, vt_export_format f)
+{
+    vt_export_config ec;
+    vt_export_config_default(&ec);
+    ec.format = f;
+    vt_analysis_config_default(&ec.analysis);
+    ec.analysis.symbolize = 0;
+    ec.analysis.progress = 0;
+    ec.max_points = 64;
+    char err[256];
+    char *inputs[1] = {(char *)path};
+    vt_export(&ec, inputs, 1, null, err, sizeof(err));
+    fflush(null);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static int fd = -1;
+    static FILE *null;
+    static char path[64];
+    if (fd < 0) {
+        fd = memfd_create("vt-fuzz-export", 0);
+        null = fopen("/dev/null", "w");
+        if (fd < 0 || !null)
+            __builtin_trap();
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    }
+    if (ftruncate(fd, 0) || (size && pwrite(fd, data, size, 0) != (ssize_t)size))
+        __builtin_trap();
+#ifdef VT_FUZZ_ONE_EXPORTER
+    export_one(path, null, (vt_export_format)(VT_EXPORT_PERFETTO + (int)(size % 3)));
+#else
+    for (int f = VT_EXPORT_PERFETTO; f <= VT_EXPORT_MEMVIZ; f++)
+        export_one(path, null, (vt_export_format)f);
+#endif
+    return 0;
+}
