@@ -24,12 +24,13 @@ export VRAMTRACE_CLI=${VRAMTRACE_CLI:-$root/$BUILD/vramtrace}
 [ -x "$VRAMTRACE_CLI" ] || [ ! -x "$root/$BUILD/src/cli/vramtrace" ] || VRAMTRACE_CLI=$root/$BUILD/src/cli/vramtrace
 CHECK=${VT_GPUCHECK:-$(find "$root/$BUILD" -name vt_gpucheck -type f | head -1)}
 ONLY=${VT_GPU_ONLY:-}   # optional regex of test names to run
+SKIP=${VT_GPU_SKIP:-}   # optional regex of test names not to run
 W=$OUT/work
 rm -rf "$W"
 mkdir -p "$W/bin" "$W/traces" "$W/logs"
 results=()
 record() { results+=("$(printf '%-28s %-5s %s' "$1" "$2" "$3")"); echo "== $1: $2 $3"; }
-want() { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; }
+want() { { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; } && { [ -z "$SKIP" ] || ! [[ $1 =~ $SKIP ]]; }; }
 
 if [ "${1:-}" = "--build-only" ]; then
     # compile the CUDA test programs here (no GPU needed) into $BUILD/gpu-bin

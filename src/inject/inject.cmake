@@ -6,7 +6,9 @@ add_library(vt_inject_common STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/vt_config.c
   ${CMAKE_CURRENT_SOURCE_DIR}/vt_modmap.c
   ${CMAKE_CURRENT_SOURCE_DIR}/vt_cfi.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/vt_unwind.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/vt_unwind.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/vt_got.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/vt_actmux.c)
 set_target_properties(vt_inject_common PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_include_directories(vt_inject_common PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(vt_inject_common PUBLIC vt_core Threads::Threads ${CMAKE_DL_LIBS})
@@ -26,7 +28,7 @@ if(VT_HAVE_CUPTI)
       list(APPEND srcs ${dir}/vt_pystack.c ${dir}/vt_pystack_layout.c ${dir}/vt_pystack_merge.c)
     endif()
     if(ARGN)
-      list(APPEND srcs ${dir}/vt_modmap.c ${dir}/vt_cfi.c ${dir}/vt_unwind.c) # their copies in vt_inject_common are then not linked
+      list(APPEND srcs ${dir}/vt_modmap.c ${dir}/vt_cfi.c ${dir}/vt_unwind.c ${dir}/vt_got.c ${dir}/vt_actmux.c) # their copies in vt_inject_common are then not linked
     endif()
     if("VT_BENCH" IN_LIST ARGN) # benchmark builds: the gate and CUPTI attributes (bench/)
       list(APPEND srcs ${PROJECT_SOURCE_DIR}/bench/vt_gate.c)

@@ -188,6 +188,7 @@ static void setup_clock(void)
         reg_fn reg = h ? (reg_fn)dlsym(h, "cuptiActivityRegisterTimestampCallback") : NULL;
         if (h)
             dlclose(h);
+        g.reg_ts = reg;
         if (reg && reg(vt_clock_now) == CUPTI_SUCCESS) {
             g.clk = vt_clock_now;
         } else {
@@ -424,6 +425,7 @@ static void start_activity(void)
                 g.static_on = 0;
             }
             cuptiActivityFlushPeriod(500);
+            g.activity_on = 1;
         }
     }
 }
@@ -497,6 +499,7 @@ static int init_once(void)
         return -1;
     }
     start_activity();
+    share_cupti(g.activity_on);
 
     atomic_store(&g.active, 1);
     start_threads();

@@ -1,6 +1,7 @@
 /* vt_inject_driver.c - the driver callbacks: the hot path of every
  * allocation and free (stack capture, emit), and the callback dispatch. */
 #include "vt_inject_int.h"
+#include "vt_actmux.h"
 VT_HOT static uint32_t ctx_device(inject_tls *T, CUcontext ctx)
 {
     if (ctx && ctx == T->ctx)
@@ -380,6 +381,7 @@ static inline int selftime_sampled(uint64_t n)
 VT_HOT void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
     (void)ud;
+    vt_actmux_callback((int)dom, cbid, data); /* a second CUPTI client's, if it enabled this id */
     /* half the driver callbacks are API entries, where nothing is done:
      * they return before the thread-local lookup */
     if (dom == CUPTI_CB_DOMAIN_DRIVER_API && ((const CUpti_CallbackData *)data)->callbackSite != CUPTI_API_EXIT)

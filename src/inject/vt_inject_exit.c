@@ -88,6 +88,7 @@ static void finish(void)
         t_in.internal = 1;
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         t_in.internal = saved;
+        share_activity_notes();
     }
     if (act.started) {
         drain_wait_idle();

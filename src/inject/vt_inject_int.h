@@ -83,6 +83,8 @@ typedef struct {
     int pystack;
     _Atomic int used;      /* a context was created or memory allocated: keep the trace */
     _Atomic int static_on; /* MEMORY2 activity enabled */
+    int activity_on;       /* our buffer callbacks registered with CUPTI */
+    CUptiResult (*reg_ts)(CUpti_TimestampCallbackFunc); /* cuptiActivityRegisterTimestampCallback, if this CUPTI has it */
     int selftime, stack_depth, stack_refs; /* cfg's */
     int tsc_events; /* the clock is vt_clock_now() on the TSC: an allocation's time from the callback's TSC read */
     _Atomic int torch_state; /* VT_TORCH_*: PyTorch's trace tracker (vt_inject_torch.c) */
@@ -152,6 +154,7 @@ typedef struct act_buf {
     struct act_buf *next;
     uint8_t *buf;
     size_t valid;
+    int guest_clock; /* completed after a second client set CUPTI's clock */
 } act_buf;
 typedef struct {
     pthread_mutex_t mu;
@@ -198,6 +201,11 @@ extern vt_act_state act;
 void *drain_main(void *arg);
 void drain_wait_idle(void);
 void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid);
+/* CUPTI shared with a second client (vt_actmux.h): set up after our
+ * subscription (and the activity API's, when activity_on); what the
+ * client did, noted at the end */
+void share_cupti(int activity_on);
+void share_activity_notes(void);
 void *sampler_main(void *arg);
 void on_exit_handler(void);
 void install_signals(void);

@@ -2,6 +2,7 @@
  * (cuMemPoolGetAttribute) and the driver view of device memory (NVML,
  * loaded with dlopen), every VRAMTRACE_SAMPLE_MS. */
 #include "vt_inject_int.h"
+#include "vt_actmux.h"
 /* ----------------------------------------------------------------- sampler */
 
 typedef struct { unsigned long long total, free, used; } nvml_memory;
@@ -108,6 +109,7 @@ void *sampler_main(void *arg)
         uint64_t ac = atomic_exchange(&g.alloc_count, 0);
         if (g.static_on && g.cfg.static_mem < 0 && ac * 1000 > (uint64_t)VT_STATIC_MAX_RATE * g.cfg.sample_ms) {
             cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
+            vt_actmux_keep(CUPTI_ACTIVITY_KIND_MEMORY2, 0);
             g.static_on = 0;
             note(VT_SEV_INFO, "module globals (DEVICE_STATIC) no longer recorded: allocation rate too high "
                               "for MEMORY2 activity (VRAMTRACE_STATIC=1 keeps it on)");

@@ -5,7 +5,9 @@ output and exits with a fixed status, traced or not:
   fork      fork() without exec: the child (no CUDA) prints and _exits 7,
             the parent waits and goes on allocating, exit 0
   profiler  torch.profiler with CUDA activities active at the same time
-            (a second CUPTI client), exit 0
+            (a second CUPTI client): it must see the GPU's kernels (a
+            jiterator kernel named vt_in_profiler among them) while
+            vramtrace records them and the one after (vt_after_profiler), exit 0
   os_exit   os._exit(3) with tensors live, 0.5 s after the allocations
             (the writer flushes every VRAMTRACE_FLUSH_MS): no atexit, no End
   many      2,000 allocations with Python stacks (fills a tiny disk)
@@ -45,13 +47,33 @@ def main(mode):
         print("kept", work(100))
     elif mode == "profiler":
         from torch.profiler import ProfilerActivity, profile
+        # kernels named for the check: one while the profiler runs, one after
+        # it stopped (check_crash_matrix.sh looks for both in the trace)
+        named = {}
+        try:
+            from torch.cuda import jiterator
+            for k in ("vt_in_profiler", "vt_after_profiler"):
+                named[k] = jiterator._create_jit_fn(
+                    "template <typename T> T %s(T x) { return x * 2 + 1; }" % k)
+        except Exception as e:  # the same line traced and untraced
+            print("no jiterator:", type(e).__name__)
+        x = torch.ones(1024, device="cuda")
+        torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             n = work(100)
-            y = torch.ones(1024, device="cuda") * 2
+            y = x * 2
+            if "vt_in_profiler" in named:
+                y = named["vt_in_profiler"](y)
             torch.cuda.synchronize()
+        if "vt_after_profiler" in named:
+            y = named["vt_after_profiler"](y)
+        torch.cuda.synchronize()
         # what the profiler saw on the GPU: it needs CUPTI too
         gpu = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-        print("kept", n, "profiled GPU activities", "yes" if gpu > 0 else "no", float(y.sum()))
+        names = {e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA}
+        mine = any("vt_in_profiler" in s for s in names)
+        print("kept", n, "profiled GPU activities", "yes" if gpu > 0 else "no",
+              "named kernel", "yes" if mine or not named else "no", float(y.sum()))
     elif mode == "os_exit":
         n = work(100)
         print("kept", n, flush=True)

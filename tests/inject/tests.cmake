@@ -39,3 +39,26 @@ add_executable(test_inject_torch_logic ${CMAKE_CURRENT_LIST_DIR}/test_torch_logi
 target_include_directories(test_inject_torch_logic PRIVATE ${CMAKE_SOURCE_DIR}/src/inject)
 target_link_libraries(test_inject_torch_logic PRIVATE vt_cmocka)
 add_test(NAME inject.torch_logic COMMAND test_inject_torch_logic)
+
+# GOT slots of other objects set to a replacement (vt_got.h): a callee and
+# callers built read-only after loading (-z relro -z now), lazily bound,
+# and taking the function's address (a GLOB_DAT slot)
+add_library(vt_got_callee SHARED ${CMAKE_CURRENT_LIST_DIR}/got_callee.c)
+foreach(v now lazy addr)
+  add_library(vt_got_caller_${v} SHARED ${CMAKE_CURRENT_LIST_DIR}/got_caller.c)
+  target_compile_definitions(vt_got_caller_${v} PRIVATE GOT_CALLER_NAME=vt_got_call_${v})
+  target_link_libraries(vt_got_caller_${v} PRIVATE vt_got_callee)
+endforeach()
+target_link_options(vt_got_caller_now PRIVATE -Wl,-z,relro,-z,now)
+target_link_options(vt_got_caller_lazy PRIVATE -Wl,-z,lazy,-z,norelro)
+target_compile_definitions(vt_got_caller_addr PRIVATE GOT_CALLER_ADDR)
+target_link_options(vt_got_caller_addr PRIVATE -Wl,-z,relro,-z,now)
+add_executable(test_inject_got ${CMAKE_CURRENT_LIST_DIR}/test_got.c)
+target_link_libraries(test_inject_got PRIVATE vt_inject_common vt_got_caller_now vt_got_caller_lazy vt_got_caller_addr
+                      vt_got_callee vt_cmocka ${CMAKE_DL_LIBS})
+add_test(NAME inject.got COMMAND test_inject_got)
+
+# CUPTI's activity API shared with a second client (vt_actmux.h)
+add_executable(test_inject_actmux ${CMAKE_CURRENT_LIST_DIR}/test_actmux.c)
+target_link_libraries(test_inject_actmux PRIVATE vt_inject_common vt_cmocka Threads::Threads)
+add_test(NAME inject.actmux COMMAND test_inject_actmux)
