@@ -493,11 +493,15 @@ int rd_begin_frame(vt_reader *r)
  * in the 8 MiB raw buffer and zstd's window anew for every file.  A
  * thread's cache goes with the thread (the key's destructor).  The input
  * buffer of a file reader is kept the same way. */
+#define CACHE_SLOTS 2 /* readers of a thread open at once: an export's analysis beside its replay */
 typedef struct {
     ZSTD_DCtx *dctx;
     uint8_t *raw;
     size_t rcap;
     uint8_t *ibuf; /* IN_CHUNK bytes */
+} cache_slot;
+typedef struct {
+    cache_slot s[CACHE_SLOTS];
 } reader_cache;
 static pthread_key_t g_cache_key;
 static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
@@ -507,9 +511,11 @@ static void cache_drop(void *v)
 {
     reader_cache *c = v;
     if (c) {
-        ZSTD_freeDCtx(c->dctx);
-        free(c->raw);
-        free(c->ibuf);
+        for (int i = 0; i < CACHE_SLOTS; i++) {
+            ZSTD_freeDCtx(c->s[i].dctx);
+            free(c->s[i].raw);
+            free(c->s[i].ibuf);
+        }
         free(c);
     }
 }
@@ -543,17 +549,24 @@ static int reader_new(vt_reader **out, const char *name)
     r->fd = -1;
     snprintf(r->name, sizeof(r->name), "%s", name ? name : "<memory>");
     reader_cache *c = cache_get(0);
-    if (c && c->dctx) {
-        r->dctx = c->dctx;
-        c->dctx = NULL;
+    cache_slot *cd = NULL, *cr = NULL;
+    for (int i = 0; c && i < CACHE_SLOTS; i++) {
+        if (!cd && c->s[i].dctx)
+            cd = &c->s[i];
+        if (!cr && c->s[i].raw)
+            cr = &c->s[i];
+    }
+    if (cd) {
+        r->dctx = cd->dctx;
+        cd->dctx = NULL;
         ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_and_parameters);
     } else {
         r->dctx = ZSTD_createDCtx();
     }
-    if (c && c->raw) {
-        r->raw = c->raw;
-        r->rcap = c->rcap;
-        c->raw = NULL;
+    if (cr) {
+        r->raw = cr->raw;
+        r->rcap = cr->rcap;
+        cr->raw = NULL;
     } else {
         r->raw = malloc(RAW_INIT);
         r->rcap = RAW_INIT;
@@ -621,9 +634,13 @@ int vt_reader_open(vt_reader **out, const char *path, char *errmsg, size_t errms
     r->seekable = S_ISREG(sb.st_mode) && lseek(fd, 0, SEEK_CUR) >= 0;
     r->stable_ok = r->seekable; /* a pipe cannot go back for stable_fallback() */
     reader_cache *c = cache_get(0);
-    if (c && c->ibuf) {
-        r->ibuf = c->ibuf;
-        c->ibuf = NULL;
+    cache_slot *ci = NULL;
+    for (int i = 0; c && i < CACHE_SLOTS && !ci; i++)
+        if (c->s[i].ibuf)
+            ci = &c->s[i];
+    if (ci) {
+        r->ibuf = ci->ibuf;
+        ci->ibuf = NULL;
     } else {
         r->ibuf = malloc(IN_CHUNK);
     }
@@ -659,18 +676,21 @@ void vt_reader_free(vt_reader *r)
     /* keep the context and a raw buffer of the usual size for the next
      * reader of this thread (not one grown for a huge frame) */
     reader_cache *c = r->dctx || r->raw || r->ibuf ? cache_get(1) : NULL;
-    if (c && !c->dctx && r->dctx) {
-        c->dctx = r->dctx;
-        r->dctx = NULL;
-    }
-    if (c && !c->raw && r->raw && r->rcap >= RAW_INIT && r->rcap <= RAW_STABLE) {
-        c->raw = r->raw;
-        c->rcap = r->rcap;
-        r->raw = NULL;
-    }
-    if (c && !c->ibuf && r->ibuf) {
-        c->ibuf = r->ibuf;
-        r->ibuf = NULL;
+    for (int i = 0; c && i < CACHE_SLOTS; i++) {
+        cache_slot *k = &c->s[i];
+        if (!k->dctx && r->dctx) {
+            k->dctx = r->dctx;
+            r->dctx = NULL;
+        }
+        if (!k->raw && r->raw && r->rcap >= RAW_INIT && r->rcap <= RAW_STABLE) {
+            k->raw = r->raw;
+            k->rcap = r->rcap;
+            r->raw = NULL;
+        }
+        if (!k->ibuf && r->ibuf) {
+            k->ibuf = r->ibuf;
+            r->ibuf = NULL;
+        }
     }
     ZSTD_freeDCtx(r->dctx);
     free(r->ibuf);

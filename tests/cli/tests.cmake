@@ -41,3 +41,11 @@ include(${CMAKE_CURRENT_LIST_DIR}/record.cmake)
 add_test(NAME cli.man COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/man_check.sh $<TARGET_FILE:vramtrace>
                                    ${CMAKE_SOURCE_DIR}/docs/man/vramtrace.1)
 set_tests_properties(cli.man PROPERTIES LABELS "cli")
+
+# torch.profiler and vramtrace sharing CUPTI on the H200 (vt_actmux.h): the
+# kernels while and after it profiled, on vramtrace's clock
+if(EXISTS ${VT_TEST_DATA}/gpu-profiler-shared.zst)
+  add_test(NAME cli.profiler_shared
+    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/gpu/check_profiler_trace.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}/gpu-profiler-shared.zst)
+  set_tests_properties(cli.profiler_shared PROPERTIES FAIL_REGULAR_EXPRESSION "FAIL")
+endif()

@@ -67,22 +67,17 @@ case_ profiler profiler "$work/profiler/t/%p.zst" "0" -
 # the profiler saw GPU activity (stdout above, as untraced), and the trace
 # holds the kernels run while it profiled and after it stopped
 prof_kernels() {
-    local d=$work/profiler t
+    local d=$work/profiler t line
     grep -q "profiled GPU activities yes" "$d/plain.out" || { echo "$name: SKIP: profiler_kernels: untraced, torch.profiler saw no GPU activity"; skips=$((skips + 1)); return; }
     grep -q "no jiterator" "$d/plain.out" && { echo "$name: SKIP: profiler_kernels: no jiterator"; skips=$((skips + 1)); return; }
     t=$(ls "$d"/t/*.zst 2>/dev/null | head -1)
     [ -n "$t" ] || { fail "profiler_kernels: no trace"; return; }
-    "$cli" dump --no-defs "$t" >"$d/dump-all.out" 2>&1
-    local f0=$fails k
-    for k in vt_in_profiler vt_after_profiler; do
-        grep -E "^ *[0-9.]+ kernel " "$d/dump-all.out" | grep -q "$k" || fail "profiler_kernels: no $k kernel in the trace"
-    done
-    grep -q "second CUPTI client" "$d/dump-all.out" || fail "profiler_kernels: no note of the second CUPTI client"
-    # on vramtrace's clock, though the profiler set CUPTI's: inside the trace
-    awk '$2 == "kernel" {k = $1 + 0; if (k > kmax) kmax = k} $2 == "end" {e = $1 + 0}
-         END {if (e == 0 || kmax > e) {printf "last kernel at %.3f s, trace ends at %.3f s\n", kmax, e; exit 1}}' \
-        "$d/dump-all.out" >"$d/kernel-times.out" || fail "profiler_kernels: kernel times off vramtrace's clock: $(cat "$d/kernel-times.out")"
-    [ $fails = $f0 ] && { oks=$((oks + 1)); echo "$name: ok: profiler_kernels ($(grep -c -E '^ *[0-9.]+ kernel ' "$d/dump-all.out") kernels; $(grep -o 'a second CUPTI client[^"]*' "$d/dump-all.out" | head -1))"; }
+    if line=$(bash "$here/check_profiler_trace.sh" "$cli" "$t"); then
+        oks=$((oks + 1))
+        echo "$name: ok: profiler_kernels ($line)"
+    else
+        fail "profiler_kernels: $line"
+    fi
 }
 prof_kernels
 case_ os_exit os_exit "$work/os_exit/t/%p.zst" "0 1" -
