@@ -6,32 +6,21 @@
  * never crash, hang or leak.  Run it with -close_fd_mask=2: the
  * analyzer names every read error on stderr.  tests/fuzz/replay.c replays
  * the corpus through it in every ctest run. */
-#define _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create (fuzz_input.h) */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "fuzz_input.h"
 #include "vt_analyze.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int fd = -1;
-    static FILE *null;
-    static char path[64];
-    if (fd < 0) {
-        fd = memfd_create("vt-fuzz", 0);
-        null = fopen("/dev/null", "w");
-        if (fd < 0 || !null)
-            __builtin_trap();
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    }
-    if (ftruncate(fd, 0) || (size && pwrite(fd, data, size, 0) != (ssize_t)size))
-        __builtin_trap();
+    FILE *null;
+    const char *path = fuzz_input_file(data, size, &null);
 
     vt_analysis_config cfg;
     vt_analysis_config_default(&cfg);

@@ -6,14 +6,13 @@
  * rather than three and every exporter sees every kind of input; the ctest
  * replay (tests/fuzz/replay.c) runs all three on every file.  Symbolization
  * is off.  Must never crash, hang or leak; run it with -close_fd_mask=2. */
-#define _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create (fuzz_input.h) */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "fuzz_input.h"
 #include "vt_analyze.h"
 #include "vt_export.h"
 
@@ -36,18 +35,8 @@ static void export_one(const char *path, FILE *null, vt_export_format f)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int fd = -1;
-    static FILE *null;
-    static char path[64];
-    if (fd < 0) {
-        fd = memfd_create("vt-fuzz-export", 0);
-        null = fopen("/dev/null", "w");
-        if (fd < 0 || !null)
-            __builtin_trap();
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    }
-    if (ftruncate(fd, 0) || (size && pwrite(fd, data, size, 0) != (ssize_t)size))
-        __builtin_trap();
+    FILE *null;
+    const char *path = fuzz_input_file(data, size, &null);
 #ifdef VT_FUZZ_ONE_EXPORTER
     export_one(path, null, (vt_export_format)(VT_EXPORT_PERFETTO + (int)(size % 3)));
 #else
