@@ -185,11 +185,6 @@ int rd_resync(vt_reader *r)
     }
 }
 
-/* Leave whole-frame decoding for this frame: decode it again from its
- * start the streaming way, dropping the bytes already produced (the
- * careful_skip mechanism).  For a frame larger than raw (then for the rest
- * of the stream: disable), and for any zstd error, which the streaming
- * way then finds again and reports as always. */
 /* raw at a new capacity, keeping its first `keep` bytes (realloc would
  * copy the whole old buffer: under ASan, which never resizes in place,
  * every grown frame touched megabytes it then threw away).  NULL when
@@ -207,6 +202,11 @@ static uint8_t *raw_resize(vt_reader *r, size_t cap, size_t keep)
     return nr;
 }
 
+/* Leave whole-frame decoding for this frame: decode it again from its
+ * start the streaming way, dropping the bytes already produced (the
+ * careful_skip mechanism).  For a frame larger than raw (then for the rest
+ * of the stream: disable), and for any zstd error, which the streaming
+ * way then finds again and reports as always. */
 static void stable_fallback(vt_reader *r, int disable)
 {
     if (!r->frame_open) { /* this frame's records now go out as they come */
@@ -487,12 +487,12 @@ int rd_begin_frame(vt_reader *r)
 
 /* ---- lifetime and lookups ------------------------------------------- */
 
-/* The last freed reader's zstd context and raw buffer, kept per thread for
- * the next reader: a directory of many small traces (and a fuzz target,
- * which makes two readers per input) would otherwise map, zero and fault
- * in the 8 MiB raw buffer and zstd's window anew for every file.  A
- * thread's cache goes with the thread (the key's destructor).  The input
- * buffer of a file reader is kept the same way. */
+/* The last freed readers' zstd contexts, raw and input buffers, kept per
+ * thread (two of each) for the next readers: a directory of many small
+ * traces (and an export, which has two readers open at once) would
+ * otherwise map, zero and fault in the 8 MiB raw buffer and zstd's
+ * window anew for every file.  A
+ * thread's cache goes with the thread (the key's destructor). */
 #define CACHE_SLOTS 2 /* readers of a thread open at once: an export's analysis beside its replay */
 typedef struct {
     ZSTD_DCtx *dctx;
@@ -673,8 +673,9 @@ void vt_reader_free(vt_reader *r)
         return;
     if (r->fd >= 0)
         close(r->fd);
-    /* keep the context and a raw buffer of the usual size for the next
-     * reader of this thread (not one grown for a huge frame) */
+    /* keep the context, the input buffer and a raw buffer of the usual
+     * size for the next reader of this thread (not one grown for a huge
+     * frame) */
     reader_cache *c = r->dctx || r->raw || r->ibuf ? cache_get(1) : NULL;
     for (int i = 0; c && i < CACHE_SLOTS; i++) {
         cache_slot *k = &c->s[i];
