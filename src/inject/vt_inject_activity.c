@@ -29,12 +29,9 @@ void CUPTIAPI on_buffer_requested(uint8_t **buf, size_t *size, size_t *max_recor
 static struct {
     _Atomic int on;
     uint64_t (*fn)(void);
-    uint64_t g0, o0;
     pthread_mutex_t mu;
-    uint64_t g1, o1;
+    vt_clock_map map; /* under mu */
 } gclk = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-typedef vt_clock_map clock_map;
 
 /* a reading of both clocks: the guest's between two of ours, the
  * tightest of three */
@@ -51,33 +48,32 @@ static void clock_pair(uint64_t (*fn)(void), uint64_t *gt, uint64_t *ot)
     }
 }
 
-static void clock_map_now(clock_map *m, int guest_clock)
+/* the map for a buffer: off for one completed before the guest's clock,
+ * else with the latest reading of both clocks */
+static void clock_map_now(vt_clock_map *m, int guest_clock)
 {
-    m->on = guest_clock && atomic_load(&gclk.on);
-    if (!m->on)
+    if (!guest_clock || !atomic_load(&gclk.on)) {
+        m->on = 0;
         return;
+    }
     uint64_t gt, ot;
     clock_pair(gclk.fn, &gt, &ot);
     pthread_mutex_lock(&gclk.mu);
-    if (gt > gclk.g0 + 1000000) { /* a span long enough for the rate */
-        gclk.g1 = gt;
-        gclk.o1 = ot;
+    if (gt > gclk.map.g0 + 1000000) { /* a span long enough for the rate */
+        gclk.map.g1 = gt;
+        gclk.map.o1 = ot;
     }
-    m->g0 = gclk.g0;
-    m->o0 = gclk.o0;
-    m->g1 = gclk.g1;
-    m->o1 = gclk.o1;
+    *m = gclk.map;
     pthread_mutex_unlock(&gclk.mu);
+    m->on = 1;
 }
 
-#define clock_ours vt_clock_map_apply
-
-static void on_kernel(const CUpti_ActivityKernel10 *k, const clock_map *cm)
+static void on_kernel(const CUpti_ActivityKernel10 *k, const vt_clock_map *cm)
 {
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = VT_EV_KERNEL;
-    uint64_t start = clock_ours(cm, k->start), end = clock_ours(cm, k->end);
+    uint64_t start = vt_clock_map_apply(cm, k->start), end = vt_clock_map_apply(cm, k->end);
     ev.time_ns = start;
     ev.u.kernel.name = k->name ? k->name : "?";
     ev.u.kernel.device = k->deviceId;
@@ -96,13 +92,13 @@ static void on_kernel(const CUpti_ActivityKernel10 *k, const clock_map *cm)
     vt_inject_emit(&ev);
 }
 
-static void on_memory(const CUpti_ActivityMemory4 *m, const clock_map *cm)
+static void on_memory(const CUpti_ActivityMemory4 *m, const vt_clock_map *cm)
 {
     if (m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC)
         return;
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
-    ev.time_ns = clock_ours(cm, m->timestamp);
+    ev.time_ns = vt_clock_map_apply(cm, m->timestamp);
     if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION) {
         ev.type = VT_EV_ALLOC;
         ev.u.alloc.address = m->address;
@@ -132,7 +128,7 @@ static void process_buffer(uint8_t *buf, size_t valid, int may_wait, int guest_c
 {
     CUpti_Activity *rec = NULL;
     uint64_t n = 0, c0 = __rdtsc();
-    clock_map cm = {0, 0, 0, 0, 0};
+    vt_clock_map cm = {0, 0, 0, 0, 0};
     clock_map_now(&cm, guest_clock);
     while (cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
         switch (rec->kind) {
@@ -326,7 +322,7 @@ static CUptiResult CUPTIAPI guest_finalize(void)
 }
 
 /* The guest's clock becomes CUPTI's (its records must be on it); ours
- * maps the records back (clock_ours).  What is in flight is flushed
+ * maps the records back (vt_clock_map_apply).  What is in flight is flushed
  * first, on our clock. */
 static CUptiResult CUPTIAPI guest_register_ts(CUpti_TimestampCallbackFunc fn)
 {
@@ -340,9 +336,9 @@ static CUptiResult CUPTIAPI guest_register_ts(CUpti_TimestampCallbackFunc fn)
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pthread_mutex_lock(&gclk.mu);
     gclk.fn = fn;
-    clock_pair(fn, &gclk.g0, &gclk.o0);
-    gclk.g1 = gclk.g0;
-    gclk.o1 = gclk.o0;
+    clock_pair(fn, &gclk.map.g0, &gclk.map.o0);
+    gclk.map.g1 = gclk.map.g0;
+    gclk.map.o1 = gclk.map.o0;
     pthread_mutex_unlock(&gclk.mu);
     CUptiResult r = g.reg_ts(fn);
     if (r == CUPTI_SUCCESS && !atomic_exchange(&gclk.on, 1))
