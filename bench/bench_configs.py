@@ -53,6 +53,8 @@ def configs(build, gate=False):
                                                                                  "libvramtrace-empty-discard.so")),
         "traced-empty-nosampler": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench", "libvramtrace-empty.so"),
                                        VRAMTRACE_SAMPLE_MS="0"),
+        # the shipped library with its activity buffers freed unread
+        "traced-discard": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench", "libvramtrace-discard.so")),
         "traced-captureonly": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench",
                                                                                "libvramtrace-captureonly.so")),
         "traced-pmaddr": dict(traced, CUDA_INJECTION64_PATH=os.path.join(build, "bench", "libvramtrace-pmaddr.so")),

@@ -35,6 +35,9 @@ endif()
 #       clock, kernel activity, NVTX and resource callbacks);
 #   libvramtrace-empty-discard.so  and VT_BENCH_DISCARD_ACTIVITY: activity
 #       buffers freed unread, as bench/cupti_floor.c does;
+#   libvramtrace-discard.so      VT_BENCH_DISCARD_ACTIVITY alone: the
+#       shipped library with its kernel records freed unread (what
+#       reading and writing them costs, against the shipped library);
 #   libvramtrace-captureonly.so  VT_BENCH_CAPTURE_ONLY: stacks captured and
 #       dropped (no fingerprint, no stack in the event);
 #   libvramtrace-pmaddr.so       VT_BENCH_PM_ADDR: the Python walk memo
@@ -54,6 +57,7 @@ endfunction()
 vt_bench_variant(bench)
 vt_bench_variant(empty VT_BENCH_EMPTY_CALLBACKS)
 vt_bench_variant(empty-discard VT_BENCH_EMPTY_CALLBACKS VT_BENCH_DISCARD_ACTIVITY)
+vt_bench_variant(discard VT_BENCH_DISCARD_ACTIVITY)
 vt_bench_variant(captureonly VT_BENCH_CAPTURE_ONLY)
 vt_bench_variant(pmaddr VT_BENCH_PM_ADDR)
 vt_bench_variant(verify8 VT_BENCH_UW_VERIFY=8)

@@ -159,5 +159,6 @@ for i in range(warm + steps):
         cpu.append(dc)
 barrier("-done")
 print(json.dumps({"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3,
+                  "p10_ms": sorted(times)[len(times) // 10] * 1e3,
                   "cpu_ms": statistics.median(cpu) * 1e3,
                   "steps": steps, "tag": sys.argv[1] if len(sys.argv) > 1 else ""}), flush=True)
