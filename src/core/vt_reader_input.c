@@ -191,6 +191,10 @@ int rd_resync(vt_reader *r)
  * out of memory: raw is then as it was. */
 static uint8_t *raw_resize(vt_reader *r, size_t cap, size_t keep)
 {
+    if (cap <= r->ralloc) { /* the allocation holds it: the bytes stay where they are */
+        r->rcap = cap;
+        return r->raw;
+    }
     uint8_t *nr = malloc(cap);
     if (!nr)
         return NULL;
@@ -198,7 +202,7 @@ static uint8_t *raw_resize(vt_reader *r, size_t cap, size_t keep)
         memcpy(nr, r->raw, keep);
     free(r->raw);
     r->raw = nr;
-    r->rcap = cap;
+    r->rcap = r->ralloc = cap;
     return nr;
 }
 
@@ -497,7 +501,7 @@ int rd_begin_frame(vt_reader *r)
 typedef struct {
     ZSTD_DCtx *dctx;
     uint8_t *raw;
-    size_t rcap;
+    size_t ralloc;
     uint8_t *ibuf; /* IN_CHUNK bytes */
 } cache_slot;
 typedef struct {
@@ -565,12 +569,13 @@ static int reader_new(vt_reader **out, const char *name)
     }
     if (cr) {
         r->raw = cr->raw;
-        r->rcap = cr->rcap;
+        r->ralloc = cr->ralloc;
         cr->raw = NULL;
     } else {
         r->raw = malloc(RAW_INIT);
-        r->rcap = RAW_INIT;
+        r->ralloc = RAW_INIT;
     }
+    r->rcap = RAW_INIT;
     r->bcap = RAW_INIT;
     if (!r->dctx || !r->raw) {
         vt_reader_free(r);
@@ -673,9 +678,8 @@ void vt_reader_free(vt_reader *r)
         return;
     if (r->fd >= 0)
         close(r->fd);
-    /* keep the context, the input buffer and a raw buffer of the usual
-     * size for the next reader of this thread (not one grown for a huge
-     * frame) */
+    /* keep the context, the input buffer and a raw buffer of at most
+     * RAW_CACHE_MAX for the next reader of this thread */
     reader_cache *c = r->dctx || r->raw || r->ibuf ? cache_get(1) : NULL;
     for (int i = 0; c && i < CACHE_SLOTS; i++) {
         cache_slot *k = &c->s[i];
@@ -683,9 +687,9 @@ void vt_reader_free(vt_reader *r)
             k->dctx = r->dctx;
             r->dctx = NULL;
         }
-        if (!k->raw && r->raw && r->rcap >= RAW_INIT && r->rcap <= RAW_STABLE) {
+        if (!k->raw && r->raw && r->ralloc <= RAW_CACHE_MAX) {
             k->raw = r->raw;
-            k->rcap = r->rcap;
+            k->ralloc = r->ralloc;
             r->raw = NULL;
         }
         if (!k->ibuf && r->ibuf) {

@@ -55,6 +55,9 @@
  * out when it fits in raw, which grows for it up to this; a larger frame
  * (not from this writer) is read the streaming way, unverified. */
 #define RAW_VERIFY_MAX (64u << 20)
+/* the largest raw buffer a freed reader leaves to the next (the reader
+ * cache): one of the usual frame size, not one grown for a huge frame */
+#define RAW_CACHE_MAX RAW_STABLE
 #ifdef VT_READER_SMALL_BUFFERS
 /* the fuzz build (-DVT_FUZZ=ON): the same paths with buffers a 64 KiB input
  * can outgrow, so that an input that inflates to megabytes (RLE blocks)
@@ -66,6 +69,11 @@
 #define IN_CHUNK (64u << 10)
 #define RAW_STABLE ((512u << 10) + (64u << 10))
 #define RAW_VERIFY_MAX (1u << 20)
+/* and every raw is kept: a grown one is 1 MiB at most here, and mapping
+ * and faulting in a fresh one after each inflated input was a fifth of
+ * an export's run */
+#undef RAW_CACHE_MAX
+#define RAW_CACHE_MAX RAW_VERIFY_MAX
 #endif
 /* Input per zstd call when decoding a frame whole: its output (~2.5x) is
  * then decoded into events while it is still in the L2 cache (with 1 MiB
@@ -142,6 +150,9 @@ struct vt_reader {
     /* decompressed bytes: [rpos, rend) not decoded yet */
     uint8_t *raw;
     size_t rcap, rpos, rend;
+    size_t ralloc;        /* bytes allocated at raw (>= rcap): a buffer from
+                           * the reader cache may be larger than rcap, which
+                           * then grows into it as into a fresh one */
     size_t bcap;          /* streaming frames use raw[0, bcap) (<= rcap): zstd's
                            * output per call, so what a zstd error loses, stays
                            * as with a small buffer */
