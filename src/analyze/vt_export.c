@@ -848,6 +848,8 @@ int vt_xjob_replay(vt_xjob *j, vt_replay_fn fn, void *ctx)
 int vt_export(const vt_export_config *cfg, char *const *inputs, int ninputs, FILE *out, char *err, size_t errlen)
 {
     vt_xjob j = {.cfg = cfg, .out = out, .inputs = inputs, .ninputs = ninputs};
+    if (errlen)
+        err[0] = 0;
     int rc = vt_analysis_create(&j.model, &cfg->analysis);
     if (rc) {
         snprintf(err, errlen, "%s", vt_strerror(rc));
@@ -913,7 +915,7 @@ int vt_export(const vt_export_config *cfg, char *const *inputs, int ninputs, FIL
         j.t0 = 0;
 
     if (cfg->format == VT_EXPORT_MEMVIZ) {
-        rc = vt_export_memviz(&j);
+        rc = vt_export_memviz(&j, err, errlen);
     } else {
         vt_xsink sink = {0};
         rc = cfg->format == VT_EXPORT_PERFETTO ? vt_xsink_perfetto(&sink, out)

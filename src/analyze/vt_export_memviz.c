@@ -17,10 +17,16 @@
  * Each device's entries are written to a temporary file as they come, then
  * the pickle is assembled: memory stays O(live blocks + call sites).
  * Frame lists are pickled once per section and referred to by memo index
- * after that.  Touches: the output FILE, tmpfile()s. */
+ * after that.  Touches: the output FILE, temporary files in $TMPDIR
+ * (/tmp when unset), deleted from the start. */
+#define _GNU_SOURCE /* O_TMPFILE, mkostemp */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vt_error.h"
 #include "vt_export_int.h"
@@ -156,6 +162,8 @@ typedef struct {
     uint64_t drv_free[MV_MAX_DEVS];
     vt_map map_dev; /* VMM mapping address + 1 -> device + 1 */
     int err;
+    char *errbuf; /* why it failed, where a message says more than err */
+    size_t errlen;
 } mv;
 
 static void mv_frames(mv *m, mv_section *s, const vt_proc *p, unsigned proc, uint32_t stack)
@@ -199,6 +207,33 @@ static void mv_frames(mv *m, mv_section *s, const vt_proc *p, unsigned proc, uin
         m->err = VT_ERR_NOMEM;
 }
 
+/* A temporary file in $TMPDIR (/tmp when unset; tmpfile() knows only
+ * /tmp), never named (O_TMPFILE) or unlinked at once; NULL with the
+ * reason in err. */
+static FILE *spool_open(char *err, size_t errlen)
+{
+    const char *d = getenv("TMPDIR");
+    if (!d || !*d)
+        d = "/tmp";
+    int fd = open(d, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) { /* a file system without O_TMPFILE */
+        char path[4096];
+        if (snprintf(path, sizeof(path), "%s/vramtrace-spool-XXXXXX", d) >= (int)sizeof(path))
+            errno = ENAMETOOLONG;
+        else if ((fd = mkostemp(path, O_CLOEXEC)) >= 0)
+            unlink(path);
+    }
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w+");
+    if (!f) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        snprintf(err, errlen, "memory-viz: cannot create a temporary file in %s%s: %s", d,
+                 getenv("TMPDIR") && *getenv("TMPDIR") ? " ($TMPDIR)" : "", strerror(e));
+    }
+    return f;
+}
+
 static mv_section *mv_dev(mv *m, unsigned proc, uint32_t device)
 {
     uint64_t key = ((uint64_t)proc << 32 | device) + 1;
@@ -208,7 +243,7 @@ static mv_section *mv_dev(mv *m, unsigned proc, uint32_t device)
     if (m->ndev == MV_MAX_DEVS)
         return NULL;
     mv_section *s = &m->dev[m->ndev];
-    s->f = tmpfile();
+    s->f = spool_open(m->errbuf, m->errlen);
     if (!s->f || vt_map_put(&m->devmap, key, (uint64_t)m->ndev + 1)) {
         m->err = s->f ? VT_ERR_NOMEM : VT_ERR_IO;
         return NULL;
@@ -554,13 +589,15 @@ static int mv_copy(FILE *from, FILE *to)
     return ferror(from) ? VT_ERR_IO : 0;
 }
 
-int vt_export_memviz(vt_xjob *j)
+int vt_export_memviz(vt_xjob *j, char *err, size_t errlen)
 {
     mv *m = calloc(1, sizeof(*m));
     if (!m)
         return VT_ERR_NOMEM;
     m->j = j;
-    m->seg.f = tmpfile();
+    m->errbuf = err;
+    m->errlen = errlen;
+    m->seg.f = spool_open(err, errlen);
     int rc = m->seg.f ? 0 : VT_ERR_IO;
     if (!rc) {
         pk_list_begin(&m->seglist, m->seg.f);

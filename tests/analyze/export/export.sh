@@ -82,6 +82,15 @@ nb=$(python3 -c "import json,sys; print(sum(1 for e in json.load(open(sys.argv[1
 rc=$?
 if [ $rc = 1 ] && grep -q 'more than a browser opens' "$tmp/err" && [ ! -e "$tmp/big.json" ]; then ok; else
     bad "--max-bytes: exit $rc, $(cat "$tmp/err")"; fi
+# memory-viz spools its devices' entries in $TMPDIR: the same bytes there
+# as in /tmp, and a TMPDIR that cannot hold files is named, no file left
+TMPDIR=$tmp "$bin" export $X --format memory-viz -o "$tmp/spool.mv" "$t" 2>/dev/null
+"$bin" export $X --format memory-viz -o "$tmp/spool0.mv" "$t" 2>/dev/null
+cmp -s "$tmp/spool.mv" "$tmp/spool0.mv" && ok || bad "memory-viz: TMPDIR changed the snapshot"
+TMPDIR=$tmp/missing "$bin" export $X --format memory-viz -o "$tmp/spool1.mv" "$t" 2>"$tmp/err"
+rc=$?
+if [ $rc = 1 ] && grep -q "cannot create a temporary file in $tmp/missing (\$TMPDIR)" "$tmp/err" &&
+    [ ! -e "$tmp/spool1.mv" ]; then ok; else bad "memory-viz, TMPDIR missing: exit $rc, $(cat "$tmp/err")"; fi
 # usage
 "$bin" export "$t" >/dev/null 2>&1; [ $? = 2 ] && ok || bad "no --format: not exit 2"
 "$bin" export --format svg "$t" >/dev/null 2>&1; [ $? = 2 ] && ok || bad "--format svg: not exit 2"
