@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fuzz_input.h"
 #include "vt_analyze.h"
@@ -35,6 +37,13 @@ static void export_one(const char *path, FILE *null, vt_export_format f)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static int once;
+    if (!once) { /* memory-viz's spool files in memory, not on the disk ($TMPDIR) */
+        once = 1;
+        struct stat st;
+        if (!getenv("TMPDIR") && stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0)
+            setenv("TMPDIR", "/dev/shm", 1);
+    }
     FILE *null;
     const char *path = fuzz_input_file(data, size, &null);
 #ifdef VT_FUZZ_ONE_EXPORTER
