@@ -40,6 +40,13 @@ def configs(build, gate=False):
         "tensors": dict(traced, VRAMTRACE_TORCH_SHIM=os.environ.get("VT_BENCH_SHIM", "")),
         "tensors-nokernels": dict(traced, VRAMTRACE_TORCH_SHIM=os.environ.get("VT_BENCH_SHIM", ""),
                                   VRAMTRACE_KERNELS="0"),
+        # where tensor events' cost goes: without stacks, with one kind only
+        "tensors-nostacks": dict(traced, VRAMTRACE_TORCH_SHIM=os.environ.get("VT_BENCH_SHIM", ""),
+                                 VRAMTRACE_NATIVE_STACKS="0", VRAMTRACE_PYTHON_STACKS="0"),
+        "tensors-nopython": dict(traced, VRAMTRACE_TORCH_SHIM=os.environ.get("VT_BENCH_SHIM", ""),
+                                 VRAMTRACE_PYTHON_STACKS="0"),
+        "tensors-nonative": dict(traced, VRAMTRACE_TORCH_SHIM=os.environ.get("VT_BENCH_SHIM", ""),
+                                 VRAMTRACE_NATIVE_STACKS="0"),
         # PyTorch's own memory history, untraced (bench/torch_step.py)
         "history": {"VT_BENCH_HISTORY": "1"},
         "traced-nokernels": dict(traced, VRAMTRACE_KERNELS="0"),

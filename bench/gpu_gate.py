@@ -21,7 +21,8 @@ default, about 1.5x the wall time of 16 (a process's start dominates).
 Env: VT_GATE_CONFIGS (default "traced,floor,traced-nostacks"; names from
 bench/bench_configs.py; a name given twice runs twice as many processes), VT_PAIR_MODE (async|default), VT_GATE_SLOTS
 ("0:2-9,1:18-25": gpu:cpus), VT_BENCH_BLOCKS (default 64),
-VT_BENCH_STEPS (steps per block, default 10).  Writes $OUT/gate.json and
+VT_BENCH_STEPS (steps per block, default 10), VT_GATE_BUDGET_S (start no
+process after this many seconds; 0 = all).  Writes $OUT/gate.json and
 prints a table."""
 import json
 import os
@@ -74,7 +75,11 @@ cpu = {c: [] for c in cfgs}
 threads = {c: [] for c in cfgs}
 notes = {}
 t_start = time.time()
+budget = float(os.environ.get("VT_GATE_BUDGET_S", "0"))
 while queue:
+    if budget and time.time() - t_start > budget:
+        print(f"budget of {budget:.0f} s reached: {len(queue)} processes not run", flush=True)
+        break
     batch = [(queue.pop(0), slot) for slot in slots if queue]
     running = []
     for c, slot in batch:

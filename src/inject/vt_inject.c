@@ -140,11 +140,15 @@ static void module_cb(void *arg, const vt_module *m)
 /* VRAMTRACE_BENCH_GATE (bench/gpu_gate.py): switch everything a traced
  * step pays for (driver callbacks, NVTX, kernel and MEMORY2 activity) off
  * and on again, on the gate thread, between the benchmark's blocks of
- * steps.  The resource callbacks stay: contexts are not per step. */
+ * steps.  The resource callbacks stay: contexts are not per step.  The
+ * PyTorch shim's tracker stays attached (PyTorch keeps calling it); its
+ * entries are ignored while off, as before the attach. */
 static void gate_apply(int on, void *arg)
 {
     (void)arg;
     t_in.internal = 1;
+    int from = on ? VT_TORCH_GATED : VT_TORCH_ON;
+    atomic_compare_exchange_strong(&g.torch_state, &from, on ? VT_TORCH_ON : VT_TORCH_GATED);
     enable_driver_callbacks(on);
     cuptiEnableDomain((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_NVTX);
     if (g.cfg.kernels)

@@ -123,8 +123,9 @@ typedef struct {
 /* The PyTorch shim's states (vt_inject_torch.c): OFF without a shim;
  * WAIT for the caching allocator's first segment; ATTACHING (one thread);
  * CHECK until the tracker's first segment entry matched CUPTI's; ON;
- * DISABLED after any failure (entries ignored from then on). */
-enum { VT_TORCH_OFF = 0, VT_TORCH_WAIT, VT_TORCH_ATTACHING, VT_TORCH_CHECK, VT_TORCH_ON, VT_TORCH_DISABLED };
+ * DISABLED after any failure (entries ignored from then on); GATED:
+ * ON, switched off by the benchmark gate (VT_BENCH builds only). */
+enum { VT_TORCH_OFF = 0, VT_TORCH_WAIT, VT_TORCH_ATTACHING, VT_TORCH_CHECK, VT_TORCH_ON, VT_TORCH_DISABLED, VT_TORCH_GATED };
 
 #define VT_STATIC_MAX_RATE 500 /* allocations per second above which MEMORY2 goes off (auto) */
 
