@@ -11,8 +11,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "fuzz_input.h"
 #include "vt_analyze.h"
@@ -40,9 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static int once;
     if (!once) { /* memory-viz's spool files in memory, not on the disk ($TMPDIR) */
         once = 1;
-        struct stat st;
-        if (!getenv("TMPDIR") && stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0)
-            setenv("TMPDIR", "/dev/shm", 1);
+        if (!getenv("TMPDIR"))
+            setenv("TMPDIR", fuzz_tmpfs(), 1);
     }
     FILE *null;
     const char *path = fuzz_input_file(data, size, &null);

@@ -5,6 +5,7 @@
  * the end) and as the walks before the end (holders.PID.oom.txt,
  * holders.PID.sig-1.txt), which the reports print.  Must never crash, hang or leak.  tests/fuzz/replay.c replays
  * the corpus through it in every ctest run. */
+#define _GNU_SOURCE /* fuzz_input.h */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz_input.h"
 #include "vt_analyze_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -41,13 +43,7 @@ static void cleanup(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!dir[0]) {
-        /* tmpfs where there is one: a disk's journal and writeback cost
-         * more than the target itself */
-        struct stat st;
-        const char *base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0
-                               ? "/dev/shm"
-                               : "/tmp";
-        snprintf(dir, sizeof(dir), "%s/vt-fuzz-sidecar-%d", base, (int)getpid());
+        snprintf(dir, sizeof(dir), "%s/vt-fuzz-sidecar-%d", fuzz_tmpfs(), (int)getpid());
         mkdir(dir, 0700);
         snprintf(sym, sizeof(sym), "%s/t.zst.sym", dir);
         snprintf(hold, sizeof(hold), "%s/holders.7.txt", dir);
