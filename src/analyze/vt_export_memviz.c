@@ -162,8 +162,9 @@ typedef struct {
     uint64_t drv_free[MV_MAX_DEVS];
     vt_map map_dev; /* VMM mapping address + 1 -> device + 1 */
     int err;
-    char *errbuf; /* why it failed, where a message says more than err */
-    size_t errlen;
+    const char *tmpdir; /* where the spool files go: $TMPDIR, else /tmp */
+    int tmpdir_env;     /* tmpdir came from $TMPDIR */
+    int spool_errno;    /* why a spool file could not be made; 0: it could */
 } mv;
 
 static void mv_frames(mv *m, mv_section *s, const vt_proc *p, unsigned proc, uint32_t stack)
@@ -207,14 +208,11 @@ static void mv_frames(mv *m, mv_section *s, const vt_proc *p, unsigned proc, uin
         m->err = VT_ERR_NOMEM;
 }
 
-/* A temporary file in $TMPDIR (/tmp when unset; tmpfile() knows only
- * /tmp), never named (O_TMPFILE) or unlinked at once; NULL with the
- * reason in err. */
-static FILE *spool_open(char *err, size_t errlen)
+/* A temporary file in m->tmpdir (tmpfile() knows only /tmp), never named
+ * (O_TMPFILE) or unlinked at once; NULL with the reason in m->spool_errno. */
+static FILE *spool_open(mv *m)
 {
-    const char *d = getenv("TMPDIR");
-    if (!d || !*d)
-        d = "/tmp";
+    const char *d = m->tmpdir;
     int fd = open(d, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) { /* a file system without O_TMPFILE */
         char path[4096];
@@ -225,11 +223,9 @@ static FILE *spool_open(char *err, size_t errlen)
     }
     FILE *f = fd < 0 ? NULL : fdopen(fd, "w+");
     if (!f) {
-        int e = errno;
+        m->spool_errno = errno ? errno : EIO;
         if (fd >= 0)
             close(fd);
-        snprintf(err, errlen, "memory-viz: cannot create a temporary file in %s%s: %s", d,
-                 getenv("TMPDIR") && *getenv("TMPDIR") ? " ($TMPDIR)" : "", strerror(e));
     }
     return f;
 }
@@ -243,7 +239,7 @@ static mv_section *mv_dev(mv *m, unsigned proc, uint32_t device)
     if (m->ndev == MV_MAX_DEVS)
         return NULL;
     mv_section *s = &m->dev[m->ndev];
-    s->f = spool_open(m->errbuf, m->errlen);
+    s->f = spool_open(m);
     if (!s->f || vt_map_put(&m->devmap, key, (uint64_t)m->ndev + 1)) {
         m->err = s->f ? VT_ERR_NOMEM : VT_ERR_IO;
         return NULL;
@@ -595,9 +591,10 @@ int vt_export_memviz(vt_xjob *j, char *err, size_t errlen)
     if (!m)
         return VT_ERR_NOMEM;
     m->j = j;
-    m->errbuf = err;
-    m->errlen = errlen;
-    m->seg.f = spool_open(err, errlen);
+    const char *env = getenv("TMPDIR");
+    m->tmpdir_env = env && *env;
+    m->tmpdir = m->tmpdir_env ? env : "/tmp";
+    m->seg.f = spool_open(m);
     int rc = m->seg.f ? 0 : VT_ERR_IO;
     if (!rc) {
         pk_list_begin(&m->seglist, m->seg.f);
@@ -647,6 +644,9 @@ int vt_export_memviz(vt_xjob *j, char *err, size_t errlen)
     free(m->live);
     vt_analysis_free(j->live);
     j->live = NULL;
+    if (m->spool_errno)
+        snprintf(err, errlen, "memory-viz: cannot create a temporary file in %s%s: %s", m->tmpdir,
+                 m->tmpdir_env ? " ($TMPDIR)" : "", strerror(m->spool_errno));
     free(m);
     return rc;
 }
