@@ -14,6 +14,7 @@ bin=${3:-build-fuzz/tests}
 out=${4:-build-fuzz/long}
 mkdir -p "$out"
 targets="reader analyze export sidecar"
+. tests/fuzz/flags.sh
 for t in $targets; do
     [ -x "$bin/fuzz_$t" ] || { echo "fuzz_long: no $bin/fuzz_$t (scripts/fuzz.sh builds them)" >&2; exit 1; }
     mkdir -p "$out/corpus-$t"
@@ -22,8 +23,8 @@ echo "fuzz_long: $targets, $workers workers each, ${secs}s, $(nproc) cores, $(da
 pids=()
 for t in $targets; do
     for w in $(seq 1 "$workers"); do
-        "$bin/fuzz_$t" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 \
-            -print_final_stats=1 -seed="$w$((RANDOM % 1000))" -artifact_prefix="$out/" \
+        # shellcheck disable=SC2046 # the flags are words
+        "$bin/fuzz_$t" -max_total_time="$secs" $(fuzz_flags $t) -seed="$w$((RANDOM % 1000))" -artifact_prefix="$out/" \
             "$out/corpus-$t" tests/fuzz/corpus tests/fuzz/regress >"$out/fuzz_$t.$w.log" 2>&1 &
         pids+=($!)
     done

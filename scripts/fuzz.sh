@@ -17,15 +17,14 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_reader fuzz_analyze fuzz_export fuzz_sidecar >build-fuzz/build.log 2>&1 ||
     { tail -40 build-fuzz/build.log; exit 1; }
 mkdir -p build-fuzz/out
+. tests/fuzz/flags.sh
 status=0
 for t in reader analyze export sidecar; do
     work=build-fuzz/corpus-$t   # new inputs land here, the committed corpus stays as it is
     mkdir -p "$work"
     echo "=== fuzz_$t: ${secs}s x $jobs"
-    # -close_fd_mask=2: the analyzer names every read error on stderr;
-    # sanitizer reports still reach the log through libFuzzer
-    if ! build-fuzz/tests/fuzz_$t -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-            -close_fd_mask=2 -print_final_stats=1 -artifact_prefix=build-fuzz/out/ \
+    # shellcheck disable=SC2046 # the flags are words
+    if ! build-fuzz/tests/fuzz_$t -max_total_time="$secs" $(fuzz_flags $t) -artifact_prefix=build-fuzz/out/ \
             $( [ "$jobs" -gt 1 ] && echo "-jobs=$jobs -workers=$jobs" ) \
             "$work" tests/fuzz/corpus tests/fuzz/regress >build-fuzz/out/fuzz_$t.log 2>&1; then
         status=1

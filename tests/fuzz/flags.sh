@@ -1,0 +1,16 @@
+# tests/fuzz/flags.sh - sourced by scripts/fuzz.sh and bench/fuzz_long.sh:
+# the libFuzzer flags of a target, the same in CI and in the long run.
+#   fuzz_flags TARGET     (reader, analyze, export, sidecar)
+# -close_fd_mask=2: the analyzer names every read error on stderr;
+# sanitizer reports still reach the log through libFuzzer.
+# -max_len: fuzz_export's inputs at most MAXLEN_EXPORT bytes.  Every input
+# runs the analysis, then an exporter's replay of the same file, so its
+# cost grows with its size; with the 64 KiB of the other targets the working
+# corpus drifts to the largest seed's 9 KiB and the rate halves within
+# three minutes (BENCHMARKS.md, "hardening").
+MAXLEN_EXPORT=2048
+fuzz_flags() {
+    local max_len=65536
+    [ "$1" = export ] && max_len=$MAXLEN_EXPORT
+    echo "-max_len=$max_len -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 -print_final_stats=1"
+}
