@@ -13,8 +13,8 @@ workers=${2:?workers per target}
 bin=${3:-build-fuzz/tests}
 out=${4:-build-fuzz/long}
 mkdir -p "$out"
-targets="reader analyze export sidecar"
 . tests/fuzz/flags.sh
+targets=$FUZZ_TARGETS
 for t in $targets; do
     [ -x "$bin/fuzz_$t" ] || { echo "fuzz_long: no $bin/fuzz_$t (scripts/fuzz.sh builds them)" >&2; exit 1; }
     mkdir -p "$out/corpus-$t"

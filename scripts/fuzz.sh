@@ -14,12 +14,13 @@ if ! command -v clang >/dev/null; then
 fi
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVT_FUZZ=ON \
     -DVT_BUILD_INJECT=OFF >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_reader fuzz_analyze fuzz_export fuzz_sidecar >build-fuzz/build.log 2>&1 ||
+. tests/fuzz/flags.sh
+# shellcheck disable=SC2046 # the names are words
+cmake --build build-fuzz -j"$(nproc)" --target $(printf 'fuzz_%s ' $FUZZ_TARGETS) >build-fuzz/build.log 2>&1 ||
     { tail -40 build-fuzz/build.log; exit 1; }
 mkdir -p build-fuzz/out
-. tests/fuzz/flags.sh
 status=0
-for t in reader analyze export sidecar; do
+for t in $FUZZ_TARGETS; do
     work=build-fuzz/corpus-$t   # new inputs land here, the committed corpus stays as it is
     mkdir -p "$work"
     echo "=== fuzz_$t: ${secs}s x $jobs"

@@ -1,6 +1,8 @@
 # tests/fuzz/flags.sh - sourced by scripts/fuzz.sh and bench/fuzz_long.sh:
-# the libFuzzer flags of a target, the same in CI and in the long run.
-#   fuzz_flags TARGET     (reader, analyze, export, sidecar)
+# the fuzz targets and the libFuzzer flags of each, the same in CI and in
+# the long run.
+#   $FUZZ_TARGETS         the targets' names (fuzz_NAME, tests/fuzz/tests.cmake)
+#   fuzz_flags TARGET     its flags
 # -close_fd_mask=2: the analyzer names every read error on stderr;
 # sanitizer reports still reach the log through libFuzzer.
 # -max_len: fuzz_export's inputs at most MAXLEN_EXPORT bytes.  Every input
@@ -8,6 +10,7 @@
 # cost grows with its size; with the 64 KiB of the other targets the working
 # corpus drifts to the largest seed's 9 KiB and the rate halves within
 # three minutes (BENCHMARKS.md, "hardening").
+FUZZ_TARGETS="reader analyze export sidecar"
 MAXLEN_EXPORT=2048
 fuzz_flags() {
     local max_len=65536
