@@ -49,7 +49,17 @@ int vt_analysis_create(vt_analysis **out, const vt_analysis_config *cfg)
         }
         a->cfg.at_marker = a->at_marker;
     }
+    if (a->cfg.steps_name) {
+        a->steps_name = vt_nvtx_normalize(a->cfg.steps_name);
+        if (!a->steps_name) {
+            free(a->at_marker);
+            free(a);
+            return VT_ERR_NOMEM;
+        }
+        a->cfg.steps_name = a->steps_name;
+    }
     if (a->cfg.symbolize && vt_symbolizer_create(&a->sym, a->cfg.sysroot)) {
+        free(a->steps_name);
         free(a->at_marker);
         free(a);
         return VT_ERR_NOMEM;
@@ -70,6 +80,7 @@ void vt_analysis_free(vt_analysis *a)
     for (unsigned i = 0; i < a->nall_errors; i++)
         free(a->all_errors[i]);
     free(a->at_marker);
+    free(a->steps_name);
     free(a);
 }
 

@@ -43,6 +43,7 @@ typedef struct {
     int native;             /* text: every native frame (default: the runtime's folded into one line) */
     int progress;           /* print progress on stderr when a file takes > 2 s */
     const char *sysroot;    /* optional prefix for module paths (binaries copied from another machine) */
+    const char *steps_name; /* the NVTX range that counts the steps (trailing digits stripped), NULL: found */
 } vt_analysis_config;
 
 void vt_analysis_config_default(vt_analysis_config *cfg);

@@ -12,7 +12,11 @@
 #include "vt_map.h"
 #include "vt_reader.h"
 
-#define VT_GROWTH_BUCKETS 64   /* floor samples per call site (power of two) */
+#define VT_GROWTH_BUCKETS 64   /* floor buckets per call site (power of two), by allocation count */
+#define VT_GROWTH_LOG 8         /* frees after a site's last allocation logged for growth */
+#define VT_GROWTH_MIN_STEPS 5  /* step-aligned samples a growing site needs (8 steps give 7) */
+#define VT_GROWTH_MIN_SAMPLES 8 /* samples without steps, */
+#define VT_GROWTH_MIN_NS 16000000ull /* and the time they must span (16 ms) */
 #define VT_MAX_DEVICES 64
 #define VT_MAX_OOM_DETAIL 16   /* failed allocations described in full per process */
 #define VT_OOM_TOP 5
@@ -52,7 +56,7 @@ typedef struct {
     uint8_t api;       /* API of the first allocation */
     int64_t live_bytes; /* the live count is allocs - frees (vt_unit_live_count) */
     uint64_t allocs, alloc_bytes, max_live;
-    uint64_t g_next;       /* end of the current growth bucket (0: no floor yet) */
+    uint64_t g_next;       /* allocation count where the site's next growth bucket starts (0: none yet) */
     uint64_t pk_epoch;
     vt_devstate *dev;      /* &p->dev[device] of its process (the fast paths' device counters
                               at one address mode, no multiply by the struct's size) */
@@ -68,16 +72,24 @@ typedef struct {
     uint32_t stack;
     /* colder */
     uint8_t c10;       /* stack passes through PyTorch's caching allocator (libc10_cuda) */
-    uint8_t g_late;    /* frees came after the last growth bucket (growth_touch_free_slow): */
-    uint64_t g_late_t, g_late_live; /* the first one's time, the live bytes before it */
     uint32_t thread;       /* the thread (Thread id) of its first allocation */
     uint32_t holder;       /* 1 + the holder (vt_proc.holders) of most of its live bytes, 0 none */
     uint64_t held_bytes;   /* of its live bytes, those that holder holds */
     int64_t never_bytes, never_count; /* of those, still live at the end of the trace */
-    /* growth floors */
+    int64_t late_bytes, late_count;   /* of those, allocated after the view (counted in at_bytes too) */
+    /* growth floors (vt_replay_account.c): bucket b holds the site's
+     * allocations [b << g_shift, (b + 1) << g_shift); floor[b] is the
+     * lowest live byte count from its first allocation to the next
+     * bucket's, floor[VT_GROWTH_BUCKETS + b] the time of its first one;
+     * then VT_GROWTH_LOG (time, live after) of the frees after its last
+     * allocation (growth_log) */
     uint64_t *floor;
-    uint32_t g_shift;      /* bucket width = 2^g_shift ns */
-    uint64_t g_t0;         /* start of the site's window: its first allocation */
+    uint32_t g_shift;      /* allocations per bucket = 2^g_shift */
+    uint64_t g_last_t;     /* the site's last allocation, */
+    uint64_t g_last_live;  /* its live bytes after it, */
+    uint64_t g_last_floor; /* the open bucket's floor then */
+    uint32_t g_nlog;       /* frees logged since (floor + 2 * VT_GROWTH_BUCKETS: time, live after) */
+    uint64_t g_t0;         /* the site's first allocation */
     /* results of finish */
     int growth_flag;
     double growth_rate;    /* bytes / s over the late window */
@@ -85,6 +97,8 @@ typedef struct {
     double growth_conf;    /* 0..1 */
     uint64_t grown;        /* floor at the end of the window - lowest floor */
     uint32_t growth_rises; /* number of rises in the late window */
+    uint32_t growth_samples; /* step-aligned samples the test used */
+    uint64_t growth_t0;    /* time of the first of them */
     char *key;             /* process-independent site key (lazy) */
     char *mkey;            /* the same by meaning: user frames and symbol names, no offsets (lazy) */
 } vt_unit;
@@ -195,6 +209,7 @@ typedef struct {
     char *msg;      /* normalized message (trailing digits stripped) */
     vt_occ occ;
     uint64_t count, first_t, last_t;
+    uint64_t last_end; /* the last pop of a pushed occurrence */
     uint64_t dur_sum;
     uint32_t min_depth;
 } vt_nvtx_stat;
@@ -373,6 +388,9 @@ typedef struct {
     uint64_t steps;
     double step_period_ns;
     const vt_occ *step_occ;  /* occurrences of the chosen step marker, or NULL */
+    uint64_t kernel_steps;   /* what the kernel-period detector counts (0: no period) */
+    int steps_missing;       /* --steps NAME: no such repeating range */
+    uint64_t grow_t0, grow_t1; /* the growth window: the steps, or [0, view) */
     char *step_source;
     /* growth timeline */
     /* pools */
@@ -407,6 +425,7 @@ typedef struct {
 struct vt_analysis {
     vt_analysis_config cfg;
     char *at_marker;
+    char *steps_name;   /* cfg.steps_name's copy, normalized as NVTX messages are */
     vt_proc **procs;
     size_t nprocs, capprocs;
     vt_proc *cur;
@@ -481,4 +500,6 @@ void vt_json_str(FILE *f, const char *s);
 /* the same through put (runs of bytes), for writers with their own buffer */
 void vt_json_str_to(const char *s, void (*put)(void *ctx, const char *p, size_t n), void *ctx);
 
+/* "step 12" -> "step" (vt_replay_events.c): malloc'd, NULL when out of memory */
+char *vt_nvtx_normalize(const char *m);
 #endif

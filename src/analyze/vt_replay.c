@@ -22,11 +22,16 @@
  * allocation costs the view nothing, and a block allocated and freed before
  * the bound one comparison.
  *
- * Growth floors: the run is cut into VT_GROWTH_BUCKETS time buckets (width
- * doubles, merging neighbours, when the run outgrows them); per site and
- * bucket the floor is the lowest live byte count seen in the bucket.  A
- * temporary allocated and freed every step has floor 0; a list keeping each
- * step's output has a rising floor; a cache rises then stays flat.
+ * Growth floors: each site's allocations are cut into VT_GROWTH_BUCKETS
+ * buckets of 2^g_shift allocations (the width doubles, merging neighbours,
+ * when the site outgrows them); per bucket the floor is the lowest live
+ * byte count from its first allocation to the next bucket's, and the time
+ * of its first allocation is kept.  A temporary allocated and freed every
+ * step has floor 0; a list keeping each step's output has a rising floor;
+ * a cache rises then stays flat.  Counting allocations, not time, keeps the
+ * resolution where the site is active whatever its step length, and frees
+ * after its last allocation (teardown) stay in its last, open bucket, which
+ * the finish (vt_replay_finish.c) leaves out.
  */
 #include "vt_replay_int.h"
 #include "vt_grow.h"
@@ -323,7 +328,7 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
             return 0;
         b->fslot = freed_slot(addr); /* (an empty slot until its address is set below) */
     }
-    if (__builtin_expect(t >= u->g_next, 0)) {
+    if (__builtin_expect(u->allocs >= u->g_next, 0)) {
         int rc = growth_touch_slow(u, t);
         if (rc)
             return rc;
@@ -361,11 +366,6 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
         return 0;
     const uint64_t size = b->size, ta = b->t;
     vt_unit *u = &p->units[ui];
-    if (__builtin_expect(t >= u->g_next, 0)) {
-        int rc = growth_touch_free_slow(u, t);
-        if (rc)
-            return rc;
-    }
     b->unit = VT_DEAD; /* the slot stays taken */
     p->freed_cache[b->fslot] = addr; /* freed_mark */
     account_free_rest(p, u, u->dev, size, ta, t);

@@ -60,88 +60,64 @@ vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsigned kin
 
 /* --- growth floors --- */
 
-/* halve a site's resolution: neighbouring buckets merge (min of floors) */
+/* halve a site's resolution: neighbouring buckets merge (min of floors,
+ * the first one's start) */
 static void growth_merge(vt_unit *u)
 {
-    uint64_t *f = u->floor;
+    uint64_t *f = u->floor, *ts = u->floor + VT_GROWTH_BUCKETS;
     for (uint32_t i = 0; i < VT_GROWTH_BUCKETS / 2; i++) {
         uint32_t a = 2 * i, b = 2 * i + 1;
         if (b <= u->gcur)
             f[i] = f[a] < f[b] ? f[a] : f[b];
         else if (a <= u->gcur)
             f[i] = f[a];
+        ts[i] = ts[a];
     }
     u->gcur /= 2;
     u->g_shift++;
 }
 
-/* The end of the site's current bucket: events before it change nothing
- * but the floor (see growth_touch).  Saturates; 0 before the first one. */
-static void growth_set_next(vt_unit *u)
+void growth_log_merge(vt_unit *u)
 {
-    unsigned __int128 end = (unsigned __int128)u->g_t0 + ((unsigned __int128)(u->gcur + 1) << u->g_shift);
-    u->g_next = end > UINT64_MAX ? UINT64_MAX : (uint64_t)end;
+    uint64_t *lg = u->floor + 2 * VT_GROWTH_BUCKETS;
+    uint32_t best = 0;
+    for (uint32_t i = 1; i + 1 < VT_GROWTH_LOG; i++)
+        if (lg[2 * (i + 1)] - lg[2 * i] < lg[2 * (best + 1)] - lg[2 * best])
+            best = i;
+    lg[2 * best + 1] = lg[2 * (best + 1) + 1]; /* the later level from the earlier time */
+    memmove(lg + 2 * (best + 1), lg + 2 * (best + 2), (VT_GROWTH_LOG - best - 2) * 2 * sizeof(uint64_t));
+    u->g_nlog = VT_GROWTH_LOG - 1;
 }
 
-/* bucket of time t in the site's own window, which starts at its first
- * allocation (so a site born late has the same resolution as one born
- * early) and doubles its bucket width when t falls beyond the last one */
-uint32_t growth_bucket(vt_unit *u, uint64_t t)
-{
-    if (t < u->g_t0)
-        return 0;
-    uint64_t b = (t - u->g_t0) >> u->g_shift;
-    while (b >= VT_GROWTH_BUCKETS) {
-        growth_merge(u);
-        b = (t - u->g_t0) >> u->g_shift;
-    }
-    return (uint32_t)b;
-}
-
-/* A free at t beyond the site's 64 buckets (a site that frees at teardown
- * after a long pause): its buckets are not widened for it, which would
- * take the resolution of the window where the site grew; the floors stay
- * as they are (floor_cur 0: growth_after changes nothing) until the site
- * allocates again, which widens them as usual.  At the finish, buckets
- * after the last one up to the view get the live bytes then.  Any other
- * event: growth_touch_slow. */
-int growth_touch_free_slow(vt_unit *u, uint64_t t)
-{
-    if (u->floor && t >= u->g_t0 && ((t - u->g_t0) >> u->g_shift) >= VT_GROWTH_BUCKETS) {
-        if (!u->g_late) {
-            u->g_late_t = t;
-            u->g_late_live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
-        }
-        u->g_late = 1;
-        u->g_next = t; /* every later event of the site comes the slow way */
-        u->floor_cur = 0;
-        return 0;
-    }
-    return growth_touch_slow(u, t);
-}
-
-/* called before a change of u->live_bytes at time t */
+/* Called before the allocation number u->allocs (0-based) at time t when
+ * it starts a new bucket (growth_touch): the bucket's floor starts at the
+ * live bytes before it, its start time is t. */
 int growth_touch_slow(vt_unit *u, uint64_t t)
 {
-    const int late = u->g_late;
-    u->g_late = 0;
+    uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
     if (!u->floor) {
-        u->floor = calloc(VT_GROWTH_BUCKETS, sizeof(uint64_t));
+        u->floor = calloc(2 * VT_GROWTH_BUCKETS + 2 * VT_GROWTH_LOG, sizeof(uint64_t));
         if (!u->floor)
             return VT_ERR_NOMEM;
         u->gcur = 0;
         u->g_t0 = t;
-        u->g_shift = VT_G_SHIFT0;
+        u->g_shift = 0;
+    } else {
+        uint64_t b = u->allocs >> u->g_shift;
+        while (b >= VT_GROWTH_BUCKETS) {
+            growth_merge(u);
+            b = u->allocs >> u->g_shift;
+        }
+        if (b <= u->gcur) { /* (the count did not reach a new bucket after a merge) */
+            u->g_next = ((uint64_t)u->gcur + 1) << u->g_shift;
+            return 0;
+        }
+        u->gcur = (uint32_t)b;
     }
-    uint32_t b = growth_bucket(u, t);
-    if (b > u->gcur) {
-        uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
-        for (uint32_t i = u->gcur + 1; i <= b; i++) /* before frees that came late: what was live then */
-            u->floor[i] = late && u->g_t0 + ((uint64_t)(i + 1) << u->g_shift) <= u->g_late_t ? u->g_late_live : live;
-        u->gcur = b;
-    }
-    growth_set_next(u);
-    u->floor_cur = u->floor[u->gcur];
+    u->floor[u->gcur] = live;
+    u->floor[VT_GROWTH_BUCKETS + u->gcur] = t;
+    u->floor_cur = live;
+    u->g_next = ((uint64_t)u->gcur + 1) << u->g_shift;
     return 0;
 }
 

@@ -305,7 +305,7 @@ static int on_pool_usage(vt_proc *p, const vt_ev_pool_usage *e, uint64_t t)
 }
 
 /* "step 12" -> "step": strip trailing digits and separators */
-static char *nvtx_normalize(const char *m)
+char *vt_nvtx_normalize(const char *m)
 {
     if (!m)
         m = "";
@@ -324,7 +324,7 @@ static char *nvtx_normalize(const char *m)
 
 static int nvtx_stat(vt_proc *p, const char *msg, uint32_t *idx)
 {
-    char *norm = nvtx_normalize(msg);
+    char *norm = vt_nvtx_normalize(msg);
     if (!norm)
         return VT_ERR_NOMEM;
     for (size_t i = 0; i < p->nnvtx; i++)
@@ -374,8 +374,11 @@ static void on_nvtx(vt_analysis *a, vt_proc *p, const vt_ev_nvtx *e, uint64_t t)
             (*nv_depth)--;
             if (*nv_depth < 32) {
                 vt_nvtx_open *o = &nv_stack[*nv_depth];
-                if (o->msg < p->nnvtx && t >= o->t)
+                if (o->msg < p->nnvtx && t >= o->t) {
                     p->nvtx[o->msg].dur_sum += t - o->t;
+                    if (t > p->nvtx[o->msg].last_end)
+                        p->nvtx[o->msg].last_end = t;
+                }
             }
         }
         return;
@@ -383,7 +386,7 @@ static void on_nvtx(vt_analysis *a, vt_proc *p, const vt_ev_nvtx *e, uint64_t t)
     if (e->op == VT_NVTX_END)
         return;
     if (p->view_mode == VT_AT_MARKER && msg && a->at_marker) {
-        char *norm = nvtx_normalize(msg);
+        char *norm = vt_nvtx_normalize(msg);
         if (!strcmp(msg, a->at_marker) || (norm && !strcmp(norm, a->at_marker))) {
             cand_raise(p, t);
             p->marker_found = 1;

@@ -22,83 +22,202 @@ static double kendall_tau_b(const uint64_t *y, uint32_t n)
     return (double)s / sqrt((double)n0 * (double)(n0 - ties));
 }
 
-static void unit_growth(vt_proc *p, vt_unit *u)
+/* The samples of a site over the growth window [w0, w1): the window is cut
+ * into at most VT_GROWTH_BUCKETS groups, of whole steps when steps are
+ * known (the kept occurrences of the step marker), else of equal time
+ * from the site's first allocation; a group's sample is the lowest floor
+ * of the site's spans that meet it.  The spans: each closed bucket to the
+ * next one's start; the last, open bucket to the site's last allocation
+ * (its floor then, g_last_floor); then the exact levels after that
+ * allocation, from the log of the frees that followed it (vt_replay_int.h
+ * growth_log).  So what came after the window (teardown, or a release
+ * after the loop) changes no sample, a stretch without allocations is
+ * sampled at its level, and a per-step temporary is at its floor in
+ * every sample.  Returns the number of samples; ty: a sample's start,
+ * sy: its step (or group) number. */
+static uint32_t growth_samples(const vt_proc *p, const vt_unit *u, uint64_t w0, uint64_t w1, uint64_t *y,
+                               uint64_t *ty, double *sy, uint64_t *yend)
 {
-    u->growth_flag = 0;
-    if (!u->floor || p->view_t <= u->g_t0)
-        return;
-    /* the site's window: from its first allocation to the view time, the
-     * buckets wholly before T (teardown is not growth) */
-    uint32_t bT = growth_bucket(u, p->view_t);
-    uint32_t n = bT;
-    if (n < 8)
-        return;
-    uint64_t *f = u->floor;
-    uint64_t live = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
-    for (uint32_t i = u->gcur + 1; i < n; i++) /* up to frees that came after the buckets, what was live before them */
-        f[i] = u->g_late && u->g_t0 + ((uint64_t)(i + 1) << u->g_shift) <= u->g_late_t ? u->g_late_live : live;
-    if (u->gcur + 1 < n)
-        u->gcur = n - 1;
-    uint32_t h = n / 2, m = n - h;
-    const uint64_t *y = f + h;
-    uint64_t lo = f[0];
-    for (uint32_t i = 1; i < n; i++)
-        if (f[i] < lo)
-            lo = f[i];
-    /* grown: from the lowest floor to the live bytes at the view (the last
-     * floor when the view falls inside a temporary's lifetime) */
-    uint64_t endv = u->at_bytes > 0 ? (uint64_t)u->at_bytes : 0;
-    if (endv > f[n - 1] + (f[n - 1] - lo))
-        endv = f[n - 1];
-    u->grown = (endv > f[n - 1] ? endv : f[n - 1]) - lo;
-    double tau = kendall_tau_b(y, m);
-    /* least squares slope over the late window, bytes per bucket */
-    double mx = (m - 1) / 2.0, my = 0, sxy = 0, sxx = 0;
-    for (uint32_t i = 0; i < m; i++)
-        my += (double)y[i];
-    my /= m;
-    for (uint32_t i = 0; i < m; i++) {
-        sxy += (i - mx) * ((double)y[i] - my);
-        sxx += (i - mx) * (i - mx);
+    *yend = 0;
+    int have_end = 0;
+    const uint64_t *f = u->floor, *ts = u->floor + VT_GROWTH_BUCKETS;
+    const vt_occ *o = p->step_occ;
+    uint64_t T[VT_GROWTH_BUCKETS + 1];
+    uint32_t G;
+    if (o) {
+        G = o->n < VT_GROWTH_BUCKETS ? o->n : VT_GROWTH_BUCKETS;
+        for (uint32_t g = 0; g < G; g++) {
+            T[g] = o->t[(uint64_t)g * o->n / G];
+            sy[g] = (double)((uint64_t)g * o->n / G) * o->stride;
+        }
+    } else {
+        if (ts[0] > w0)
+            w0 = ts[0];
+        G = VT_GROWTH_BUCKETS;
+        for (uint32_t g = 0; g < G; g++) {
+            T[g] = w0 + (uint64_t)((double)(w1 - w0) * g / G);
+            sy[g] = g;
+        }
+    }
+    if (!G || w1 <= T[0])
+        return 0;
+    T[G] = w1;
+    uint8_t have[VT_GROWTH_BUCKETS] = {0};
+    /* the spans: gcur closed buckets, the open one, the levels after it */
+    const uint64_t *lg = u->floor + 2 * VT_GROWTH_BUCKETS;
+    for (uint32_t b = 0; b <= u->gcur + 1 + u->g_nlog; b++) {
+        uint64_t s0, s1, fl;
+        if (b < u->gcur) {
+            s0 = ts[b], s1 = ts[b + 1], fl = f[b];
+        } else if (b == u->gcur) {
+            s0 = ts[b], s1 = u->g_last_t, fl = u->g_last_floor;
+        } else {
+            uint32_t i = b - u->gcur - 1; /* 0: after the allocation, i: after the log's i-th free */
+            s0 = i ? lg[2 * (i - 1)] : u->g_last_t;
+            s1 = i < u->g_nlog ? lg[2 * i] : UINT64_MAX;
+            fl = i ? lg[2 * (i - 1) + 1] : u->g_last_live;
+            if (s1 < s0)
+                s1 = s0;
+        }
+        if (s0 < w1 && s1 >= w1 && (!have_end || fl < *yend)) { /* the level where the window ends */
+            *yend = fl;
+            have_end = 1;
+        }
+        if (s1 <= T[0] || s0 >= T[G])
+            continue;
+        /* the groups [g0, g1] it meets: the last T[g] <= s0 (or 0), up to
+         * the last T[g] < s1 */
+        uint32_t g0 = 0, g1;
+        while (g0 + 1 < G && T[g0 + 1] <= s0)
+            g0++;
+        for (g1 = g0; g1 + 1 < G && T[g1 + 1] < s1; g1++)
+            ;
+        for (uint32_t g = g0; g <= g1; g++)
+            if (!have[g] || fl < y[g]) {
+                y[g] = fl;
+                have[g] = 1;
+            }
+    }
+    uint32_t m = 0;
+    for (uint32_t g = 0; g < G; g++)
+        if (have[g]) {
+            y[m] = y[g];
+            ty[m] = T[g];
+            sy[m] = sy[g];
+            m++;
+        }
+    return m;
+}
+
+/* the test on samples y (times ty, step counts sy); fills the unit's
+ * results, returns the flag */
+static int growth_test(const vt_proc *p, vt_unit *u, const uint64_t *y, const uint64_t *ty, const double *sy,
+                       uint32_t m, uint64_t yend)
+{
+    if (m < (p->step_occ ? VT_GROWTH_MIN_STEPS : VT_GROWTH_MIN_SAMPLES))
+        return 0;
+    /* without steps a burst of allocations kept (set-up, or just before a
+     * crash) cannot be told from a loop: the rise must last */
+    if (!p->step_occ && ty[m - 1] - ty[0] < VT_GROWTH_MIN_NS)
+        return 0;
+    uint32_t h = m / 2, n = m - h;
+    const uint64_t *yl = y + h;
+    uint64_t lo = y[0];
+    for (uint32_t i = 1; i < m; i++)
+        if (y[i] < lo)
+            lo = y[i];
+    double tau = kendall_tau_b(yl, n);
+    /* least squares slope over the late half, bytes per second */
+    double mx = 0, my = 0, sxy = 0, sxx = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        mx += (double)(ty[h + i] - ty[h]) / 1e9;
+        my += (double)yl[i];
+    }
+    mx /= n;
+    my /= n;
+    for (uint32_t i = 0; i < n; i++) {
+        double x = (double)(ty[h + i] - ty[h]) / 1e9 - mx;
+        sxy += x * ((double)yl[i] - my);
+        sxx += x * x;
     }
     double slope = sxx > 0 ? sxy / sxx : 0;
     uint32_t rises = 0;
-    for (uint32_t i = 1; i < m; i++)
-        if (y[i] > y[i - 1])
+    for (uint32_t i = 1; i < n; i++)
+        if (yl[i] > yl[i - 1])
             rises++;
     /* "keeps rising": the floor rises in at least 3 of the 4 quarters of
-     * the late window, the last one included (a cache that filled early in
-     * the window and then held does not) */
+     * the late half, the last one included (a cache that filled early in
+     * it and then held does not) */
     uint32_t qrise = 0;
     int last_q = 0;
     for (uint32_t q = 0; q < 4; q++) {
-        uint32_t a = m * q / 4, b = m * (q + 1) / 4;
-        if (b <= a)
+        uint32_t qa = n * q / 4, qb = n * (q + 1) / 4;
+        if (qb <= qa)
             continue;
-        uint64_t before = a ? y[a - 1] : y[0];
-        int r = y[b - 1] > before;
+        uint64_t before = qa ? yl[qa - 1] : (h ? y[h - 1] : yl[0]);
+        int r = yl[qb - 1] > before;
         qrise += (uint32_t)r;
         if (q == 3)
             last_q = r;
     }
-    double width_s = (double)(1ULL << u->g_shift) / 1e9;
-    u->growth_rate = slope / width_s;
-    u->growth_conf = tau > 0 ? tau : 0;
-    u->growth_rises = rises;
-    u->growth_per_step = -1;
-    /* the late window must be long enough to call it "keeps rising": 4
-     * steps where steps are known, else 8 ms (a burst of allocations just
-     * before a crash is not growth) */
-    uint64_t ta = u->g_t0 + ((uint64_t)h << u->g_shift), tb = u->g_t0 + ((uint64_t)n << u->g_shift);
-    int long_enough = tb - ta >= 8000000;
-    if (p->step_occ) {
-        /* steps that started inside the late window */
-        double steps = occ_count(p->step_occ, tb) - occ_count(p->step_occ, ta);
-        if (steps >= 1)
-            u->growth_per_step = u->growth_rate * (double)(tb - ta) / 1e9 / steps;
-        long_enough = steps >= 4;
+    /* grown: from the lowest sample to the level where the window ends (the
+     * last step's part too), or to the last sample if that is higher */
+    uint64_t top = yend > y[m - 1] ? yend : y[m - 1];
+    uint64_t grown = top > lo ? top - lo : 0;
+    int flag = tau >= 0.5 && slope > 0 && qrise >= 3 && last_q && rises >= 2 && grown > 0;
+    if (flag || !u->growth_samples) {
+        u->grown = grown;
+        u->growth_rate = slope;
+        u->growth_conf = tau > 0 ? tau : 0;
+        u->growth_rises = rises;
+        u->growth_samples = m;
+        u->growth_t0 = ty[0];
+        u->growth_per_step = -1;
+        if (p->step_occ && sy[m - 1] > sy[h]) /* over the late half, per step */
+            u->growth_per_step = ((double)y[m - 1] - (double)y[h]) / (sy[m - 1] - sy[h]);
     }
-    u->growth_flag = tau >= 0.5 && slope > 0 && qrise >= 3 && last_q && rises >= 2 && u->grown > 0 && long_enough;
+    return flag;
+}
+
+/* Growth of one site over the process's growth window (see
+ * docs/REPORT.md "Growth detection"). */
+static void unit_growth(vt_proc *p, vt_unit *u)
+{
+    u->growth_flag = 0;
+    u->growth_samples = 0;
+    u->grown = 0;
+    u->growth_rate = 0;
+    u->growth_conf = 0;
+    u->growth_rises = 0;
+    u->growth_per_step = -1;
+    if (!u->floor || u->allocs < 2)
+        return;
+    uint64_t y[VT_GROWTH_BUCKETS], ty[VT_GROWTH_BUCKETS];
+    double sy[VT_GROWTH_BUCKETS];
+    uint64_t yend;
+    uint32_t m = growth_samples(p, u, p->grow_t0, p->grow_t1, y, ty, sy, &yend);
+    if (p->step_occ) {
+        u->growth_flag = growth_test(p, u, y, ty, sy, m, yend);
+        return;
+    }
+    /* no steps: the site's own buckets, then coarser (neighbours merged,
+     * the lower floor kept) while at least VT_GROWTH_MIN_SAMPLES remain,
+     * so a site that allocates several blocks per iteration and keeps one
+     * is seen at the resolution where its floor is the iteration's */
+    for (;;) {
+        if (growth_test(p, u, y, ty, sy, m, yend)) {
+            u->growth_flag = 1;
+            return;
+        }
+        if (m / 2 < VT_GROWTH_MIN_SAMPLES)
+            return;
+        for (uint32_t i = 0; i < m / 2; i++) {
+            y[i] = y[2 * i] < y[2 * i + 1] ? y[2 * i] : y[2 * i + 1];
+            ty[i] = ty[2 * i];
+            sy[i] = sy[2 * i];
+        }
+        m /= 2;
+    }
 }
 
 static int cmp_u64_desc(uint64_t a, uint64_t b)
@@ -136,61 +255,97 @@ static int growth_cmp(const void *x, const void *y)
     return *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
 }
 
-static void detect_steps(vt_proc *p)
+/* the kept occurrence of o that t falls after (t >= o->t[0]) */
+static uint32_t occ_index(const vt_occ *o, uint64_t t)
 {
-    free(p->step_source);
-    p->step_source = NULL;
-    p->steps = 0;
-    p->step_period_ns = 0;
-    p->step_occ = NULL;
-    /* NVTX: a repeating range, preferring step-like names, then the outermost */
-    int best = -1, best_named = 0;
-    for (size_t i = 0; i < p->nnvtx; i++) {
-        const vt_nvtx_stat *s = &p->nvtx[i];
-        if (s->count < 3 || s->last_t <= s->first_t)
-            continue;
-        int named = strcasestr(s->msg, "step") || strcasestr(s->msg, "iter") || strcasestr(s->msg, "batch");
-        if (best < 0) {
-            best = (int)i;
-            best_named = named;
-            continue;
-        }
-        const vt_nvtx_stat *b = &p->nvtx[best];
-        int better;
-        if (named != best_named)
-            better = named;
-        else if (s->min_depth != b->min_depth)
-            better = s->min_depth < b->min_depth;
-        else if (s->count != b->count)
-            better = s->count > b->count;
+    uint32_t lo = 0, hi = o->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (o->t[mid] <= t)
+            lo = mid + 1;
         else
-            better = strcmp(s->msg, b->msg) < 0;
-        if (better) {
-            best = (int)i;
-            best_named = named;
-        }
+            hi = mid;
     }
-    if (best >= 0) {
-        const vt_nvtx_stat *s = &p->nvtx[best];
-        p->step_occ = s->occ.t ? &s->occ : NULL;
-        p->steps = s->count;
-        p->step_period_ns = (double)(s->last_t - s->first_t) / (double)(s->count - 1);
-        size_t len = strlen(s->msg) + 16;
-        p->step_source = malloc(len);
-        if (p->step_source)
-            snprintf(p->step_source, len, "nvtx:%s", s->msg);
-        return;
+    return lo - 1;
+}
+
+/* Work inside the occurrences of a step candidate: how many of the
+ * intervals between its kept occurrences (the last one to `end`) hold the
+ * start of some site's growth bucket or a kept kernel occurrence.  A
+ * loop's step allocates (its temporaries, its activations) or at least
+ * runs kernels (the caching allocator serves it from its pool); a
+ * compiler pass or a range around set-up repeats with neither. */
+static uint32_t occ_active(const vt_proc *p, const vt_occ *o, uint64_t end, uint32_t *intervals)
+{
+    *intervals = o->n;
+    if (!o->n)
+        return 0;
+    uint8_t mark[VT_OCC_MAX] = {0};
+    for (size_t k = 0; k < p->nunits; k++) {
+        const vt_unit *u = &p->units[k];
+        if (!u->floor)
+            continue;
+        const uint64_t *ts = u->floor + VT_GROWTH_BUCKETS;
+        for (uint32_t b = 0; b <= u->gcur; b++)
+            if (ts[b] >= o->t[0] && ts[b] <= end)
+                mark[occ_index(o, ts[b])] = 1;
     }
-    /* Kernels: launch signatures recurring at a regular gap (the same gap
-     * for most of their occurrences); the gap shared by most signatures is
-     * the loop's period (one occurrence per step). */
+    for (size_t k = 0; k < p->nlstats; k++) {
+        const vt_occ *ko = &p->lstats[k].occ;
+        for (uint32_t i = 0; ko->t && i < ko->n; i++)
+            if (ko->t[i] >= o->t[0] && ko->t[i] <= end)
+                mark[occ_index(o, ko->t[i])] = 1;
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < o->n; i++)
+        n += mark[i];
+    return n;
+}
+
+/* the end of the last occurrence of an NVTX step: its pop when seen, else
+ * the last start plus the mean period */
+static uint64_t nvtx_end(const vt_nvtx_stat *s)
+{
+    if (s->last_end > s->last_t)
+        return s->last_end;
+    return s->last_t + (s->last_t - s->first_t) / (s->count - 1);
+}
+
+/* A step candidate the loop's work repeats with: at least 3 of its
+ * intervals, and a tenth of them, allocate or run kernels. */
+static int nvtx_qualifies(const vt_proc *p, const vt_nvtx_stat *s)
+{
+    if (s->count < 3 || s->last_t <= s->first_t || !s->msg[0] || !s->occ.t)
+        return 0;
+    uint32_t iv;
+    uint32_t act = occ_active(p, &s->occ, nvtx_end(s), &iv);
+    return act >= 3 && act * 10 >= iv;
+}
+
+static void set_steps(vt_proc *p, const vt_occ *occ, uint64_t count, uint64_t first_t, uint64_t last_t,
+                      uint64_t end, const char *src)
+{
+    p->step_occ = occ && occ->t ? occ : NULL;
+    p->steps = count;
+    p->step_period_ns = (double)(last_t - first_t) / (double)(count - 1);
+    p->step_source = xstrdup(src);
+    p->grow_t0 = first_t;
+    p->grow_t1 = end;
+}
+
+/* Kernels: launch signatures recurring at a regular gap (the same gap for
+ * most of their occurrences); the gap shared by most signatures is the
+ * loop's period (one occurrence per step).  Returns the anchor signature's
+ * index + 1 and its gap, 0 when none. */
+static size_t kernel_steps(const vt_proc *p, uint64_t *gap_out)
+{
     uint64_t best_gap = 0;
     uint32_t best_members = 0;
     uint64_t best_count = 0;
     size_t anchor = 0;
     uint64_t *period = calloc(p->nlstats + 1, sizeof(uint64_t));
     if (!period)
-        return;
+        return 0;
     for (size_t i = 0; i < p->nlstats; i++) {
         const vt_launch_stat *s = &p->lstats[i];
         if (s->count < 3)
@@ -226,14 +381,117 @@ static void detect_steps(vt_proc *p)
         }
     }
     free(period);
-    if (best_members && best_count >= 3) {
-        const vt_launch_stat *s = &p->lstats[anchor];
-        p->step_occ = s->occ.t ? &s->occ : NULL;
-        p->steps = s->count;
-        p->step_period_ns = (double)(s->last_t - s->first_t) / (double)(s->count - 1);
+    if (!best_members || best_count < 3)
+        return 0;
+    *gap_out = best_gap;
+    return anchor + 1;
+}
+
+/* Steps: a named NVTX range (--steps), else a repeating NVTX range the
+ * allocations repeat with (step-like names first, then the outermost,
+ * then the most frequent), else the kernel period.  The kernel detector
+ * runs in any case (kernel_steps: its count, to check it against NVTX).
+ * Sets the growth window [grow_t0, grow_t1): the steps, or without them
+ * from the start to the last allocation (at most the view). */
+static void detect_steps(const vt_analysis *a, vt_proc *p)
+{
+    free(p->step_source);
+    p->step_source = NULL;
+    p->steps = 0;
+    p->kernel_steps = 0;
+    p->step_period_ns = 0;
+    p->step_occ = NULL;
+    p->steps_missing = 0;
+    p->grow_t0 = 0;
+    p->grow_t1 = p->view_t;
+    uint64_t gap = 0;
+    size_t k = kernel_steps(p, &gap);
+    if (k)
+        p->kernel_steps = p->lstats[k - 1].count;
+    int best = -1, best_named = 0;
+    unsigned tried = 0; /* candidates checked against the allocations (bounded: a hostile trace has 4096) */
+    for (size_t i = 0; i < p->nnvtx; i++) {
+        const vt_nvtx_stat *s = &p->nvtx[i];
+        if (a->cfg.steps_name) {
+            if (!strcmp(s->msg, a->cfg.steps_name) && s->count >= 2 && s->last_t > s->first_t) {
+                best = (int)i;
+                break;
+            }
+            continue;
+        }
+        int named = strcasestr(s->msg, "step") || strcasestr(s->msg, "iter") || strcasestr(s->msg, "batch");
+        if (best >= 0) {
+            const vt_nvtx_stat *b = &p->nvtx[best];
+            int better;
+            if (named != best_named)
+                better = named;
+            else if (s->min_depth != b->min_depth)
+                better = s->min_depth < b->min_depth;
+            else if (s->count != b->count)
+                better = s->count > b->count;
+            else
+                better = strcmp(s->msg, b->msg) < 0;
+            if (!better)
+                continue;
+        }
+        if (s->count < 3 || tried >= 64)
+            continue;
+        tried++;
+        if (!nvtx_qualifies(p, s))
+            continue;
+        best = (int)i;
+        best_named = named;
+    }
+    if (a->cfg.steps_name && best < 0)
+        p->steps_missing = 1;
+    if (best >= 0) {
+        const vt_nvtx_stat *s = &p->nvtx[best];
+        size_t len = strlen(s->msg) + 16;
+        char *src = malloc(len);
+        if (src)
+            snprintf(src, len, "nvtx:%s", s->msg);
+        set_steps(p, &s->occ, s->count, s->first_t, s->last_t, nvtx_end(s), src ? src : "nvtx:");
+        free(src);
+    } else if (k && !a->cfg.steps_name) {
+        const vt_launch_stat *s = &p->lstats[k - 1];
         char buf[64];
-        snprintf(buf, sizeof(buf), "kernels:%llu", (unsigned long long)best_gap);
-        p->step_source = xstrdup(buf);
+        snprintf(buf, sizeof(buf), "kernels:%llu", (unsigned long long)gap);
+        /* the window ends where the last step's anchor kernel started: where
+         * the step itself ends is not known (a release right after the loop
+         * must not fall inside it) */
+        set_steps(p, &s->occ, s->count, s->first_t, s->last_t, s->last_t, buf);
+    }
+    if (!p->steps) {
+        /* without steps: up to the last allocation of the process, where the
+         * work that allocates ended (without kernels the view is the end of
+         * the trace: teardown would be inside the window) */
+        uint64_t last = 0;
+        for (size_t i = 0; i < p->nunits; i++)
+            if (p->units[i].allocs && p->units[i].g_last_t > last)
+                last = p->units[i].g_last_t;
+        if (last)
+            p->grow_t1 = last + 1;
+    }
+    if (p->grow_t1 > p->view_t)
+        p->grow_t1 = p->view_t;
+}
+
+/* A block still live at the end of the trace.  Allocated at or before the
+ * view, it is live there (its part of at_bytes, unless the view is the end,
+ * where every live block counts) and never freed.  Allocated after the view
+ * and never released, it is a leak all the same: counted with the view's
+ * (at_bytes) so every section lists it, and said apart (late_bytes). */
+static void never_freed(vt_proc *p, vt_unit *u, uint64_t size, uint64_t t, int at_live)
+{
+    u->never_bytes += (int64_t)size;
+    u->never_count++;
+    if (t > p->view_t) {
+        u->late_bytes += (int64_t)size;
+        u->late_count++;
+    }
+    if (!at_live) {
+        u->at_bytes += (int64_t)size;
+        u->at_count++;
     }
 }
 
@@ -266,29 +524,15 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         const vt_blockmap *tb = w ? &p->old : &p->blocks;
         for (size_t i = 0; i < tb->cap; i++) {
             const vt_block *b = &tb->slots[i];
-            if (b->addr && b->unit != VT_DEAD && b->t <= p->view_t) {
-                vt_unit *u = &p->units[b->unit];
-                u->never_bytes += (int64_t)b->size;
-                u->never_count++;
-                if (!at_live) {
-                    u->at_bytes += (int64_t)b->size;
-                    u->at_count++;
-                }
-            }
+            if (b->addr && b->unit != VT_DEAD)
+                never_freed(p, &p->units[b->unit], b->size, b->t, at_live);
         }
     }
     for (size_t i = 0; i < p->nvmms; i++) {
         const vt_vmm *v = &p->vmms[i];
         const uint64_t *live = vt_map_get(&p->vmm_handles, v->handle + 1);
-        if (live && *live == i + 1 && v->t <= p->view_t) {
-            vt_unit *u = &p->units[v->unit];
-            u->never_bytes += (int64_t)v->size;
-            u->never_count++;
-            if (!at_live) {
-                u->at_bytes += (int64_t)v->size;
-                u->at_count++;
-            }
-        }
+        if (live && *live == i + 1)
+            never_freed(p, &p->units[v->unit], v->size, v->t, at_live);
     }
     p->leak_bytes = p->leak_blocks = p->static_bytes = p->static_blocks = 0;
     p->reserved_grown = 0;
@@ -313,9 +557,10 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         if (u->allocs)
             u->dev->used = 1; /* (an allocation's one store less) */
         if (u->at_bytes > 0) {
-            p->dev[u->device].at_kind[u->kind] += u->at_bytes;
+            /* the device at the view: without what was allocated after it */
+            p->dev[u->device].at_kind[u->kind] += u->at_bytes - u->late_bytes;
             if (u->segment)
-                p->dev[u->device].reserved_at += u->at_bytes;
+                p->dev[u->device].reserved_at += u->at_bytes - u->late_bytes;
             if (u->segment && p->tensor_units)
                 continue; /* reserved, not a leak: the tensors inside it are counted */
             if (u->kind == VT_MEM_DEVICE_STATIC) {
@@ -349,8 +594,8 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
             p->leak_order[p->nleak++] = (uint32_t)k;
     g_sort_proc = p;
     qsort(p->leak_order, p->nleak, sizeof(uint32_t), leak_cmp);
-    /* growth over [start, T): buckets wholly before T */
-    detect_steps(p);
+    /* growth over the steps (or [start, T) without them) */
+    detect_steps(a, p);
     p->ngrowth = 0;
     p->grown_total = 0;
     for (size_t k = 0; k < p->nunits; k++) {

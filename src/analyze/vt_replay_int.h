@@ -31,8 +31,6 @@
 #define VT_FREED_CACHE (1u << 14)
 #endif
 #define VT_TAIL_CAP (8u << 20)
-#define VT_G_SHIFT0 16 /* first bucket width: 2^16 ns ~ 66 us (a loop of 1 ms steps
-                          * still spans 8 buckets in its late half) */
 #define VT_POOL_SAMPLES 256
 /* Sizes above this are not real allocations (a corrupt or hostile trace):
  * clamped and counted, so that the signed byte counters cannot overflow. */
@@ -93,9 +91,7 @@ void add_note(vt_proc *p, int sev, const char *text);
 int is_resident(unsigned kind);
 vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsigned kind, unsigned api,
                               uint32_t *idx) __attribute__((noinline));
-uint32_t growth_bucket(vt_unit *u, uint64_t t);
 int growth_touch_slow(vt_unit *u, uint64_t t);
-int growth_touch_free_slow(vt_unit *u, uint64_t t);
 void tail_end(vt_proc *p, uint64_t upto, int all);
 void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int32_t count, uint64_t t)
     __attribute__((noinline));
@@ -153,25 +149,35 @@ static inline __attribute__((always_inline)) vt_unit *get_unit(vt_proc *p, uint3
     }
     return get_unit_slow(p, stack, device, kind, api, idx);
 }
-/* Most events fall in the site's current bucket (or an earlier one, as
- * growth_bucket() keeps it): nothing to do, decided inline by one
- * comparison with the bucket's end (g_next, 0 before the site's first
- * event, so that one goes the slow way). */
+/* Most allocations fall in the site's current bucket: nothing to do,
+ * decided inline by one comparison of its allocation count with where
+ * the next bucket starts (g_next, 0 before the site's first allocation, so
+ * that one goes the slow way).  Frees never open a bucket: they only
+ * lower the current one's floor (growth_after). */
 static inline __attribute__((always_inline)) int growth_touch(vt_proc *p, vt_unit *u, uint64_t t)
 {
     (void)p;
-    if (__builtin_expect(t < u->g_next, 1))
+    if (__builtin_expect(u->allocs < u->g_next, 1))
         return 0;
     return growth_touch_slow(u, t);
 }
 /* after a free: the current bucket's floor (read from its copy in the
  * unit, which the events keep in cache) */
-/* the same before a free (see growth_touch_free_slow) */
-static inline __attribute__((always_inline)) int growth_touch_free(vt_unit *u, uint64_t t)
+/* A free after the site's last allocation: its time and the live bytes
+ * after it, for the levels between the last allocation and the end of the
+ * growth window, known only at the finish.  When the log is full the two
+ * frees closest in time become one, at the earlier one's time (the level
+ * falls a little early: never more growth than there was). */
+void growth_log_merge(vt_unit *u);
+static inline void growth_log(vt_unit *u, uint64_t t)
 {
-    if (__builtin_expect(t < u->g_next, 1))
-        return 0;
-    return growth_touch_free_slow(u, t);
+    if (__builtin_expect(!u->floor, 0))
+        return;
+    if (__builtin_expect(u->g_nlog == VT_GROWTH_LOG, 0))
+        growth_log_merge(u);
+    uint64_t *lg = u->floor + 2 * VT_GROWTH_BUCKETS + 2 * u->g_nlog++;
+    lg[0] = t;
+    lg[1] = u->live_bytes > 0 ? (uint64_t)u->live_bytes : 0;
 }
 static inline void growth_after(vt_unit *u)
 {
@@ -267,6 +273,10 @@ static inline __attribute__((always_inline)) void account_alloc_rest(vt_proc *p,
     u->live_bytes += (int64_t)size;
     u->allocs++;
     u->alloc_bytes += size;
+    u->g_last_t = t; /* growth: the level after the site's last allocation (vt_replay_finish.c) */
+    u->g_last_live = (uint64_t)u->live_bytes;
+    u->g_last_floor = u->floor_cur;
+    u->g_nlog = 0;
     if ((uint64_t)u->live_bytes > u->max_live)
         u->max_live = (uint64_t)u->live_bytes;
     d->live[u->kind] += (int64_t)size;
@@ -321,6 +331,7 @@ static inline __attribute__((always_inline)) void account_free_rest(vt_proc *p, 
     }
     u->live_bytes -= (int64_t)size;
     u->frees++;
+    growth_log(u, t);
     if (t >= t_alloc)
         u->lifetime_sum += t - t_alloc;
     growth_after(u);
@@ -337,8 +348,6 @@ static inline __attribute__((always_inline)) int account_free(vt_analysis *a, vt
                                                                uint64_t t_alloc, uint64_t t)
 {
     vt_unit *u = &p->units[ui];
-    if (growth_touch_free(u, t))
-        return VT_ERR_NOMEM;
     account_free_rest(p, u, u->dev, size, t_alloc, t);
     view_pair(a, p, ui, size, t_alloc, t);
     return 0;

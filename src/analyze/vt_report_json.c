@@ -100,6 +100,7 @@ static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, 
     fprintf(o, ",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64, u->allocs, u->alloc_bytes, u->frees);
     fprintf(o, ",\"never_freed_bytes\":%" PRId64 ",\"never_freed_blocks\":%" PRId64 ",\"held_since_start\":%s",
             u->never_bytes, u->never_count, u->since_start ? "true" : "false");
+    fprintf(o, ",\"after_view_bytes\":%" PRId64 ",\"after_view_blocks\":%" PRId64, u->late_bytes, u->late_count);
     fprintf(o, ",\"mean_lifetime_s\":%.6f", u->frees ? (double)u->lifetime_sum / (double)u->frees / 1e9 : 0.0);
     uint32_t tid;
     const char *tname = rep_thread_name(p, u->thread, &tid);
@@ -300,7 +301,7 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
             vt_json_str(o, p->step_source + 5);
         else
             fprintf(o, "null");
-        fprintf(o, ",\"period_s\":%.6f}", p->step_period_ns / 1e9);
+        fprintf(o, ",\"period_s\":%.6f,\"kernel_count\":%" PRIu64 "}", p->step_period_ns / 1e9, p->kernel_steps);
     } else
         fprintf(o, "null");
     fprintf(o, ",\"grown_bytes\":%" PRIu64 ",\"sites\":[", p->grown_total);
@@ -312,8 +313,8 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, "%.1f", u->growth_per_step >= 0 ? u->growth_per_step : u->growth_rate * p->step_period_ns / 1e9);
         else
             fprintf(o, "null");
-        fprintf(o, ",\"confidence\":%.3f,\"rises\":%u,\"window_start_s\":%.6f,\"bucket_s\":%.6f,\"site\":",
-                u->growth_conf, u->growth_rises, rep_rel_s(p, u->g_t0), (double)(1ULL << u->g_shift) / 1e9);
+        fprintf(o, ",\"confidence\":%.3f,\"rises\":%u,\"window_start_s\":%.6f,\"samples\":%u,\"site\":",
+                u->growth_conf, u->growth_rises, rep_rel_s(p, u->growth_t0), u->growth_samples);
         json_site(a, p, p->growth_order[i], u->at_bytes, u->at_count, o);
         fputc('}', o);
     }

@@ -394,7 +394,11 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
         fprintf(o, "#%zu ", i + 1);
         unit_line(p, u, u->at_bytes, u->at_count, o);
         fprintf(o, "; %" PRIu64 " allocated in all; ", u->allocs);
-        if (u->never_bytes >= u->at_bytes)
+        if (u->late_bytes > 0 && u->late_bytes >= u->at_bytes)
+            fprintf(o, "allocated after the view, never freed\n");
+        else if (u->never_bytes >= u->at_bytes && u->late_bytes > 0)
+            fprintf(o, "never freed (%s of it allocated after the view)\n", rep_bytes(b1, (double)u->late_bytes));
+        else if (u->never_bytes >= u->at_bytes)
             fprintf(o, "never freed\n");
         else if (u->never_bytes == 0)
             fprintf(o, "all freed after the view (teardown)\n");
@@ -411,22 +415,31 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
         fprintf(o, "... %zu more call site%s\n", p->nleak - a->cfg.top, p->nleak - a->cfg.top == 1 ? "" : "s");
 }
 
-static void text_steps(const vt_proc *p, FILE *o)
+static void text_steps(const vt_analysis *a, const vt_proc *p, FILE *o)
 {
-    if (p->steps)
-        fprintf(o, "steps: %" PRIu64 " (%s%s), %.3f s per step\n", p->steps,
-                !strncmp(p->step_source, "nvtx:", 5) ? "NVTX range " : "detected from the repeating kernel sequence, period ",
-                !strncmp(p->step_source, "nvtx:", 5) ? p->step_source + 5 : p->step_source + 8,
-                p->step_period_ns / 1e9);
-    else
-        fprintf(o, "steps: unknown (no repeating NVTX range or kernel sequence)\n");
+    if (p->steps && !strncmp(p->step_source, "nvtx:", 5)) {
+        fprintf(o, "steps: %" PRIu64 " (NVTX range %s, %s), %.3f s per step", p->steps, p->step_source + 5,
+                a->cfg.steps_name ? "--steps" : "it repeats with the allocations", p->step_period_ns / 1e9);
+        if (p->kernel_steps)
+            fprintf(o, "; the kernel sequence repeats %" PRIu64 " times", p->kernel_steps);
+        fputc('\n', o);
+    } else if (p->steps) {
+        fprintf(o, "steps: %" PRIu64 " (detected from the repeating kernel sequence, period %s kernels), %.3f s per step\n",
+                p->steps, p->step_source + 8, p->step_period_ns / 1e9);
+    } else if (p->steps_missing) {
+        fprintf(o, "steps: unknown (no NVTX range \"%s\" repeats here); growth over the whole run\n",
+                a->cfg.steps_name);
+    } else {
+        fprintf(o, "steps: unknown (no NVTX range repeats with the allocations, no kernel sequence repeats); "
+                   "growth over the whole run\n");
+    }
 }
 
 static void text_growth(vt_analysis *a, vt_proc *p, FILE *o)
 {
     char b1[32], b2[32], b3[32];
     fprintf(o, "\n-- growth: call sites whose live bytes keep rising until the view time --\n");
-    text_steps(p, o);
+    text_steps(a, p, o);
     if (!p->ngrowth) {
         fprintf(o, "no call site keeps growing\n");
         return;

@@ -23,6 +23,8 @@ static void report_usage(FILE *f)
             "  --at TIME|MARKER     leak view at TIME after the start (1.5s, 200ms) or at the last\n"
             "                       NVTX mark/range MARKER; `--at end` = end of trace.\n"
             "                       Default: the end of the last kernel.\n"
+            "  --steps NAME         the NVTX range that counts the steps (trailing digits\n"
+            "                       stripped: `step` for step0, step1, ...); default: found\n"
             "  --fail-on-leak BYTES   exit 3 when more than BYTES (e.g. 64M) are live at the view\n"
             "  --fail-on-growth BYTES exit 3 when call sites grew by more than BYTES in all\n"
             "  --top N              rows per section (default 20)\n"
@@ -56,7 +58,8 @@ int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
         cfg->progress = 0;
         return 1;
     }
-    if (!strcmp(o, "--at") || !strcmp(o, "--top") || !strcmp(o, "--frames") || !strcmp(o, "--sysroot")) {
+    if (!strcmp(o, "--at") || !strcmp(o, "--top") || !strcmp(o, "--frames") || !strcmp(o, "--sysroot") ||
+        !strcmp(o, "--steps")) {
         if (!v) {
             fprintf(stderr, "vramtrace: %s needs a value\n", o);
             return -1;
@@ -77,6 +80,8 @@ int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
             }
         } else if (!strcmp(o, "--sysroot")) {
             cfg->sysroot = v;
+        } else if (!strcmp(o, "--steps")) {
+            cfg->steps_name = v;
         } else {
             char *end;
             long n = strtol(v, &end, 10);
