@@ -5,6 +5,8 @@ cycles; the object limit; graph-retained bytes; the file written at exit
 by the sitecustomize that `vramtrace record` puts first on PYTHONPATH,
 chaining to the program's own sitecustomize."""
 import collections
+import functools
+import itertools
 import os
 import subprocess
 import sys
@@ -157,6 +159,204 @@ hs3, _, _, lim3 = vh.walk(roots=[("prog", m)], info=info, max_seconds=-1)
 check("the time limit", lim3 == "time")
 check("no torch: nothing", vh.walk(roots=[("prog", m)]) == ([], 0, 0.0, ""))
 
+
+def walked(name, mod, **kw):
+    hs = vh.walk(roots=[(name, mod)], **dict(dict(info=info), **kw))[0]
+    return {h.path: (h.type, h.count, sum(h.storages.values()), sum(h.graph.values())) for h in hs}
+
+
+# memory kept by C: a memoizing cache's dict, which only the garbage
+# collector is shown; a C object's contents; a C type's struct members
+mc = types.ModuleType("memo")
+
+
+@functools.lru_cache(maxsize=None)
+def embedding_for(i):
+    return T(0x200000 + i * 0x1000, 512)
+
+
+@functools.cache
+def cached(i):
+    return T(0x300000 + i * 0x1000, 64)
+
+
+@functools.lru_cache(maxsize=2)
+def bounded(i, j=0):
+    return T(0x400000 + i * 0x1000, 8)
+
+
+@functools.lru_cache(maxsize=None)
+def listy(i):
+    return [T(0x500000 + i * 0x1000, 1), T(0x500800 + i * 0x1000, 1)]
+
+
+for i in range(3):
+    embedding_for(i), cached(i), bounded(i, j=i), listy(i)
+mc.embedding_for, mc.cached, mc.bounded, mc.listy = embedding_for, cached, bounded, listy
+mc.rep = itertools.repeat(T(0x600000, 16))  # a C object: its element only gc sees
+mc.part = functools.partial(max, T(0x700000, 32))  # its args: a struct member
+got4 = walked("memo", mc)
+check("a functools.lru_cache's cache, named by its owner",
+      got4.get("memo.embedding_for.<lru_cache>") == ("functools lru_cache", 3, 3 * 512, 0), str(got4))
+check("a functools.cache's", got4.get("memo.cached.<lru_cache>") == ("functools lru_cache", 3, 3 * 64, 0))
+check("a bounded lru_cache's entries (results paired to keys through gc)",
+      got4.get("memo.bounded.<lru_cache>") == ("functools lru_cache", 2, 2 * 8, 0))
+check("a list an lru_cache keeps", got4.get("memo.listy.<lru_cache>[1]") == ("list", 2, 2, 0))
+check("a C object's contents through gc.get_referents", got4.get("memo.rep") == ("repeat", 1, 16, 0))
+check("a C type's struct member", got4.get("memo.part.args") == ("tuple", 1, 32, 0))
+
+
+# tensors kept by stored exceptions: their tracebacks keep the frames'
+# locals (a function's frame; a module's frame is its globals)
+def risky(i):
+    buf = T(0x800000 + i * 0x1000, 1024)
+    raise ValueError(i)
+
+
+def collect(n):
+    errors = []
+    for i in range(n):
+        try:
+            risky(i)
+        except ValueError as e:
+            errors.append(e)
+    return errors
+
+
+ex = types.ModuleType("exc")
+ex.errors = collect(5)
+try:
+    try:
+        risky(9)
+    except ValueError as e:
+        raise RuntimeError("step failed") from e
+except RuntimeError as e:
+    ex.last = e
+got5 = walked("exc", ex)
+line = risky.__code__.co_firstlineno + 2
+want = "exc.errors[3].__traceback__ -> risky (test_holders.py:%d).buf" % line
+check("a stored exception's traceback: the raising frame's local",
+      got5.get(want) == ("traceback local", 1, 1024, 0), "%s not in %s" % (want, sorted(got5)))
+check("one holder per stored exception", sum(1 for k in got5 if k.startswith("exc.errors[")) == 5)
+check("an exception's cause", got5.get("exc.last.__cause__.__traceback__ -> risky (test_holders.py:%d).buf" % line)
+      == ("traceback local", 1, 1024, 0), str(sorted(got5)))
+
+
+# of the paths to one holder, the shortest through public attributes
+class Obj:
+    pass
+
+
+pl = types.ModuleType("pl")
+lm = Obj()
+lm.step_outputs = [T(0x900000, 4)]
+pl.trainer = Obj()
+pl.trainer._data_connector = Obj()
+pl.trainer._data_connector._datahook_selector = Obj()
+pl.trainer._data_connector._datahook_selector.model = lm
+pl.trainer.lightning_module = lm  # found after the private path, shorter
+deep = [T(0x910000, 4)]
+pl.a = Obj()
+pl.a._b = Obj()
+pl.a._b.outs = deep  # 3 steps, one private
+pl.c = Obj()
+pl.c.d = Obj()
+pl.c.d.e = Obj()
+pl.c.d.e.outs = deep  # 5 steps, all public: this one
+tie = [T(0x920000, 4)]
+pl.x = Obj()
+pl.x._y = Obj()
+pl.x._y.z = tie
+pl.x.w = Obj()
+pl.x.w.z = tie  # as long, public
+only = [T(0x930000, 4)]
+pl.p = Obj()
+pl.p._q = Obj()
+pl.p._q._r = only  # only private paths: the shortest of them
+pl.s = Obj()
+pl.s._t = Obj()
+pl.s._t.u = Obj()
+pl.s._t.u._v = only
+got6 = walked("pl", pl)
+check("the public path, not the first found", "pl.trainer.lightning_module.step_outputs" in got6
+      and not any("_datahook_selector" in k for k in got6), str(sorted(got6)))
+check("public before shorter", "pl.c.d.e.outs" in got6 and "pl.a._b.outs" not in got6, str(sorted(got6)))
+check("public at the same length", "pl.x.w.z" in got6 and "pl.x._y.z" not in got6, str(sorted(got6)))
+check("fewest private names", "pl.p._q._r" in got6 and "pl.s._t.u._v" not in got6, str(sorted(got6)))
+check("the same paths in every walk", all(sorted(walked("pl", pl)) == sorted(got6) for _ in range(3)))
+
+
+# CuPy's and JAX's arrays where those modules are imported (stand-ins):
+# never torch's autograd attributes on them
+touched = []
+
+
+class Mem:
+    def __init__(self, ptr, size):
+        self.ptr, self.size = ptr, size
+
+
+class MemPtr:
+    def __init__(self, mem, off=0):
+        self.mem, self.ptr = mem, mem.ptr + off
+
+
+class CupyArray:
+    def __init__(self, mp, n):
+        self._mp, self._n = mp, n
+
+    @property
+    def data(self):
+        return self._mp
+
+    @property
+    def nbytes(self):
+        return self._n
+
+    def __getattr__(self, n):
+        touched.append(n)
+        raise AttributeError(n)
+
+
+class Device:
+    def __init__(self, platform):
+        self.platform = platform
+
+
+class JaxArray:
+    def __init__(self, ptr, n, platform="gpu"):
+        self.ptr, self.nbytes, self.platform = ptr, n, platform
+
+    def devices(self):
+        return {Device(self.platform)}
+
+    def unsafe_buffer_pointer(self):
+        return self.ptr
+
+
+fake_cupy = types.ModuleType("cupy")
+fake_cupy.ndarray = CupyArray
+base = Mem(0xA00000, 4096)
+fake_jax = types.ModuleType("jax")
+jarrays = [JaxArray(0xB00000 + i * 0x1000, 256) for i in range(4)] + [JaxArray(0xC00000, 99, "cpu")]
+fake_jax.live_arrays = lambda: list(jarrays)
+arrs = types.ModuleType("arrs")
+arrs.kept = [CupyArray(MemPtr(base), 4096), CupyArray(MemPtr(base, 1024), 512),
+             CupyArray(MemPtr(Mem(0xA10000, 1024)), 1000)]
+arrs.history = jarrays[:4]
+arrs.on_cpu = [jarrays[4]]
+check("no CuPy, no JAX: no predicate", vh._array_info(torch=False) is None)
+sys.modules["cupy"], sys.modules["jax"] = fake_cupy, fake_jax
+try:
+    got7 = walked("arrs", arrs, info=vh._array_info(torch=False))
+finally:
+    del sys.modules["cupy"], sys.modules["jax"]
+check("CuPy arrays: the allocation each lies in (a view counts its base once)",
+      got7.get("arrs.kept") == ("list", 3, 4096 + 1024, 0), str(got7))
+check("JAX arrays on the GPU (jax.live_arrays)", got7.get("arrs.history") == ("list", 4, 4 * 256, 0))
+check("JAX arrays on the CPU are not held", "arrs.on_cpu" not in got7)
+check("no autograd attribute read on CuPy arrays", touched == [], str(touched))
+
 # a CUDA tensor as the walk sees one (its storage's address and bytes), for
 # the programs below that stand in for torch
 TENSOR_STANDIN = ("class Storage:\n"
@@ -219,6 +419,63 @@ with tempfile.TemporaryDirectory() as d:
         f.write("x = [1, 2, 3]\n")
     r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)
     check("no torch, no walk", r.returncode == 0 and not [x for x in os.listdir(d) if x.startswith("holders.")])
+    # CuPy without torch: the walk at exit names CuPy's arrays
+    with open(prog, "w") as f:
+        f.write("import sys, types\n"
+                "class Mem:\n"
+                "    def __init__(s, p, n): s.ptr, s.size = p, n\n"
+                "class MP:\n"
+                "    def __init__(s, m): s.mem, s.ptr = m, m.ptr\n"
+                "class ndarray:\n"
+                "    def __init__(s, p, n): s.data, s.nbytes = MP(Mem(p, n)), n\n"
+                "cupy = types.ModuleType('cupy')\n"
+                "cupy.ndarray = ndarray\n"
+                "sys.modules['cupy'] = cupy\n"
+                "arrs = [ndarray(0x8000 + i * 0x1000, 2048) for i in range(2)]\n")
+    r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)
+    files = [x for x in os.listdir(d) if x.startswith("holders.")]
+    text = open(os.path.join(d, files[0])).read() if files else ""
+    check("CuPy without torch: its arrays at exit", "H 2 4096 0 list\t__main__.arrs" in text, text[:300] + r.stderr[-300:])
+    for x in files:
+        os.unlink(os.path.join(d, x))
+    # JAX clears its backends at exit (then live_arrays() would start a
+    # new one): the walk runs before, and never after
+    jaxdir = os.path.join(d, "jaxlib_", "jax")
+    os.makedirs(os.path.join(jaxdir, "_src"))
+    with open(os.path.join(jaxdir, "_src", "__init__.py"), "w") as f:
+        f.write("")
+    with open(os.path.join(jaxdir, "_src", "xla_bridge.py"), "w") as f:
+        f.write("_backends = {'gpu': object()}\n")
+    with open(os.path.join(jaxdir, "__init__.py"), "w") as f:
+        f.write("import atexit\n"
+                "from jax._src import xla_bridge as xb\n"
+                "class Dev:\n"
+                "    platform = 'gpu'\n"
+                "class Array:\n"
+                "    nbytes = 256\n"
+                "    def __init__(s, p): s.p = p\n"
+                "    def devices(s): return {Dev()}\n"
+                "    def unsafe_buffer_pointer(s): return s.p\n"
+                "_live = []\n"
+                "def array(p):\n"
+                "    _live.append(Array(p))\n"
+                "    return _live[-1]\n"
+                "def live_arrays():\n"
+                "    if not xb._backends:\n"
+                "        raise SystemExit('a backend started at exit')\n"
+                "    return list(_live)\n"
+                "atexit.register(xb._backends.clear)\n")
+    with open(prog, "w") as f:
+        f.write("import jax\n"
+                "params = {'w': [jax.array(0x9000 + i * 0x1000) for i in range(3)]}\n")
+    r = subprocess.run([sys.executable, prog], env=dict(env, PYTHONPATH=env["PYTHONPATH"] + os.pathsep
+                                                        + os.path.dirname(jaxdir)), capture_output=True, text=True)
+    files = [x for x in os.listdir(d) if x.startswith("holders.")]
+    text = open(os.path.join(d, files[0])).read() if files else ""
+    check("JAX: the walk at exit runs before JAX's own cleanup", r.returncode == 0
+          and "H 3 768 0 list\t__main__.params['w']" in text, text[:300] + r.stderr[-300:])
+    for x in files:
+        os.unlink(os.path.join(d, x))
 
 # the walk at a failed allocation (PyTorch's OOM observer, attached when
 # torch.cuda initializes) and on a signal, with the locals of the running
