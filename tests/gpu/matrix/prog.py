@@ -52,6 +52,12 @@ PATTERNS = LEAKY + CLEAN
 RELEASES = ("exit", "loop-end")
 BATCH, D_IN, D_OUT, HIDDEN = 16, 32, 32, 256
 DEQUE_LEN, DEQUE_ELEMS = 8, 65536  # 8 x 256 KiB held at most
+# module globals, as a user's would be: with --release exit they live until
+# the interpreter's exit, and the holder walk at exit names them
+kept, val_losses, cache = [], [], {}
+recent = collections.deque(maxlen=DEQUE_LEN)
+HOLDERS = {"list": "__main__.kept", "graph": "__main__.val_losses", "dict": "__main__.cache",
+           "deque": "__main__.recent"}
 
 
 def build_parser():
@@ -139,8 +145,6 @@ def main(argv):
     skipped = None
     mm_a = torch.randn(64, 64, device=dev)
     mm_b = torch.randn(64, 64, device=dev)
-    kept, val_losses, cache = [], [], {}
-    recent = collections.deque(maxlen=DEQUE_LEN)
     n = a.leak_bytes
 
     def train(i, zero=True, scale=1.0):  # fwd: the model, or torch.compile's of it
@@ -233,6 +237,7 @@ def main(argv):
         "after_release_bytes": after, "mean_step_ms": 1000.0 * loop_s / max(1, a.steps if skipped is None else 1),
         "loop_s": loop_s, "file": os.path.abspath(__file__),
         "line": lines.get(a.pattern) if a.pattern in LEAKY else None,
+        "holder": HOLDERS.get(a.pattern) if a.release == "exit" else None,
         "torch": torch.__version__, "pid": os.getpid(), "skipped": skipped,
     }
     if a.truth:
