@@ -123,7 +123,7 @@ def main(argv):
     import torch
     import torch.nn.functional as F
 
-    dev = "cuda"
+    dev = os.environ.get("VT_MATRIX_DEVICE", "cuda")  # cpu: a smoke test of the code paths, torch.cuda stubbed
     torch.manual_seed(0)
     # under 1 ms a step is one small matmul (a training step takes longer)
     light = a.step_ms < 1 and a.pattern in ("list", "dict", "clean")
