@@ -13,3 +13,9 @@ foreach(t alloc-basic alloc-async alloc-vmm oom threads crash-segv crash-kill no
   add_test(NAME gpu.replay.${t}
            COMMAND vt_gpucheck --no-symbols ${VT_TEST_DATA}/gpu-${t}.zst ${VT_TEST_DATA}/gpu-${t}.expect)
 endforeach()
+
+# The ground-truth matrix (issue 33) runs on the GPU machine
+# (tests/gpu/check_matrix.sh); here only what needs no torch: its cells
+# and their arguments, and prog.py's --help.
+add_test(NAME gpu.matrix.dry-run COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/matrix/run.py --dry-run)
+add_test(NAME gpu.matrix.prog-help COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/matrix/prog.py --help)
