@@ -75,7 +75,9 @@ async function check(browser, name, html, rep, opts) {
       const first = await page.$eval("#summary", (b) => b.firstElementChild && b.firstElementChild.id);
       expect(first === "oom-headline", "the OOM headline is not first: " + first);
       const uf = p.oom_headline.user_frame, ot = (await oh.textContent()) || "";
-      expect(!uf || ot.includes(uf.file.split("/").pop() + ":" + uf.line), "the OOM headline does not name the line: " + ot);
+      const line = !uf ? "" : uf.kind === "python" ? uf.file.split("/").pop() + ":" + uf.line : uf["function"] || uf.offset;
+      expect(ot.includes(line) && ot.includes(L.fmtBytes(p.oom_headline.requested_bytes)),
+        "the OOM headline does not name the line and the request: " + ot);
     }
     const ft = (await page.textContent("#failed")) || "";
     expect(ft.startsWith(String(p.oom ? p.oom.failed : 0)), `failed allocations '${ft}', the report's ${p.oom && p.oom.failed}`);
