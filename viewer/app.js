@@ -72,9 +72,33 @@
     return { cls: "ok", text: "no growth; " + L.fmtBytes(leak) + " live at the view" };
   }
 
+  /* OOM first: the request that ran out of memory, before the verdict
+   * (the report's oom_headline; its full description is oom.events[event]) */
+  function oomHeadline(p) {
+    var h = p.oom_headline;
+    if (!h) return null;
+    var ev = (p.oom && p.oom.events && p.oom.events[h.event]) || {};
+    var held = [];
+    if (h.allocated_bytes !== null && h.allocated_bytes !== undefined)
+      held.push("PyTorch allocated " + L.fmtBytes(h.allocated_bytes) + ", reserved " + L.fmtBytes(h.reserved_bytes));
+    if (h.pool_reserved_bytes !== null && h.pool_reserved_bytes !== undefined)
+      held.push("pools reserved " + L.fmtBytes(h.pool_reserved_bytes) + ", used " + L.fmtBytes(h.pool_used_bytes));
+    held.push("traced live " + L.fmtBytes(h.device_live_bytes));
+    var who = h.walk_holders ? h.walk_holders.slice(0, 3).map(holderText) :
+      (ev.top_holders || []).slice(0, 3).map(function (x) { return L.fmtBytes(x.bytes) + " at " + userFrame(x); });
+    return "Out of memory at " + userFrame(h) + ": " + L.fmtBytes(h.requested_bytes) + " requested on GPU " + h.device +
+      " at " + L.fmtTime(h.time_s) + (h.failed_calls > 1 ? " (one request, " + h.failed_calls +
+      " failed calls: the allocator's retries)" : "") + ". Held then: " + held.join("; ") + "." +
+      (who.length ? (h.walk_holders ? " Who held CUDA tensors: " : " Largest call sites live then: ") + who.join("; ") + "." : "") +
+      (h.more_out_of_memory ? " " + h.more_out_of_memory + " more request" + (h.more_out_of_memory > 1 ? "s" : "") +
+        " ran out of memory." : "");
+  }
+
   function summary(p, s) {
     var box = $("summary");
     box.textContent = "";
+    var oh = oomHeadline(p);
+    if (oh) box.appendChild(el("div", { id: "oom-headline", "class": "verdict bad" }, oh));
     var v = verdict(p);
     var vd = el("div", { id: "verdict", "class": "verdict " + v.cls }, v.text);
     box.appendChild(vd);
@@ -99,7 +123,9 @@
     });
     row("live at the view", L.fmtBytes(p.leaks ? p.leaks.bytes : 0) + " (" + (p.view ? p.view.description : "") + ")", "view");
     row("growth", L.fmtBytes(p.growth ? p.growth.grown_bytes : 0), "growth");
-    row("failed allocations", String(p.oom ? p.oom.failed : 0), "failed");
+    var pr = p.oom && p.oom.probes ? p.oom.probes.count : 0; /* a library probing: not failures */
+    row("failed allocations", String(p.oom ? p.oom.failed : 0) + (pr ? " (" + pr + " probe" + (pr > 1 ? "s" : "") +
+      " not counted: " + Object.keys(p.oom.probes.by_kind).join(", ") + ")" : ""), "failed");
     var a = p.allocator || {};
     row("allocator", (a.mode || "?") + (a.tensor_level ? " (every tensor is an allocation)" :
       " (the caching allocator's segments are recorded, not its tensors)"));

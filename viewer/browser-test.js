@@ -67,6 +67,20 @@ async function check(browser, name, html, rep, opts) {
       const heads = await page.$$eval("#leaks-table th", (t) => t.map((x) => x.textContent));
       expect(heads.includes("held by"), "no 'held by' column in the leak table");
     }
+    // OOM first: a process whose request ran out of memory leads with it,
+    // above the verdict, naming the line; a probe is not a failure
+    const oh = await page.$("#oom-headline");
+    expect(!!oh === !!p.oom_headline, "OOM headline shown: " + !!oh + ", in the report: " + !!p.oom_headline);
+    if (oh) {
+      const first = await page.$eval("#summary", (b) => b.firstElementChild && b.firstElementChild.id);
+      expect(first === "oom-headline", "the OOM headline is not first: " + first);
+      const uf = p.oom_headline.user_frame, ot = (await oh.textContent()) || "";
+      const line = !uf ? "" : uf.kind === "python" ? uf.file.split("/").pop() + ":" + uf.line : uf["function"] || uf.offset;
+      expect(ot.includes(line) && ot.includes(L.fmtBytes(p.oom_headline.requested_bytes)),
+        "the OOM headline does not name the line and the request: " + ot);
+    }
+    const ft = (await page.textContent("#failed")) || "";
+    expect(ft.startsWith(String(p.oom ? p.oom.failed : 0)), `failed allocations '${ft}', the report's ${p.oom && p.oom.failed}`);
     const rows = async (id) => (await page.$$(`#${id} tbody tr`)).length;
     expect((await rows("leaks-table")) === ((p.leaks && p.leaks.sites.length) || 0), "leak rows differ from the JSON's");
     expect((await rows("growth-table")) === ((p.growth && p.growth.sites.length) || 0), "growth rows differ from the JSON's");

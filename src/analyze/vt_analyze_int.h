@@ -194,7 +194,40 @@ typedef struct {
     int have_tensors;                /* the caching allocator's tensor events: then */
     int64_t allocated, reserved;     /* its tensors' and segments' live bytes on the device */
     int64_t largest_free;            /* the largest range of its segments no tensor covers (-1: unknown) */
+    /* One entry is one request: its first failed call and the allocator's
+     * retries of it (t, size and the state above: its last call) */
+    uint64_t t_first;
+    uint32_t attempts;               /* failed calls of this request */
 } vt_oom;
+
+/* Failed calls that are a library probing, not the program failing: the
+ * expected error codes of known probes (vt_replay_events.c probe_of).
+ * Counted apart, never as the program's failures.  X(NAME, name, what) */
+#define VT_PROBES(X)                                                                                          \
+    X(HANDLE_TYPE, handle_type,                                                                               \
+      "cuMemCreate refused a handle type with CUDA_ERROR_NOT_PERMITTED or NOT_SUPPORTED: PyTorch's "           \
+      "expandable segments try one, then fall back to another")                                               \
+    X(NO_CONTEXT, no_context,                                                                                 \
+      "cudaMallocAsync with no current CUDA context, INVALID_CONTEXT, DEINITIALIZED or CONTEXT_IS_DESTROYED: " \
+      "a thread's first call, which the allocator retries after setting the device, or teardown")
+enum {
+    VT_PROBE_NONE = 0,
+#define VT_PROBE_ENUM(N, n, w) VT_PROBE_##N,
+    VT_PROBES(VT_PROBE_ENUM)
+#undef VT_PROBE_ENUM
+    VT_PROBE__COUNT
+};
+
+/* A request that failed lately, for telling an allocator's retries of it
+ * from a new request (vt_replay_events.c on_failed). */
+#define VT_REQ_RECENT 8
+#define VT_FAIL_MAP 64 /* failed calls mapped to their request's vt_oom */
+typedef struct {
+    uint64_t key, size, t; /* key: the stack below the allocator's frames, hashed; t: its last call */
+    uint32_t thread, device;
+    uint32_t detail;       /* its vt_oom + 1; 0: not described */
+    uint8_t closed, oom;   /* closed: the caching allocator reported it (a later call is a new request) */
+} vt_request;
 
 /* Times of the occurrences of a step candidate, decimated to at most
  * VT_OCC_MAX (every stride-th occurrence kept), to count steps in a window. */
@@ -279,6 +312,7 @@ typedef struct {
     uint8_t *build_id;
     uint32_t build_id_len;
     int c10;   /* libc10_cuda / caching allocator library */
+    int alloc_lib; /* c10, or vramtrace's PyTorch shim: the allocator's frames */
 } vt_pmodule;
 
 /* A Python object that holds CUDA tensors at exit (holders.PID.txt,
@@ -399,8 +433,14 @@ typedef struct {
     uint64_t unknown_frees, double_frees, overlap_allocs, unknown_vmm_release, unknown_unmaps,
         double_vmm_release, zero_frees, bad_device, absurd_sizes;
     uint64_t dropped[4];
-    uint64_t failed, failed_oom;
+    /* failed allocations: failed = the program's failed requests (an
+     * allocator's retries folded in, probes left out); failed_oom = those
+     * out of memory; failed_calls = every AllocFailed record */
+    uint64_t failed, failed_oom, failed_calls, failed_retries, failed_probes;
+    uint64_t probes[VT_PROBE__COUNT];
     vt_oom oom[VT_MAX_OOM_DETAIL]; uint32_t noom;
+    vt_request req[VT_REQ_RECENT]; uint32_t req_next;
+    uint8_t fail_detail[VT_FAIL_MAP]; /* the k-th failed call: its request's vt_oom + 1, 0 none */
     char *notes[VT_MAX_NOTES]; int note_sev[VT_MAX_NOTES]; uint32_t nnotes, notes_more;
     int complete, end_reason, end_signal;
     uint64_t end_events, end_dropped;

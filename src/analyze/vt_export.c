@@ -508,9 +508,9 @@ static void xt_failed(xt *x, unsigned i, const vt_proc *m, const vt_ev_alloc_fai
     if (e->device < 64 && q->drv_free[e->device])
         a[n++] = VT_XARG_I("device_free_bytes", q->drv_free[e->device] - 1);
     char holders[VT_OOM_TOP][480];
-    uint32_t k = q->nfailed++;
-    if (k < m->noom && k < VT_MAX_OOM_DETAIL) {
-        const vt_oom *o = &m->oom[k];
+    uint32_t k = q->nfailed++; /* the k-th failed call: its request's description (none for a probe) */
+    if (k < VT_FAIL_MAP && m->fail_detail[k] && m->fail_detail[k] <= m->noom) {
+        const vt_oom *o = &m->oom[m->fail_detail[k] - 1];
         for (uint32_t h = 0; h < o->ntop && h < VT_OOM_TOP; h++) {
             char site[400], b[32];
             const vt_unit *u = &m->units[o->top_unit[h]];

@@ -107,16 +107,50 @@ static int64_t largest_free(const vt_proc *p, uint32_t device)
     return (int64_t)best;
 }
 
-static void on_failed(vt_proc *p, const vt_ev_alloc_failed *e, uint64_t t)
+/* Which known probe a failed call is (VT_PROBES), or VT_PROBE_NONE: the
+ * error codes a library expects when it tries something and falls back. */
+static int probe_of(const vt_ev_alloc_failed *e)
 {
-    uint32_t device = e->device;
-    p->failed++;
-    if (e->error == 2) /* CUDA_ERROR_OUT_OF_MEMORY == cudaErrorMemoryAllocation == 2 */
-        p->failed_oom++;
-    if (!check_device(p, &device) || p->noom >= VT_MAX_OOM_DETAIL)
-        return;
-    vt_oom *o = &p->oom[p->noom++];
+    if (e->api == VT_API_VMM && (e->error == 800 || e->error == 801)) /* NOT_PERMITTED, NOT_SUPPORTED */
+        return VT_PROBE_HANDLE_TYPE;
+    if ((e->api == VT_API_MALLOC_ASYNC || e->api == VT_API_MALLOC_FROM_POOL) &&
+        (e->error == 4 || e->error == 201 || e->error == 709)) /* DEINITIALIZED, INVALID_CONTEXT, CONTEXT_IS_DESTROYED */
+        return VT_PROBE_NO_CONTEXT;
+    return VT_PROBE_NONE;
+}
+
+/* Where a request came from: its stack below (outside) the allocator's
+ * frames, hashed (FNV-1a over frame ids).  PyTorch's caching allocator
+ * retries a failed cudaMalloc from another line of its own after freeing
+ * its cache, and its shim reports the request from a third: below them
+ * the stack is the same. */
+static uint64_t origin_key(const vt_proc *p, uint32_t stack)
+{
+    uint32_t fr[VT_MAX_STACK];
+    uint32_t n = vt_proc_stack(p, stack, fr, VT_MAX_STACK), from = 0;
+    if (n > VT_MAX_STACK)
+        n = VT_MAX_STACK;
+    for (uint32_t i = 0; i < n; i++) {
+        const vt_pframe *f = fr[i] < p->nframes ? &p->frames[fr[i]] : NULL;
+        if (f && f->kind == VT_FRAME_NATIVE && f->module && f->module < p->nmodules && p->modules[f->module].alloc_lib)
+            from = i + 1;
+    }
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (uint32_t i = from; i < n; i++)
+        h = (h ^ fr[i]) * 0x100000001b3ull;
+    return n ? h : 0xffffffffffffffffull ^ stack;
+}
+
+/* The state of the device at a failed call, into o (its request's entry;
+ * t_first and attempts are the caller's). */
+static void describe_failed(vt_proc *p, const vt_ev_alloc_failed *e, uint32_t device, uint64_t t, vt_oom *o)
+{
+    const uint64_t t_first = o->t_first;
+    const uint32_t attempts = o->attempts;
+    free(o->error_name);
     memset(o, 0, sizeof(*o));
+    o->t_first = t_first;
+    o->attempts = attempts;
     o->t = t;
     o->size = e->size;
     o->device = device;
@@ -146,6 +180,66 @@ static void on_failed(vt_proc *p, const vt_ev_alloc_failed *e, uint64_t t)
         o->allocated = d->live[VT_MEM_TENSOR];
         o->reserved = d->reserved;
         o->largest_free = largest_free(p, device);
+    }
+}
+
+/* A failed call: a probe (counted apart), a retry of a request that
+ * failed lately, or a new request.  A retry is a call from the same
+ * thread, device and origin (origin_key) within VT_RETRY_NS of the
+ * request's last call, of the same size, or the caching allocator's own
+ * report of the request (its tensor-level failure, which closes it).  The
+ * request's entry then describes its last call: what the allocator held
+ * when it gave up. */
+#define VT_RETRY_NS 2000000000ull
+static void on_failed(vt_proc *p, const vt_ev_alloc_failed *e, uint64_t t)
+{
+    uint32_t device = e->device;
+    const uint64_t call = p->failed_calls++;
+    const int probe = probe_of(e);
+    if (probe) {
+        p->failed_probes++;
+        p->probes[probe]++;
+        return;
+    }
+    const int valid = check_device(p, &device), oom = e->error == 2; /* CUDA_ERROR_OUT_OF_MEMORY == cudaErrorMemoryAllocation */
+    const int tensor = e->api == VT_API_CACHING_ALLOCATOR;
+    const uint64_t key = origin_key(p, e->site.stack);
+    vt_request *r = NULL;
+    for (uint32_t k = 0; k < VT_REQ_RECENT; k++) {
+        vt_request *q = &p->req[k];
+        if (q->t && !q->closed && q->thread == e->site.thread && q->device == device && q->key == key && t >= q->t &&
+            t - q->t <= VT_RETRY_NS && (q->size == e->size || tensor) && (!r || q->t > r->t))
+            r = q;
+    }
+    if (r) {
+        p->failed_retries++;
+    } else {
+        p->failed++;
+        r = &p->req[p->req_next++ % VT_REQ_RECENT];
+        memset(r, 0, sizeof(*r));
+        r->key = key;
+        r->thread = e->site.thread;
+        r->device = device;
+        if (valid && p->noom < VT_MAX_OOM_DETAIL) {
+            vt_oom *o = &p->oom[p->noom++];
+            memset(o, 0, sizeof(*o));
+            o->t_first = t;
+            r->detail = p->noom;
+        }
+    }
+    r->t = t ? t : 1;
+    r->size = e->size;
+    r->closed = (uint8_t)tensor;
+    if (oom && !r->oom) {
+        r->oom = 1;
+        p->failed_oom++;
+    }
+    if (call < VT_FAIL_MAP)
+        p->fail_detail[call] = (uint8_t)r->detail;
+    if (r->detail) {
+        vt_oom *o = &p->oom[r->detail - 1];
+        o->attempts++;
+        describe_failed(p, e, device, t, o);
     }
 }
 
@@ -561,6 +655,8 @@ int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
             }
         }
         d->c10 = is_c10_path(d->path);
+        const char *base = strrchr(d->path, '/');
+        d->alloc_lib = d->c10 || !strncmp(base ? base + 1 : d->path, "libvt_torch", 11);
         return 0;
     }
     case VT_EV_LAUNCH: {

@@ -349,7 +349,7 @@ static void json_proc(hs *h, unsigned i, FILE *o)
             fprintf(o, "%s%.9f", k ? "," : "", rel_s(m, m->step_occ->t[k]));
     fprintf(o, "],\"view_s\":%.9f,\"ooms\":[", m->view_t ? rel_s(m, m->view_t) : rel_s(m, m->t_last));
     for (uint32_t k = 0; k < m->noom && k < VT_MAX_OOM_DETAIL; k++)
-        fprintf(o, "%s{\"t_s\":%.9f,\"bytes\":%" PRIu64 ",\"device\":%u}", k ? "," : "", rel_s(m, m->oom[k].t),
+        fprintf(o, "%s{\"t_s\":%.9f,\"bytes\":%" PRIu64 ",\"device\":%u}", k ? "," : "", rel_s(m, m->oom[k].t_first),
                 m->oom[k].size, m->oom[k].device);
     fputs("]}", o);
 }

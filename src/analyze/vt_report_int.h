@@ -68,4 +68,21 @@ typedef struct {
 void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v);
 const char *rep_verdict_name(rep_verdict_kind k);
 
+/* The OOM headline, said before the verdict: a process with an
+ * out-of-memory request leads with its first one (the request with the
+ * allocator's retries folded in; vt_replay_events.c on_failed), the walk
+ * of who held CUDA tensors then (PyTorch's OOM observer), and how many
+ * more requests ran out of memory.  0 when no request described ran out
+ * of memory (probes never do: they are not the program's failures). */
+typedef struct {
+    uint32_t index;      /* into p->oom: its place in the OOM section */
+    const vt_oom *o;
+    const vt_walk *walk; /* holders.PID.oom.txt, or NULL */
+    uint64_t more;       /* further out-of-memory requests */
+} rep_oom_head;
+int rep_oom_headline(const vt_proc *p, rep_oom_head *h);
+/* A known probe's name (VT_PROBES: "handle_type") and what it is */
+const char *rep_probe_name(int k);
+const char *rep_probe_what(int k);
+
 #endif

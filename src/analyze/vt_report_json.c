@@ -92,6 +92,55 @@ static void json_holder_open(FILE *o, const vt_holder *h)
             h->graph_bytes);
 }
 
+/* "oom_headline": OOM first (docs/REPORT.md, "The verdict"): the first
+ * request that ran out of memory, its user frame, what the allocator held
+ * then and the OOM walk's holders; its full description is
+ * oom.events[event].  null when no request ran out of memory. */
+static void json_oom_headline(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    rep_oom_head h;
+    fputs(",\"oom_headline\":", o);
+    if (!rep_oom_headline(p, &h)) {
+        fputs("null", o);
+        return;
+    }
+    const vt_oom *e = h.o;
+    fprintf(o, "{\"event\":%u,\"time_s\":%.6f,\"requested_bytes\":%" PRIu64 ",\"device\":%u,\"error_name\":", h.index,
+            rep_rel_s(p, e->t_first), e->size, e->device);
+    vt_json_str(o, e->error_name);
+    fprintf(o, ",\"failed_calls\":%u,\"user_frame\":", e->attempts);
+    vt_xframe fr[VT_MAX_STACK];
+    int user = -1;
+    uint32_t n = vt_site_frames(a, p, e->stack, fr, VT_MAX_STACK, &user);
+    if (n && user >= 0 && !fr[user].internal)
+        json_frame(o, &fr[user], 1);
+    else
+        fputs("null", o);
+    fprintf(o, ",\"device_live_bytes\":%" PRId64, e->dev_live);
+    if (e->have_tensors)
+        fprintf(o, ",\"allocated_bytes\":%" PRId64 ",\"reserved_bytes\":%" PRId64, e->allocated, e->reserved);
+    else
+        fputs(",\"allocated_bytes\":null,\"reserved_bytes\":null", o);
+    if (e->have_pool)
+        fprintf(o, ",\"pool_reserved_bytes\":%" PRIu64 ",\"pool_used_bytes\":%" PRIu64, e->pool_reserved, e->pool_used);
+    else
+        fputs(",\"pool_reserved_bytes\":null,\"pool_used_bytes\":null", o);
+    fputs(",\"walk_holders\":", o);
+    if (h.walk) {
+        fputc('[', o);
+        for (uint32_t i = 0; i < h.walk->nh; i++) {
+            if (i)
+                fputc(',', o);
+            json_holder_open(o, &h.walk->h[i]);
+            fputc('}', o);
+        }
+        fputc(']', o);
+    } else {
+        fputs("null", o);
+    }
+    fprintf(o, ",\"more_out_of_memory\":%" PRIu64 "}", h.more);
+}
+
 static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, int64_t count, FILE *o)
 {
     const vt_unit *u = &p->units[unit];
@@ -137,6 +186,7 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     vt_json_str(o, p->host);
     fprintf(o, ",\"program\":");
     vt_json_str(o, p->program);
+    json_oom_headline(a, p, o);
     json_verdict(a, p, o);
     if (p->holders_file) {
         fputs(",\"holders\":{\"file\":", o);
@@ -344,12 +394,22 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     }
     fprintf(o, "]");
     /* oom */
-    fprintf(o, ",\"oom\":{\"failed\":%" PRIu64 ",\"out_of_memory\":%" PRIu64 ",\"events\":[", p->failed, p->failed_oom);
+    /* failed: the program's requests (retries folded in, probes apart) */
+    fprintf(o, ",\"oom\":{\"failed\":%" PRIu64 ",\"out_of_memory\":%" PRIu64 ",\"failed_calls\":%" PRIu64
+               ",\"retries\":%" PRIu64 ",\"probes\":{\"count\":%" PRIu64 ",\"by_kind\":{",
+            p->failed, p->failed_oom, p->failed_calls, p->failed_retries, p->failed_probes);
+    for (int k = 1, pf = 1; k < VT_PROBE__COUNT; k++)
+        if (p->probes[k]) {
+            fprintf(o, "%s\"%s\":%" PRIu64, pf ? "" : ",", rep_probe_name(k), p->probes[k]);
+            pf = 0;
+        }
+    fputs("}},\"events\":[", o);
     for (uint32_t i = 0; i < p->noom; i++) {
         const vt_oom *e = &p->oom[i];
-        fprintf(o, "%s{\"time_s\":%.6f,\"requested_bytes\":%" PRIu64 ",\"device\":%u,\"kind\":\"%s\",\"api\":\"%s\",\"error\":%d,\"error_name\":",
-                i ? "," : "", rep_rel_s(p, e->t), e->size, e->device, vt_memkind_name((vt_memkind)e->kind),
-                vt_allocapi_name((vt_allocapi)e->api), e->error);
+        fprintf(o, "%s{\"time_s\":%.6f,\"last_time_s\":%.6f,\"failed_calls\":%u,\"requested_bytes\":%" PRIu64
+                   ",\"device\":%u,\"kind\":\"%s\",\"api\":\"%s\",\"error\":%d,\"error_name\":",
+                i ? "," : "", rep_rel_s(p, e->t_first), rep_rel_s(p, e->t), e->attempts, e->size, e->device,
+                vt_memkind_name((vt_memkind)e->kind), vt_allocapi_name((vt_allocapi)e->api), e->error);
         vt_json_str(o, e->error_name);
         fputc(',', o);
         json_stack(a, p, e->stack, o);

@@ -394,3 +394,45 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
     }
     v->kind = REP_NO_LEAK;
 }
+
+/* ------------------------------------------------------------ OOM first */
+
+int rep_oom_headline(const vt_proc *p, rep_oom_head *h)
+{
+    memset(h, 0, sizeof(*h));
+    for (uint32_t i = 0; i < p->noom; i++)
+        if (p->oom[i].error == 2) { /* CUDA_ERROR_OUT_OF_MEMORY */
+            h->index = i;
+            h->o = &p->oom[i];
+            break;
+        }
+    if (!h->o)
+        return 0;
+    for (uint32_t w = 0; w < p->nwalks; w++)
+        if (!p->walks[w].signal) {
+            h->walk = &p->walks[w];
+            break;
+        }
+    h->more = p->failed_oom > 0 ? p->failed_oom - 1 : 0;
+    return 1;
+}
+
+const char *rep_probe_name(int k)
+{
+    static const char *const names[] = {"none",
+#define VT_PROBE_NAME(N, n, w) #n,
+                                        VT_PROBES(VT_PROBE_NAME)
+#undef VT_PROBE_NAME
+    };
+    return k >= 0 && k < VT_PROBE__COUNT ? names[k] : "?";
+}
+
+const char *rep_probe_what(int k)
+{
+    static const char *const what[] = {"",
+#define VT_PROBE_WHAT(N, n, w) w,
+                                       VT_PROBES(VT_PROBE_WHAT)
+#undef VT_PROBE_WHAT
+    };
+    return k >= 0 && k < VT_PROBE__COUNT ? what[k] : "";
+}

@@ -48,6 +48,74 @@ static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
     }
 }
 
+/* OOM first: the request that ran out of memory, its line, what the
+ * allocator held then and who held the tensors (the OOM walk; else the
+ * largest call sites live then), before the verdict. */
+static void text_oom_headline(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    rep_oom_head h;
+    if (!rep_oom_headline(p, &h))
+        return;
+    const vt_oom *e = h.o;
+    char b1[32], b2[32], b3[32], b4[32], at[1200];
+    vt_xframe fr[VT_MAX_STACK];
+    int user = -1;
+    uint32_t n = vt_site_frames(a, p, e->stack, fr, VT_MAX_STACK, &user);
+    if (n)
+        vt_xframe_format(&fr[user >= 0 ? user : 0], at, sizeof(at));
+    else
+        snprintf(at, sizeof(at), "(no call stack recorded)");
+    fprintf(o, "OUT OF MEMORY at %s: %s requested on device %u at %.3f s (%s", at, rep_bytes(b1, (double)e->size),
+            e->device, rep_rel_s(p, e->t_first), e->error_name ? e->error_name : "out of memory");
+    if (e->attempts > 1)
+        fprintf(o, "; one request, %u failed calls: the allocator's retries", e->attempts);
+    fprintf(o, ")");
+    if (h.more)
+        fprintf(o, "; %" PRIu64 " more request%s ran out of memory (oom section)", h.more, h.more == 1 ? "" : "s");
+    fputc('\n', o);
+    fprintf(o, "  held then:");
+    if (e->have_tensors) {
+        int64_t cached = e->reserved > e->allocated ? e->reserved - e->allocated : 0;
+        fprintf(o, " PyTorch allocated %s (tensors), reserved %s (%s cached", rep_bytes(b1, (double)e->allocated),
+                rep_bytes(b2, (double)e->reserved), rep_bytes(b3, (double)cached));
+        if (e->largest_free >= 0)
+            fprintf(o, ", largest free block %s", rep_bytes(b4, (double)e->largest_free));
+        fprintf(o, ");");
+    } else if (e->c10_reserved) {
+        fprintf(o, " PyTorch caching allocator segments %s;", rep_bytes(b1, (double)e->c10_reserved));
+    }
+    if (e->have_pool)
+        fprintf(o, " pools reserved %s, used %s;", rep_bytes(b1, (double)e->pool_reserved),
+                rep_bytes(b2, (double)e->pool_used));
+    fprintf(o, " traced live %s", rep_bytes(b1, (double)e->dev_live));
+    if (p->dev[e->device].total)
+        fprintf(o, " of %s", rep_bytes(b2, (double)p->dev[e->device].total));
+    if (e->drv_t)
+        fprintf(o, "; driver %s free", rep_bytes(b3, (double)e->drv_free));
+    fputc('\n', o);
+    if (h.walk) {
+        const vt_walk *k = h.walk;
+        fprintf(o, "  who held CUDA tensors (PyTorch's OOM observer):");
+        if (!k->nh)
+            fprintf(o, " no Python object reachable from module globals or the running frames");
+        for (uint32_t i = 0; i < k->nh && i < 3; i++)
+            fprintf(o, "%s %u) %s (%s, %" PRIu64 " tensor%s, %s)", i ? ";" : "", i + 1, k->h[i].path, k->h[i].type,
+                    k->h[i].tensors, k->h[i].tensors == 1 ? "" : "s", rep_bytes(b1, (double)(k->h[i].bytes + k->h[i].graph_bytes)));
+        fputc('\n', o);
+    } else if (e->ntop) {
+        fprintf(o, "  largest call sites live then:");
+        for (uint32_t i = 0; i < e->ntop && i < 3; i++) {
+            n = vt_site_frames(a, p, p->units[e->top_unit[i]].stack, fr, VT_MAX_STACK, &user);
+            if (n && user >= 0 && !fr[user].internal)
+                vt_xframe_format(&fr[user], at, sizeof(at));
+            else
+                snprintf(at, sizeof(at), "%s", n ? "(no frame of yours)" : "(no call stack recorded)");
+            fprintf(o, "%s %u) %s at %s", i ? ";" : "", i + 1, rep_bytes(b1, (double)e->top_bytes[i]), at);
+        }
+        fputc('\n', o);
+    }
+}
+
 static void text_allocated_reserved(const vt_proc *p, const vt_devstate *s, FILE *o);
 static void text_stack_lead(vt_analysis *a, const vt_proc *p, uint32_t stack, FILE *o, const char *indent,
                             const char *lead, uint32_t thread);
@@ -218,8 +286,18 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, "recorded: kernels %s, native stacks %s, python stacks %s\n", p->hdr_kernels ? "yes" : "no",
             p->hdr_native ? "yes" : "no", p->hdr_python ? "yes" : "no");
     fprintf(o, "duration: %.3f s\n", rep_rel_s(p, p->t_last));
-    fprintf(o, "events: %" PRIu64 " alloc, %" PRIu64 " free, %" PRIu64 " failed, %" PRIu64 " kernels",
-            p->nev[VT_EV_ALLOC], p->nev[VT_EV_FREE], p->nev[VT_EV_ALLOC_FAILED], p->nev[VT_EV_KERNEL]);
+    /* failed: the program's requests; an allocator's retries and a
+     * library's probes are failed calls, said apart */
+    fprintf(o, "events: %" PRIu64 " alloc, %" PRIu64 " free, %" PRIu64 " failed", p->nev[VT_EV_ALLOC], p->nev[VT_EV_FREE],
+            p->failed);
+    if (p->failed_retries && p->failed_probes)
+        fprintf(o, " (+%" PRIu64 " retr%s, %" PRIu64 " probe%s)", p->failed_retries, p->failed_retries == 1 ? "y" : "ies",
+                p->failed_probes, p->failed_probes == 1 ? "" : "s");
+    else if (p->failed_retries || p->failed_probes)
+        fprintf(o, " (+%" PRIu64 " %s)", p->failed_retries + p->failed_probes,
+                p->failed_retries ? (p->failed_retries == 1 ? "retry" : "retries")
+                                  : (p->failed_probes == 1 ? "probe" : "probes"));
+    fprintf(o, ", %" PRIu64 " kernels", p->nev[VT_EV_KERNEL]);
     uint64_t vmm = p->nev[VT_EV_VMM_CREATE] + p->nev[VT_EV_VMM_RELEASE] + p->nev[VT_EV_VMM_MAP] +
                    p->nev[VT_EV_VMM_UNMAP] + p->nev[VT_EV_VMM_RESERVE] + p->nev[VT_EV_VMM_ADDRESS_FREE];
     if (vmm)
@@ -499,21 +577,45 @@ static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
 
 static void text_walks(const vt_proc *p, int oom, FILE *o);
 
+/* Probes: failed calls that are a library trying something and falling
+ * back (VT_PROBES), one line, counted as no failure. */
+static void text_probes(const vt_proc *p, FILE *o)
+{
+    if (!p->failed_probes)
+        return;
+    fprintf(o, "probes, not failures (a library trying something and falling back):");
+    for (int k = 1, first = 1; k < VT_PROBE__COUNT; k++)
+        if (p->probes[k]) {
+            fprintf(o, "%s %" PRIu64 " %s (%s)", first ? "" : ";", p->probes[k], rep_probe_name(k), rep_probe_what(k));
+            first = 0;
+        }
+    fputc('\n', o);
+}
+
 static void text_oom(vt_analysis *a, vt_proc *p, FILE *o)
 {
     char b1[32], b2[32], b3[32];
     fprintf(o, "\n-- oom: failed allocations --\n");
+    text_probes(p, o);
     if (!p->failed) {
         fprintf(o, "no allocation failed\n");
         return;
     }
-    fprintf(o, "%" PRIu64 " failed allocations (%" PRIu64 " out of memory)%s\n", p->failed, p->failed_oom,
-            p->failed > p->noom ? "; the first ones are described" : "");
+    fprintf(o, "%" PRIu64 " failed allocation%s (%" PRIu64 " out of memory)", p->failed, p->failed == 1 ? "" : "s",
+            p->failed_oom);
+    if (p->failed_retries)
+        fprintf(o, "; %" PRIu64 " more failed call%s the allocator's retries of %s", p->failed_retries,
+                p->failed_retries == 1 ? " was" : "s were", p->failed == 1 ? "it" : "them");
+    fprintf(o, "%s\n", p->failed > p->noom ? "; the first ones are described" : "");
     for (uint32_t i = 0; i < p->noom; i++) {
         const vt_oom *e = &p->oom[i];
-        fprintf(o, "#%u at %.3f s: %s requested on device %u, %s (%s) -> %s (%d)\n", i + 1, rep_rel_s(p, e->t),
+        fprintf(o, "#%u at %.3f s: %s requested on device %u, %s (%s) -> %s (%d)", i + 1, rep_rel_s(p, e->t_first),
                 rep_bytes(b1, (double)e->size), e->device, vt_memkind_name((vt_memkind)e->kind),
                 vt_allocapi_name((vt_allocapi)e->api), e->error_name ? e->error_name : "error", e->error);
+        if (e->attempts > 1)
+            fprintf(o, "; %u failed calls with the allocator's retries, the last at %.3f s (the state below)", e->attempts,
+                    rep_rel_s(p, e->t));
+        fputc('\n', o);
         text_stack(a, p, e->stack, o, "    ");
         fprintf(o, "    device state: traced live %s", rep_bytes(b1, (double)e->dev_live));
         const vt_devstate *s = &p->dev[e->device];
@@ -694,6 +796,7 @@ int vt_report_text(vt_analysis *a, FILE *o)
         vt_proc *p = a->procs[i];
         fprintf(o, "\n");
         proc_title(p, i, o);
+        text_oom_headline(a, p, o);
         text_verdict(a, p, o);
         text_summary(a, p, o);
         text_leaks(a, p, o);

@@ -385,6 +385,76 @@ static void gen_caching_tensors(void)
     gen_close(VT_END_NORMAL, 0);
 }
 
+static void failed_call(uint64_t t, uint64_t size, vt_memkind kind, vt_allocapi api, int error, const char *name,
+                        const gen_stack *s)
+{
+    vt_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_ALLOC_FAILED;
+    ev.time_ns = t;
+    ev.u.alloc_failed.size = size;
+    ev.u.alloc_failed.kind = kind;
+    ev.u.alloc_failed.api = api;
+    ev.u.alloc_failed.error = error;
+    ev.u.alloc_failed.error_name = name;
+    ev.u.alloc_failed.site.frames = s->f;
+    ev.u.alloc_failed.site.nframes = s->n;
+    gen_emit(&ev);
+}
+
+/* OOM first (issue 33): PyTorch's caching allocator with its tensor
+ * events.  Two probes that are no failure: cuMemCreate refusing a handle
+ * type (NOT_PERMITTED) and a thread's first cudaMallocAsync without a
+ * context (INVALID_CONTEXT).  Then a 4 GiB request at train_step:60 fails
+ * as PyTorch fails it: cudaMalloc, cudaMalloc again from another line of
+ * the allocator after it freed its cache, then its own report of the
+ * tensor request: one request of 3 calls.  The program catches it and
+ * asks again (a second request, 2 calls); weights of 2 GiB held all
+ * along (build_model:20). */
+static void gen_oom_retry(void)
+{
+    gen_proc gp = {.program = "train.py", .pid = 6300, .kernels = 1, .native = 1, .python = 1};
+    gen_open(P("oom_retry.zst"), &gp);
+    common_defs();
+    gen_stack seg = {.n = 0}, w = {.n = 0}, drv1 = {.n = 0}, drv2 = {.n = 0}, ten = {.n = 0}, vmm = {.n = 0};
+    gs_native(&seg, 0x7f0000001234ull);
+    gs_native(&seg, 0x7f2000004000ull);
+    gs_py(&seg, K_BUILD, 20);
+    gs_py(&seg, K_MAIN, 80);
+    gs_native(&w, 0x7f2000008000ull);
+    gs_py(&w, K_BUILD, 20);
+    gs_py(&w, K_MAIN, 80);
+    gs_native(&drv1, 0x7f0000001234ull); /* cudaMalloc from the allocator's first try */
+    gs_native(&drv1, 0x7f2000004000ull);
+    gs_py(&drv1, K_STEP, 60);
+    gs_py(&drv1, K_MAIN, 80);
+    gs_native(&drv2, 0x7f0000001234ull); /* its retry, after freeing cached blocks */
+    gs_native(&drv2, 0x7f2000005000ull);
+    gs_py(&drv2, K_STEP, 60);
+    gs_py(&drv2, K_MAIN, 80);
+    gs_native(&ten, 0x7f2000008000ull); /* the tracker's report of the request */
+    gs_py(&ten, K_STEP, 60);
+    gs_py(&ten, K_MAIN, 80);
+    gs_native(&vmm, 0x7f2000006000ull);
+    gs_py(&vmm, K_BUILD, 20);
+    gs_py(&vmm, K_MAIN, 80);
+    failed_call(T(1 * MS), 2 * MiB, VT_MEM_DEVICE, VT_API_VMM, 800, "CUDA_ERROR_NOT_PERMITTED", &vmm);
+    failed_call(T(2 * MS), 2 * MiB, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, 201, "CUDA_ERROR_INVALID_CONTEXT", &vmm);
+    const uint64_t A = 0x800000000ull;
+    gen_alloc(T(3 * MS), A, 2 * GiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &seg);
+    gen_alloc(T(3 * MS + 1000), A, 2 * GiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &w);
+    for (int i = 0; i < 4; i++)
+        gen_kernel(T(4 * MS + (uint64_t)i * MS), "gemm", 0, 500000);
+    gen_memusage(T(9 * MS), 0, 1 * GiB, 140 * GiB);
+    failed_call(T(10 * MS), 4 * GiB, VT_MEM_DEVICE, VT_API_MALLOC, 2, "CUDA_ERROR_OUT_OF_MEMORY", &drv1);
+    failed_call(T(11 * MS), 4 * GiB, VT_MEM_DEVICE, VT_API_MALLOC, 2, "CUDA_ERROR_OUT_OF_MEMORY", &drv2);
+    failed_call(T(11 * MS + 5000), 4 * GiB, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, 2, "CUDA_ERROR_OUT_OF_MEMORY", &ten);
+    failed_call(T(20 * MS), 4 * GiB, VT_MEM_DEVICE, VT_API_MALLOC, 2, "CUDA_ERROR_OUT_OF_MEMORY", &drv1);
+    failed_call(T(20 * MS + 5000), 4 * GiB, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, 2, "CUDA_ERROR_OUT_OF_MEMORY", &ten);
+    gen_kernel(T(21 * MS), "gemm", 0, 100000);
+    gen_close(VT_END_NORMAL, 0);
+}
+
 /* Oddities: double free, free of an address allocated before tracing,
  * an allocation over a live block, dropped events, a warning note, a trace
  * ended by a signal; the report shows them and goes on. */
@@ -484,6 +554,7 @@ int main(int argc, char **argv)
     gen_vmm();
     gen_caching();
     gen_caching_tensors();
+    gen_oom_retry();
     gen_oddities();
     gen_rank(0);
     gen_rank(1);

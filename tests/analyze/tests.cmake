@@ -33,10 +33,14 @@ function(vt_analyze_golden name rc)
   set_tests_properties(analyze.golden.${name} PROPERTIES FIXTURES_REQUIRED analyze_traces
                        LABELS "analyze;analyze-golden")
 endfunction()
-foreach(t leak growth_nvtx growth_kernels growth_late oom vmm caching caching_tensors oddities)
+foreach(t leak growth_nvtx growth_kernels growth_late oom oom_retry vmm caching caching_tensors oddities)
   vt_analyze_golden(report_${t}.txt 0 report ${t}.zst)
   vt_analyze_golden(report_${t}.json 0 report --json ${t}.zst)
 endforeach()
+# OOM first (issue 33): the headline, one failure per request, probes apart
+add_test(NAME analyze.oom COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/oom.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES}
+                                   ${VT_TEST_DATA})
+set_tests_properties(analyze.oom PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
 # A trace damaged in many frames is read to its end.
 add_test(NAME analyze.damaged COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/damaged.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES})
 set_tests_properties(analyze.damaged PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
