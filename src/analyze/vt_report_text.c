@@ -497,7 +497,7 @@ static void text_steps(const vt_analysis *a, const vt_proc *p, FILE *o)
 {
     if (p->steps && !strncmp(p->step_source, "nvtx:", 5)) {
         fprintf(o, "steps: %" PRIu64 " (NVTX range %s, %s), %.3f s per step", p->steps, p->step_source + 5,
-                a->cfg.steps_name ? "--steps" : "it repeats with the allocations", p->step_period_ns / 1e9);
+                a->cfg.steps_name ? "--steps" : "it repeats with the loop's work", p->step_period_ns / 1e9);
         if (p->kernel_steps)
             fprintf(o, "; the kernel sequence repeats %" PRIu64 " times", p->kernel_steps);
         fputc('\n', o);
@@ -516,7 +516,7 @@ static void text_steps(const vt_analysis *a, const vt_proc *p, FILE *o)
 static void text_growth(vt_analysis *a, vt_proc *p, FILE *o)
 {
     char b1[32], b2[32], b3[32];
-    fprintf(o, "\n-- growth: call sites whose live bytes keep rising until the view time --\n");
+    fprintf(o, "\n-- growth: call sites whose live bytes keep rising over the steps --\n");
     text_steps(a, p, o);
     if (!p->ngrowth) {
         fprintf(o, "no call site keeps growing\n");
