@@ -459,6 +459,12 @@ static void copy_header(vt_proc *p, const vt_ev_header *h)
         } else if (!strcmp(n, "PYTORCH_CUDA_ALLOC_CONF")) {
             free(p->env_alloc_conf);
             p->env_alloc_conf = xstrdup(v);
+        } else if (!strcmp(n, "XLA_PYTHON_CLIENT_ALLOCATOR")) {
+            free(p->env_xla_alloc);
+            p->env_xla_alloc = xstrdup(v);
+        } else if (!strcmp(n, "TF_GPU_ALLOCATOR")) {
+            free(p->env_tf_alloc);
+            p->env_tf_alloc = xstrdup(v);
         }
     }
 }
@@ -558,6 +564,7 @@ int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
             }
         }
         d->c10 = is_c10_path(d->path);
+        d->pool = vt_pool_of_path(d->path);
         return 0;
     }
     case VT_EV_LAUNCH: {

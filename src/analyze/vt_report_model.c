@@ -328,7 +328,6 @@ const char *rep_verdict_name(rep_verdict_kind k)
 
 void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
 {
-    (void)a;
     memset(v, 0, sizeof(*v));
     v->mode = rep_allocator_mode(p, &v->tensor_level);
     v->steps = p->steps;
@@ -352,6 +351,18 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
             if (p->dev[d].reserved_at > p->dev[d].at_kind[VT_MEM_TENSOR])
                 c += p->dev[d].reserved_at - p->dev[d].at_kind[VT_MEM_TENSOR];
         v->cached = c;
+    }
+    /* a pool above CUDA whose blocks the trace does not hold (vt_pools.c):
+     * no growth says nothing of what it holds, and growth of its chunks
+     * names the line that made it grow; growth elsewhere is still a leak */
+    vt_pool_finding pf;
+    vt_pools_find(a, p, &pf);
+    if (pf.pool && (!p->ngrowth || pf.lead_hidden)) {
+        v->kind = REP_CANNOT_TELL;
+        v->pool = pf.pool;
+        v->segments_grown = pf.grown;
+        vt_pools_advice(p, pf.pool, v->reason, sizeof(v->reason), v->command, sizeof(v->command));
+        return;
     }
     const int segments = !v->tensor_level && (!strcmp(v->mode, "pytorch_caching") || !strcmp(v->mode, "pytorch_expandable"));
     if (segments) {

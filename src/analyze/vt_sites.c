@@ -59,6 +59,10 @@ static int internal_python_file(const char *file)
 {
     if (!file)
         return 1;
+    /* vramtrace's own Python (src/python: CuPy's memory hook calls the
+     * library from vramtrace_cupy.py, under the user's line) */
+    if (!strncmp(base_name(file), "vramtrace_", 10))
+        return 1;
     return strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") || strstr(file, "/lib/python") ||
            !strncmp(file, "<frozen", 7);
 }
