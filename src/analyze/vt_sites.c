@@ -27,6 +27,7 @@ static int internal_module(const char *path)
         "libgcc_s", "ld-linux", "libpthread", "libdl.", "libm.so", "libtorch", "libc10", "libpython",
         "python", "libnccl", "libcublas", "libcudnn", "libnvrtc", "libnvJitLink", "libcufft", "libcurand",
         "libcusparse", "libcusolver", "libnvidia", "_C.cpython", "libshm", "libgomp", "libtriton",
+        "_ctypes.", "libffi", /* ctypes: CuPy's memory hook calling the library */
     };
     const char *b = base_name(path);
     if (!b || !*b)
