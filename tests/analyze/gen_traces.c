@@ -472,7 +472,7 @@ static void gen_frames(void)
 #define CUPY_MEMORY SITE "/cupy/cuda/memory.cpython-312-x86_64-linux-gnu.so"
 #define CUPY_RUNTIME SITE "/cupy_backends/cuda/api/runtime.cpython-312-x86_64-linux-gnu.so"
 #define CTYPES "/opt/conda/lib/python3.12/lib-dynload/_ctypes.cpython-312-x86_64-linux-gnu.so"
-#define XLA_EXT SITE "/jaxlib/xla_extension.so"
+#define XLA_EXT SITE "/jax_plugins/xla_cuda13/xla_cuda_plugin.so" /* jax 0.11: buffers come from the PJRT plugin */
 enum { K_CUPY_ZEROS = 40, K_HOOK_EVENT, K_HOOK_MALLOC, K_JAX_API, K_JAX_PJIT };
 
 static void pool_defs(void)
@@ -578,7 +578,7 @@ static void gen_cupy(int hook)
 }
 
 /* JAX, XLA's default allocator: one cuMemAlloc of 75 % of the device at
- * the first array (BFC's preallocation, from xla_extension under JAX's
+ * the first array (BFC's preallocation, from XLA's CUDA plugin under JAX's
  * dispatch frames), then 24 steps that keep 256 KiB each inside it (issue
  * 33) and allocate nothing the trace sees: cannot tell, naming XLA. */
 static void gen_jax_bfc(void)
@@ -605,7 +605,7 @@ static void gen_jax_bfc(void)
 }
 
 /* JAX with XLA_PYTHON_CLIENT_ALLOCATOR=platform: one cuMemAlloc per buffer
- * through xla_extension and JAX's dispatch frames; a 4 MiB temporary freed
+ * through XLA's CUDA plugin and JAX's dispatch frames; a 4 MiB temporary freed
  * each step and 256 KiB kept per step at keep_outputs (train.py:50):
  * the existing path names the leak at the user's line. */
 static void gen_jax_platform(void)

@@ -13,7 +13,8 @@
 #   jax-platform   XLA_PYTHON_CLIENT_ALLOCATOR=platform
 #                  XLA_PYTHON_CLIENT_PREALLOCATE=false: leak at the leak's
 #                  line of jax_leak.py
-# Traces under $OUT/pools; prints "check_pools: ok" or the failures.
+# Traces under $OUT/pools; prints "check_pools: ok" or the failures (SKIP
+# when neither framework is installed).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 VT=${VRAMTRACE_CLI:-$here/../../build/vramtrace}
@@ -21,7 +22,7 @@ W=${OUT:-/tmp}/pools
 rm -rf "$W"
 mkdir -p "$W"
 export VRAMTRACE_CACHE_DIR=$W/cache
-fail=0
+fail=0 skipped=""
 bad() { echo "FAIL: $*"; fail=1; }
 run() { # NAME PROGRAM ENVVARS...: records into $W/NAME, truth in $W/NAME.truth.json
     local name=$1 prog=$2
@@ -59,14 +60,20 @@ if python3 -c 'import cupy' 2>/dev/null; then
     run cupy-hook cupy_leak.py && check cupy-hook leak
     "$VT" report "$W/cupy-hook" 2>/dev/null | grep -q 'CuPy memory hook: tensor events on' || bad "cupy-hook: no hook note"
 else
-    bad "cupy is not installed"
+    skipped+=" cupy"
 fi
 if python3 -c 'import jax' 2>/dev/null; then
     run jax-default jax_leak.py && check jax-default cannot_tell jax_xla
     run jax-platform jax_leak.py XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_PYTHON_CLIENT_PREALLOCATE=false &&
         check jax-platform leak
 else
-    bad "jax is not installed"
+    skipped+=" jax"
 fi
-[ $fail = 0 ] && echo "check_pools: ok" || echo "check_pools: FAILED"
+if [ $fail != 0 ]; then
+    echo "check_pools: FAILED"
+elif [ "$skipped" = " cupy jax" ]; then
+    echo "check_pools: SKIP neither cupy nor jax is installed"
+else
+    echo "check_pools: ok${skipped:+ (not installed:$skipped)}"
+fi
 exit $fail
