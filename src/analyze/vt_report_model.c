@@ -227,11 +227,13 @@ size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out)
 
 const char *rep_allocator_mode(const vt_proc *p, int *tensor_level)
 {
-    int c10_malloc = 0, c10_vmm = 0, c10_async = 0, async = 0;
+    int c10_malloc = 0, c10_vmm = 0, c10_async = 0, async = 0, cupy = 0;
     for (size_t k = 0; k < p->nunits; k++) {
         const vt_unit *u = &p->units[k];
         if (u->api == VT_API_MALLOC_ASYNC || u->api == VT_API_MALLOC_FROM_POOL)
             async = 1;
+        if (u->pool == VT_POOL_CUPY && u->segment)
+            cupy = 1; /* a chunk of CuPy's MemoryPool (vt_pools.c) */
         if (!u->c10)
             continue;
         if (u->api == VT_API_VMM)
@@ -252,6 +254,8 @@ const char *rep_allocator_mode(const vt_proc *p, int *tensor_level)
         return "pytorch_expandable";
     if (c10_malloc)
         return "pytorch_caching";
+    if (cupy) /* with its memory hook's blocks (tensor_level), or chunks only */
+        return "cupy_pool";
     if (async)
         return "stream_ordered";
     return "direct";

@@ -577,6 +577,32 @@ static void gen_cupy(int hook)
     gen_close(VT_END_NORMAL, 0);
 }
 
+/* CuPy's pool beside a growing native leak: the pool's one chunk, made
+ * at the start, never grows; libfoo's cudaMalloc keeps 2 MiB a step.
+ * Growth outside the pool is a leak whatever the pool hides. */
+static void gen_cupy_native(void)
+{
+    gen_proc gp = {.program = "cupy_train.py", .pid = 7302, .kernels = 1, .native = 1, .python = 1};
+    gen_open(P("cupy_native.zst"), &gp);
+    pool_defs();
+    gen_module(LIBFOO, 0x7f1000000000ull, 0x7f1000010000ull, 0x7f1000000000ull);
+    gen_stack chunk = cupy_chunk_stack(K_TEMP, 91), foo = {.n = 0};
+    gs_native(&foo, 0x7f0000001300ull);
+    gs_native(&foo, 0x7f1000001234ull);
+    gs_py(&foo, K_KEEP, 50);
+    gs_py(&foo, K_MAIN, 80);
+    gen_alloc(T(1 * MS), 0x7f0000000000ull, 64 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &chunk);
+    for (int k = 0; k < 24; k++) {
+        uint64_t t0 = T(2 * MS + (uint64_t)k * 2 * MS);
+        gen_nvtx(t0, VT_NVTX_PUSH, "step");
+        gen_kernel(t0 + 3000, "cupy_add", 0, 500000);
+        gen_alloc(t0 + 700000, 0x7e0000000000ull + (uint64_t)k * 2 * MiB, 2 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &foo);
+        gen_nvtx(t0 + 1 * MS, VT_NVTX_POP, NULL);
+    }
+    gen_free(T(100 * MS), 0x7f0000000000ull, 0);
+    gen_close(VT_END_NORMAL, 0);
+}
+
 /* JAX, XLA's default allocator: one cuMemAlloc of 75 % of the device at
  * the first array (BFC's preallocation, from XLA's CUDA plugin under JAX's
  * dispatch frames), then 24 steps that keep 256 KiB each inside it (issue
@@ -663,6 +689,7 @@ int main(int argc, char **argv)
     gen_frames();
     gen_cupy(0);
     gen_cupy(1);
+    gen_cupy_native();
     gen_jax_bfc();
     gen_jax_platform();
     return 0;

@@ -10,6 +10,10 @@
 #                     leak at keep_outputs (train.py:50), chunks reserved
 #   jax_platform.zst  XLA_PYTHON_CLIENT_ALLOCATOR=platform -> leak at the
 #                     user's line through JAX's dispatch frames
+#   cupy_native.zst   CuPy's pool beside a growing cudaMalloc outside it ->
+#                     leak at that line (growth outside a pool is real)
+# Amounts of growth are left to the growth tests: only the verdict's kind,
+# the pool and its setting, and the named line are checked here.
 set -u
 vt=$1 dir=$2
 fail=0
@@ -28,7 +32,6 @@ v = json.load(sys.stdin)["processes"][0]["verdict"]
 assert v["kind"] == "cannot_tell", v
 assert v["pool"] == {"key": "cupy", "name": "CuPy'"'"'s MemoryPool"}, v
 assert "set_allocator(None)" in v["command"] and "CuPy" in v["reason"], v
-assert v["segments_grown_bytes"] == 28 << 20, v
 ' || bad "cupy_pool JSON"
 
 v=$(verdict jax_bfc.zst)
@@ -44,22 +47,27 @@ assert v["command"].startswith("XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_PYTHON_
 ' || bad "jax_bfc JSON"
 
 v=$(verdict cupy_hook.zst)
-grep -q "^verdict: LEAK at keep_outputs (/home/user/project/train.py:50): +24.00 MiB" <<<"$v" || bad "cupy_hook: $v"
+grep -q "^verdict: LEAK at keep_outputs (/home/user/project/train.py:50): +" <<<"$v" || bad "cupy_hook: $v"
 json cupy_hook.zst | python3 -c '
 import json, sys
 p = json.load(sys.stdin)["processes"][0]
 v = p["verdict"]
-assert v["kind"] == "leak" and v["tensor_level"] and "pool" not in v, v
+assert v["kind"] == "leak" and v["tensor_level"] and "pool" not in v and v["allocator_mode"] == "cupy_pool", v
 u, fr = v["site"]["user_frame"], v["site"]["stack"]
 assert u["file"] == "/home/user/project/train.py" and u["line"] == 50, u
 assert all(f["internal"] for f in fr if "vramtrace_cupy" in (f.get("file") or "") or "_ctypes" in (f.get("module") or "")), fr
 assert [s["kind"] for s in p["leaks"]["sites"]] == ["tensor"], p["leaks"]["sites"]
 ' || bad "cupy_hook JSON"
-"$vt" report --no-symbols "$dir/cupy_hook.zst" 2>&1 | grep -q "reserved        peak 28.00 MiB" || bad "cupy_hook: chunks not reserved"
+r=$("$vt" report --no-symbols "$dir/cupy_hook.zst" 2>&1)
+grep -q "allocated       peak 26.00 MiB .* (blocks of CuPy's memory pool)" <<<"$r" || bad "cupy_hook: blocks not allocated"
+grep -q "reserved        peak 28.00 MiB .* (its chunks)" <<<"$r" || bad "cupy_hook: chunks not reserved"
 
 v=$(verdict jax_platform.zst)
-grep -q "^verdict: LEAK at keep_outputs (/home/user/project/train.py:50): +6.00 MiB, 241.16 KiB per step over 24 steps" <<<"$v" ||
+grep -q "^verdict: LEAK at keep_outputs (/home/user/project/train.py:50): +.* over 24 steps" <<<"$v" ||
     bad "jax_platform: $v"
+
+v=$(verdict cupy_native.zst)
+grep -q "^verdict: LEAK at keep_outputs (/home/user/project/train.py:50): +" <<<"$v" || bad "cupy_native: $v"
 
 [ $fail = 0 ] && echo "ok: pools (cupy pool, jax bfc: cannot tell; cupy hook, jax platform: leak at the line)"
 exit $fail
