@@ -38,8 +38,8 @@ int vt_pool_of_path(const char *path)
         return VT_POOL_TF;
     /* JAX: jaxlib's xla_extension / _jax, the CUDA PJRT plugin */
     if (!strncmp(b, "xla_extension", 13) || !strncmp(b, "libxla", 6) || !strncmp(b, "xla_cuda_plugin", 15) ||
-        !strncmp(b, "pjrt_c_api_gpu_plugin", 21) || strstr(path, "/jaxlib/") || strstr(path, "/jax_plugins/") ||
-        strstr(path, "/jax_cuda"))
+        !strncmp(b, "pjrt_c_api_gpu_plugin", 21) || strstr(path, "/jaxlib/") ||
+        strstr(path, "/jax_plugins/") || strstr(path, "/jax_cuda"))
         return VT_POOL_XLA;
     if (!strncmp(b, "librmm", 6) || strstr(path, "/rmm/"))
         return VT_POOL_RMM;
@@ -85,8 +85,10 @@ static const struct {
     [VT_POOL_CUPY] = {"cupy", "CuPy's MemoryPool", "hands out blocks inside cudaMalloc chunks"},
     [VT_POOL_XLA] = {"jax_xla", "JAX/XLA's BFC allocator",
                      "preallocates most of the device (75 %) and hands out buffers inside it"},
-    [VT_POOL_TF] = {"tensorflow_bfc", "TensorFlow's BFC allocator", "hands out tensors inside regions it keeps"},
-    [VT_POOL_RMM] = {"rmm", "RAPIDS RMM's memory resource", "may be a pool that hands out blocks inside its chunks"},
+    [VT_POOL_TF] = {"tensorflow_bfc", "TensorFlow's BFC allocator",
+                    "hands out tensors inside regions it keeps"},
+    [VT_POOL_RMM] = {"rmm", "RAPIDS RMM's memory resource",
+                     "may be a pool that hands out blocks inside its chunks"},
 };
 
 const char *vt_pool_key(int pool)
@@ -142,7 +144,8 @@ static int unit_hidden(vt_analysis *a, const vt_proc *p, const vt_unit *u)
     case VT_POOL_TF:
         return !env_is(p->env_tf_alloc, "cuda_malloc_async");
     case VT_POOL_RMM: /* rmm.reinitialize(pool_allocator=False): cuda_memory_resource */
-        if (frames_say(a, p, u, "pool_memory_resource", &named) || frames_say(a, p, u, "arena_memory_resource", &named))
+        if (frames_say(a, p, u, "pool_memory_resource", &named) ||
+            frames_say(a, p, u, "arena_memory_resource", &named))
             return 1;
         return !(named && frames_say(a, p, u, "cuda_memory_resource", &named));
     default:
@@ -200,10 +203,11 @@ void vt_pools_advice(const vt_proc *p, int pool, char *reason, size_t rlen, char
         reason[0] = command[0] = 0;
         return;
     }
-    snprintf(reason, rlen,
-             "allocations come from %s, which %s; the trace sees its chunks, not the blocks inside them, so a "
-             "leak inside the pool may show as no growth, or as the line that made the pool grow",
-             k_pools[pool].name, k_pools[pool].what);
+    snprintf(
+        reason, rlen,
+        "allocations come from %s, which %s; the trace sees its chunks, not the blocks inside them, so a "
+        "leak inside the pool may show as no growth, or as the line that made the pool grow",
+        k_pools[pool].name, k_pools[pool].what);
     char run[480];
     switch (pool) {
     case VT_POOL_CUPY:
@@ -214,8 +218,9 @@ void vt_pools_advice(const vt_proc *p, int pool, char *reason, size_t rlen, char
                  run);
         break;
     case VT_POOL_XLA:
-        with_argv(p, run, sizeof(run),
-                  "XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_PYTHON_CLIENT_PREALLOCATE=false vramtrace record --");
+        with_argv(
+            p, run, sizeof(run),
+            "XLA_PYTHON_CLIENT_ALLOCATOR=platform XLA_PYTHON_CLIENT_PREALLOCATE=false vramtrace record --");
         snprintf(command, clen, "%s", run);
         break;
     case VT_POOL_TF:

@@ -41,7 +41,8 @@ int vt_hook_attach(const char *pool)
         return -1;
     int expect = 0;
     if (atomic_compare_exchange_strong(&g_hook_pool, &expect, 1))
-        note(VT_SEV_INFO, "CuPy memory hook: tensor events on (cupy.cuda.MemoryHook; pool chunks are reserved memory)");
+        note(VT_SEV_INFO,
+             "CuPy memory hook: tensor events on (cupy.cuda.MemoryHook; pool chunks are reserved memory)");
     return 0;
 }
 
@@ -64,13 +65,16 @@ int vt_hook_event(uint32_t action, int32_t device, uint64_t addr, uint64_t size)
     ev.time_ns = g.tsc_events ? vt_clock_at(__rdtsc()) : 0;
     if (action == 0) {
         ev.type = VT_EV_ALLOC;
-        ev.u.alloc = (vt_ev_alloc){.address = addr, .size = size, .device = dev, .kind = VT_MEM_TENSOR,
+        ev.u.alloc = (vt_ev_alloc){.address = addr,
+                                   .size = size,
+                                   .device = dev,
+                                   .kind = VT_MEM_TENSOR,
                                    .api = VT_API_CACHING_ALLOCATOR};
         vt_inject_capture_site(T, &ev.u.alloc.site);
     } else {
         ev.type = VT_EV_FREE;
-        ev.u.free = (vt_ev_free){.address = addr, .device = dev, .kind = VT_MEM_TENSOR,
-                                 .api = VT_API_CACHING_ALLOCATOR};
+        ev.u.free = (vt_ev_free){
+            .address = addr, .device = dev, .kind = VT_MEM_TENSOR, .api = VT_API_CACHING_ALLOCATOR};
     }
     vt_inject_emit(&ev);
     return 0;

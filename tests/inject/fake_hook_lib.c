@@ -25,7 +25,8 @@ __attribute__((visibility("default"))) int vt_hook_attach(const char *pool)
     return 0;
 }
 
-__attribute__((visibility("default"))) int vt_hook_event(uint32_t action, int32_t device, uint64_t addr, uint64_t size)
+__attribute__((visibility("default"))) int vt_hook_event(uint32_t action, int32_t device, uint64_t addr,
+                                                         uint64_t size)
 {
     if (!fake_attached)
         return -1;
