@@ -57,6 +57,9 @@
       (v.rate_bytes_per_step !== null && v.rate_bytes_per_step !== undefined && v.steps ?
         ", " + L.fmtBytes(v.rate_bytes_per_step) + " per step over " + v.steps + " steps" : "") +
       ", confidence " + v.confidence.toFixed(2) };
+    if (v && v.kind === "cannot_tell" && v.pool) return { cls: "warn", text: "Cannot tell: " + v.reason +
+      (v.segments_grown_bytes ? " (its chunks grew by " + L.fmtBytes(v.segments_grown_bytes) + ")" : "") +
+      ". To see its blocks: " + v.command };
     if (v && v.kind === "cannot_tell") return { cls: "warn", text: "Cannot tell in this mode: the caching allocator's " +
       "segments grew by " + L.fmtBytes(v.segments_grown_bytes) + "; " + v.reason + ". To find the line: " + v.command };
     if (v && v.kind === "no_leak") return { cls: "ok", text: "No leak: no call site keeps growing" +

@@ -72,6 +72,7 @@ typedef struct {
     uint32_t stack;
     /* colder */
     uint8_t c10;       /* stack passes through PyTorch's caching allocator (libc10_cuda) */
+    uint8_t pool;      /* VT_POOL_*: stack passes through a pool above CUDA (vt_pools.c) */
     uint32_t thread;       /* the thread (Thread id) of its first allocation */
     uint32_t holder;       /* 1 + the holder (vt_proc.holders) of most of its live bytes, 0 none */
     uint64_t held_bytes;   /* of its live bytes, those that holder holds */
@@ -313,6 +314,7 @@ typedef struct {
     uint32_t build_id_len;
     int c10;   /* libc10_cuda / caching allocator library */
     int alloc_lib; /* c10, or vramtrace's PyTorch shim: the allocator's frames */
+    int pool;  /* VT_POOL_*: a pool library above CUDA (vt_pool_of_path) */
 } vt_pmodule;
 
 /* A Python object that holds CUDA tensors at exit (holders.PID.txt,
@@ -351,6 +353,7 @@ typedef struct {
     char **argv;
     uint32_t argc;
     char *env_rank, *env_alloc_conf, *env_world;
+    char *env_xla_alloc, *env_tf_alloc; /* XLA_PYTHON_CLIENT_ALLOCATOR, TF_GPU_ALLOCATOR */
     int hdr_kernels, hdr_native, hdr_python;
     uint32_t format_version;
     char *tool_version;
@@ -527,6 +530,13 @@ const char *vt_unit_key(vt_analysis *a, vt_proc *p, uint32_t unit);
  * modules for frames without a symbol), never raw offsets; cached. */
 const char *vt_unit_meaning_key(vt_analysis *a, vt_proc *p, uint32_t unit);
 int vt_stack_is_c10(const vt_proc *p, uint32_t stack);
+/* Pools above CUDA that the trace cannot see into (vt_pools.c): which
+ * one a module's path belongs to, and which one a stack passes through
+ * (its native frames' modules, the pool's Python frames); VT_POOL_NONE
+ * when none. */
+enum { VT_POOL_NONE = 0, VT_POOL_CUPY, VT_POOL_XLA, VT_POOL_TF, VT_POOL_RMM, VT_POOL__COUNT };
+int vt_pool_of_path(const char *path);
+int vt_pool_of_stack(const vt_proc *p, uint32_t stack);
 
 /* output helpers (vt_report.c) */
 void vt_fmt_bytes(char *buf, size_t len, double bytes);

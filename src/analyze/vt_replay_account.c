@@ -48,6 +48,11 @@ vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsigned kin
     u->segment = u->c10 && (api == VT_API_MALLOC || api == VT_API_VMM);
     if (u->segment)
         p->c10_units++;
+    /* CuPy's pool chunks are segments too: with its memory hook's blocks
+     * (TENSOR) they are reserved memory, as PyTorch's (vt_pools.c) */
+    u->pool = (uint8_t)vt_pool_of_stack(p, stack);
+    if (u->pool == VT_POOL_CUPY && api == VT_API_MALLOC && kind == VT_MEM_DEVICE)
+        u->segment = 1;
     if (api == VT_API_CACHING_ALLOCATOR)
         p->tensor_units++;
     u->pk_epoch = p->dev[device].peak_epoch;

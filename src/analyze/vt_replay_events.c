@@ -556,6 +556,12 @@ static void copy_header(vt_proc *p, const vt_ev_header *h)
         } else if (!strcmp(n, "PYTORCH_CUDA_ALLOC_CONF")) {
             free(p->env_alloc_conf);
             p->env_alloc_conf = xstrdup(v);
+        } else if (!strcmp(n, "XLA_PYTHON_CLIENT_ALLOCATOR")) {
+            free(p->env_xla_alloc);
+            p->env_xla_alloc = xstrdup(v);
+        } else if (!strcmp(n, "TF_GPU_ALLOCATOR")) {
+            free(p->env_tf_alloc);
+            p->env_tf_alloc = xstrdup(v);
         }
     }
 }
@@ -657,6 +663,7 @@ int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
         d->c10 = is_c10_path(d->path);
         const char *base = strrchr(d->path, '/');
         d->alloc_lib = d->c10 || !strncmp(base ? base + 1 : d->path, "libvt_torch", 11);
+        d->pool = vt_pool_of_path(d->path);
         return 0;
     }
     case VT_EV_LAUNCH: {

@@ -32,6 +32,8 @@ void vt_proc_free(vt_proc *p)
     free(p->env_rank);
     free(p->env_alloc_conf);
     free(p->env_world);
+    free(p->env_xla_alloc);
+    free(p->env_tf_alloc);
     free(p->tool_version);
     for (size_t i = 0; i < p->nstrings; i++)
         free(p->strings[i]);

@@ -62,10 +62,28 @@ typedef struct {
     uint64_t segments_grown; /* REP_CANNOT_TELL: growth of caching-allocator segments */
     const char *mode;
     int tensor_level;
-    char reason[320];
+    int pool;               /* REP_CANNOT_TELL: VT_POOL_* the trace cannot see into, 0 none */
+    char reason[400];
     char command[600];
 } rep_verdict;
 void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v);
+
+/* A pool above CUDA whose blocks the trace does not hold (vt_pools.c):
+ * the one with most bytes allocated through it (0: none), its call sites
+ * and bytes, the growth of its chunks, and whether the leading growing
+ * site is one of its chunks. */
+typedef struct {
+    int pool;
+    uint32_t units;
+    uint64_t bytes, grown;
+    int lead_hidden;
+} vt_pool_finding;
+void vt_pools_find(vt_analysis *a, const vt_proc *p, vt_pool_finding *out);
+/* The verdict's reason and the setting or command that makes the pool's
+ * blocks visible (with the program's argv) */
+void vt_pools_advice(const vt_proc *p, int pool, char *reason, size_t rlen, char *command, size_t clen);
+const char *vt_pool_key(int pool);  /* "cupy", "jax_xla", "tensorflow_bfc", "rmm" */
+const char *vt_pool_name(int pool); /* "CuPy's MemoryPool", ... */
 const char *rep_verdict_name(rep_verdict_kind k);
 
 /* The OOM headline, said before the verdict: a process with an

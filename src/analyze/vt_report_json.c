@@ -76,6 +76,8 @@ static void json_verdict(vt_analysis *a, vt_proc *p, FILE *o)
         vt_json_str(o, v.reason);
         fputs(",\"command\":", o);
         vt_json_str(o, v.command);
+        if (v.pool) /* a pool the trace cannot see into (vt_pools.c) */
+            fprintf(o, ",\"pool\":{\"key\":\"%s\",\"name\":\"%s\"}", vt_pool_key(v.pool), vt_pool_name(v.pool));
     }
     fputc('}', o);
 }

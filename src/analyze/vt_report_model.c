@@ -227,11 +227,13 @@ size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out)
 
 const char *rep_allocator_mode(const vt_proc *p, int *tensor_level)
 {
-    int c10_malloc = 0, c10_vmm = 0, c10_async = 0, async = 0;
+    int c10_malloc = 0, c10_vmm = 0, c10_async = 0, async = 0, cupy = 0;
     for (size_t k = 0; k < p->nunits; k++) {
         const vt_unit *u = &p->units[k];
         if (u->api == VT_API_MALLOC_ASYNC || u->api == VT_API_MALLOC_FROM_POOL)
             async = 1;
+        if (u->pool == VT_POOL_CUPY && u->segment)
+            cupy = 1; /* a chunk of CuPy's MemoryPool (vt_pools.c) */
         if (!u->c10)
             continue;
         if (u->api == VT_API_VMM)
@@ -252,6 +254,8 @@ const char *rep_allocator_mode(const vt_proc *p, int *tensor_level)
         return "pytorch_expandable";
     if (c10_malloc)
         return "pytorch_caching";
+    if (cupy) /* with its memory hook's blocks (tensor_level), or chunks only */
+        return "cupy_pool";
     if (async)
         return "stream_ordered";
     return "direct";
@@ -328,7 +332,6 @@ const char *rep_verdict_name(rep_verdict_kind k)
 
 void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
 {
-    (void)a;
     memset(v, 0, sizeof(*v));
     v->mode = rep_allocator_mode(p, &v->tensor_level);
     v->steps = p->steps;
@@ -352,6 +355,18 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
             if (p->dev[d].reserved_at > p->dev[d].at_kind[VT_MEM_TENSOR])
                 c += p->dev[d].reserved_at - p->dev[d].at_kind[VT_MEM_TENSOR];
         v->cached = c;
+    }
+    /* a pool above CUDA whose blocks the trace does not hold (vt_pools.c):
+     * no growth says nothing of what it holds, and growth of its chunks
+     * names the line that made it grow; growth elsewhere is still a leak */
+    vt_pool_finding pf;
+    vt_pools_find(a, p, &pf);
+    if (pf.pool && (!p->ngrowth || pf.lead_hidden)) {
+        v->kind = REP_CANNOT_TELL;
+        v->pool = pf.pool;
+        v->segments_grown = pf.grown;
+        vt_pools_advice(p, pf.pool, v->reason, sizeof(v->reason), v->command, sizeof(v->command));
+        return;
     }
     const int segments = !v->tensor_level && (!strcmp(v->mode, "pytorch_caching") || !strcmp(v->mode, "pytorch_expandable"));
     if (segments) {

@@ -31,6 +31,11 @@ static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
         if (p->ngrowth > 1)
             fprintf(o, " (%zu growing call sites, %s in all)", p->ngrowth, rep_bytes(b1, (double)v.grown));
         fputc('\n', o);
+    } else if (v.kind == REP_CANNOT_TELL && v.pool) { /* a pool the trace cannot see into (vt_pools.c) */
+        fprintf(o, "verdict: CANNOT TELL: %s", v.reason);
+        if (v.segments_grown)
+            fprintf(o, " (its chunks grew by %s)", rep_bytes(b1, (double)v.segments_grown));
+        fprintf(o, "\n  to see its blocks: %s\n", v.command);
     } else if (v.kind == REP_CANNOT_TELL) {
         fprintf(o, "verdict: CANNOT TELL in this mode: the caching allocator's segments grew by %s; %s\n",
                 rep_bytes(b1, (double)v.segments_grown), v.reason);
@@ -389,12 +394,15 @@ static void unit_line(const vt_proc *p, const vt_unit *u, int64_t bytes, int64_t
 static void text_allocated_reserved(const vt_proc *p, const vt_devstate *s, FILE *o)
 {
     char b1[32], b2[32], b3[32];
-    fprintf(o, "    allocated       peak %s at %.3f s, at the view %s, at the end %s (tensors of PyTorch's caching allocator)\n",
+    int tl;
+    const int cupy = !strcmp(rep_allocator_mode(p, &tl), "cupy_pool"); /* blocks from CuPy's memory hook */
+    fprintf(o, "    allocated       peak %s at %.3f s, at the view %s, at the end %s (%s)\n",
             rep_bytes(b1, (double)s->peak_kind[VT_MEM_TENSOR]), rep_rel_s(p, s->peak_kind_t[VT_MEM_TENSOR]),
-            rep_bytes(b2, (double)s->at_kind[VT_MEM_TENSOR]), rep_bytes(b3, (double)s->live[VT_MEM_TENSOR]));
-    fprintf(o, "    reserved        peak %s at %.3f s, at the view %s, at the end %s (its segments)\n",
+            rep_bytes(b2, (double)s->at_kind[VT_MEM_TENSOR]), rep_bytes(b3, (double)s->live[VT_MEM_TENSOR]),
+            cupy ? "blocks of CuPy's memory pool" : "tensors of PyTorch's caching allocator");
+    fprintf(o, "    reserved        peak %s at %.3f s, at the view %s, at the end %s (its %s)\n",
             rep_bytes(b1, (double)s->reserved_peak), rep_rel_s(p, s->reserved_peak_t), rep_bytes(b2, (double)s->reserved_at),
-            rep_bytes(b3, (double)s->reserved));
+            rep_bytes(b3, (double)s->reserved), cupy ? "chunks" : "segments");
     int64_t cached = s->reserved_at - s->at_kind[VT_MEM_TENSOR];
     int64_t outside = s->at_kind[VT_MEM_DEVICE] - s->reserved_at;
     fprintf(o, "    at the view: %s cached in the pool (reserved - allocated: freed tensors kept, not a leak)",
@@ -714,6 +722,13 @@ static void text_allocator(vt_analysis *a, vt_proc *p, FILE *o)
                    "so a segment's call site is the tensor that made the pool grow. For tensor-level call sites,\n"
                    "record with `vramtrace record` (its PyTorch shim records the tensors; see the notes if it\n"
                    "did not), or with `--tensors` (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync).\n");
+    } else if (!strcmp(mode, "cupy_pool") && tl) {
+        fprintf(o, "CuPy's memory pool: its cudaMalloc chunks are reserved memory; blocks from its memory hook\n"
+                   "(cupy.cuda.MemoryHook, installed by `vramtrace record`) are allocated: call sites are array-level.\n");
+    } else if (!strcmp(mode, "cupy_pool")) {
+        fprintf(o, "CuPy's memory pool: these blocks are its cudaMalloc chunks, not arrays: a chunk's call site is the\n"
+                   "array that made the pool grow. For array-level call sites, record with `vramtrace record` (its\n"
+                   "CuPy memory hook records the pool's blocks), or call cupy.cuda.set_allocator(None).\n");
     } else if (!strcmp(mode, "pytorch_async")) {
         fprintf(o, "PyTorch with backend:cudaMallocAsync: one allocation per tensor, call sites are tensor-level.\n");
     } else if (!strcmp(mode, "stream_ordered")) {

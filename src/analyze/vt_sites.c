@@ -27,6 +27,7 @@ static int internal_module(const char *path)
         "libgcc_s", "ld-linux", "libpthread", "libdl.", "libm.so", "libtorch", "libc10", "libpython",
         "python", "libnccl", "libcublas", "libcudnn", "libnvrtc", "libnvJitLink", "libcufft", "libcurand",
         "libcusparse", "libcusolver", "libnvidia", "_C.cpython", "libshm", "libgomp", "libtriton",
+        "_ctypes.", "libffi", /* ctypes: CuPy's memory hook calling the library */
     };
     const char *b = base_name(path);
     if (!b || !*b)
@@ -58,6 +59,10 @@ static int internal_function(const char *fn)
 static int internal_python_file(const char *file)
 {
     if (!file)
+        return 1;
+    /* vramtrace's own Python (src/python: CuPy's memory hook calls the
+     * library from vramtrace_cupy.py, under the user's line) */
+    if (!strncmp(base_name(file), "vramtrace_", 10))
         return 1;
     return strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") || strstr(file, "/lib/python") ||
            !strncmp(file, "<frozen", 7);

@@ -15,8 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern const char vt_torch_shim_cpp[], vt_torch_abi_h[], vt_py_holders[], vt_py_sitecustomize[];
-extern const unsigned long vt_torch_shim_cpp_len, vt_torch_abi_h_len, vt_py_holders_len, vt_py_sitecustomize_len;
+extern const char vt_torch_shim_cpp[], vt_torch_abi_h[], vt_py_holders[], vt_py_sitecustomize[], vt_py_cupy[];
+extern const unsigned long vt_torch_shim_cpp_len, vt_torch_abi_h_len, vt_py_holders_len, vt_py_sitecustomize_len,
+    vt_py_cupy_len;
 
 #define PFX "vramtrace: "
 
@@ -289,29 +290,40 @@ static void cache_dir(char *cache, size_t len)
 
 int vt_record_python_dir(char *out, size_t outlen, char *why, size_t whylen)
 {
-    char cache[PATH_MAX], dir[PATH_MAX + 64], f1[PATH_MAX + 96], f2[PATH_MAX + 96], t[PATH_MAX + 128];
+    /* the holder walk, CuPy's hook and the sitecustomize that loads both */
+    static const struct {
+        const char *name;
+        const char *data;
+        const unsigned long *len;
+    } files[] = {{"vramtrace_holders.py", vt_py_holders, &vt_py_holders_len},
+                 {"vramtrace_cupy.py", vt_py_cupy, &vt_py_cupy_len},
+                 {"sitecustomize.py", vt_py_sitecustomize, &vt_py_sitecustomize_len}};
+    enum { NFILES = sizeof(files) / sizeof(files[0]) };
+    char cache[PATH_MAX], dir[PATH_MAX + 64], f[NFILES][PATH_MAX + 96], t[PATH_MAX + 128];
     cache_dir(cache, sizeof(cache));
-    uint32_t h = fnv(fnv(2166136261u, vt_py_holders, vt_py_holders_len), vt_py_sitecustomize, vt_py_sitecustomize_len);
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < NFILES; i++)
+        h = fnv(h, files[i].data, *files[i].len);
     pathf(dir, sizeof(dir), "%s/python-%08x", cache, h);
-    pathf(f1, sizeof(f1), "%s/vramtrace_holders.py", dir);
-    pathf(f2, sizeof(f2), "%s/sitecustomize.py", dir);
-    if (!exists(f1) || !exists(f2)) {
-        /* written under temporary names, renamed: concurrent records see whole files */
+    int missing = 0;
+    for (int i = 0; i < NFILES; i++) {
+        pathf(f[i], sizeof(f[i]), "%s/%s", dir, files[i].name);
+        missing |= !exists(f[i]);
+    }
+    if (missing) {
+        /* written under temporary names, renamed: concurrent records see whole
+         * files; sitecustomize.py, which imports the others, last */
         if (mkdirs(dir)) {
             pathf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
             return -1;
         }
-        pathf(t, sizeof(t), "%s.%d", f1, (int)getpid());
-        if (write_file(t, vt_py_holders, vt_py_holders_len) || rename(t, f1)) {
-            pathf(why, whylen, "cannot write %s: %s", f1, strerror(errno));
-            unlink(t);
-            return -1;
-        }
-        pathf(t, sizeof(t), "%s.%d", f2, (int)getpid());
-        if (write_file(t, vt_py_sitecustomize, vt_py_sitecustomize_len) || rename(t, f2)) {
-            pathf(why, whylen, "cannot write %s: %s", f2, strerror(errno));
-            unlink(t);
-            return -1;
+        for (int i = 0; i < NFILES; i++) {
+            pathf(t, sizeof(t), "%s.%d", f[i], (int)getpid());
+            if (write_file(t, files[i].data, *files[i].len) || rename(t, f[i])) {
+                pathf(why, whylen, "cannot write %s: %s", f[i], strerror(errno));
+                unlink(t);
+                return -1;
+            }
         }
     }
     pathf(out, outlen, "%s", dir);

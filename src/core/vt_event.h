@@ -54,7 +54,7 @@ typedef enum {
     VT_API_ARRAY = 8,
     VT_API_MODULE_GLOBAL = 9,
     VT_API_VMM = 10,
-    VT_API_CACHING_ALLOCATOR = 11, /* PyTorch's trace tracker: TENSOR blocks, own address space */
+    VT_API_CACHING_ALLOCATOR = 11, /* PyTorch's trace tracker, CuPy's memory hook: TENSOR blocks, own address space */
     VT_API__COUNT
 } vt_allocapi;
 

@@ -1,7 +1,8 @@
 # src/inject/inject.cmake - the injection library.
 # vt_inject_common: CPU-testable parts (configuration, output naming, module
 # map, native unwinder), always built.  vramtrace_inject (libvramtrace.so):
-# the CUPTI glue, only with CUPTI; exports InitializeInjection only.
+# the CUPTI glue, only with CUPTI; exports InitializeInjection and the
+# memory hooks' two entry points (exports.map).
 add_library(vt_inject_common STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/vt_config.c
   ${CMAKE_CURRENT_SOURCE_DIR}/vt_modmap.c
@@ -23,7 +24,7 @@ if(VT_HAVE_CUPTI)
     set(dir ${CMAKE_CURRENT_FUNCTION_LIST_DIR}) # src/inject, wherever it is called from
     set(srcs ${dir}/vt_inject.c ${dir}/vt_inject_driver.c ${dir}/vt_inject_vmm.c ${dir}/vt_inject_devices.c
              ${dir}/vt_inject_nvtx.c ${dir}/vt_inject_activity.c ${dir}/vt_inject_sampler.c ${dir}/vt_inject_exit.c
-             ${dir}/vt_inject_torch.c)
+             ${dir}/vt_inject_torch.c ${dir}/vt_inject_hook.c)
     if(ARGN AND TARGET vt_pystack)
       list(APPEND srcs ${dir}/vt_pystack.c ${dir}/vt_pystack_layout.c ${dir}/vt_pystack_merge.c)
     endif()

@@ -115,7 +115,8 @@ static void read_cmdline(cmdline *c)
 
 static const char *k_env_names[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "CUDA_VISIBLE_DEVICES",
                                     "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUDA_MODULE_LOADING",
-                                    "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"};
+                                    "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "XLA_PYTHON_CLIENT_ALLOCATOR",
+                                    "XLA_PYTHON_CLIENT_PREALLOCATE", "TF_GPU_ALLOCATOR"};
 
 /* ----------------------------------------------------------------- init */
 

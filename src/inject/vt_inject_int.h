@@ -13,6 +13,7 @@
  *   vt_inject_sampler.c   pool and device memory samples (`vt-sampler`)
  *   vt_inject_exit.c      exit, fatal signals, fork
  *   vt_inject_torch.c     PyTorch's caching allocator: the shim's attach and checks
+ *   vt_inject_hook.c      tensor events from a Python memory hook (CuPy), via ctypes
  *
  * Rules inside the host process: never exit/abort, never take the GIL, one
  * message on failure and then stay out of the way.  Driver calls made by

@@ -1,6 +1,7 @@
 """vramtrace's sitecustomize (put first on PYTHONPATH by `vramtrace record`):
 runs the program's own sitecustomize, if any, then registers the holder
-walk at exit (vramtrace_holders).  usercustomize is not shadowed."""
+walk at exit (vramtrace_holders) and CuPy's memory hook for when the
+program imports cupy (vramtrace_cupy).  usercustomize is not shadowed."""
 import os
 import sys
 
@@ -29,5 +30,11 @@ except Exception:  # as Python's site does for a failing sitecustomize: say it, 
 try:
     import vramtrace_holders
     vramtrace_holders.install()
+except Exception:
+    pass
+
+try:
+    import vramtrace_cupy
+    vramtrace_cupy.install()
 except Exception:
     pass

@@ -536,6 +536,205 @@ static void gen_frames(void)
     gen_close(VT_END_NORMAL, 0);
 }
 
+/* ---- pools above CUDA (issue 33, src/analyze/vt_pools.c) ---- */
+
+#define SITE "/opt/conda/lib/python3.12/site-packages"
+#define CUPY_MEMORY SITE "/cupy/cuda/memory.cpython-312-x86_64-linux-gnu.so"
+#define CUPY_RUNTIME SITE "/cupy_backends/cuda/api/runtime.cpython-312-x86_64-linux-gnu.so"
+#define CTYPES "/opt/conda/lib/python3.12/lib-dynload/_ctypes.cpython-312-x86_64-linux-gnu.so"
+#define XLA_EXT SITE "/jax_plugins/xla_cuda13/xla_cuda_plugin.so" /* jax 0.11: buffers come from the PJRT plugin */
+enum { K_CUPY_ZEROS = 40, K_HOOK_EVENT, K_HOOK_MALLOC, K_JAX_API, K_JAX_PJIT };
+
+static void pool_defs(void)
+{
+    gen_device(0, "NVIDIA H200", 140 * GiB);
+    gen_module(CUDART, 0x7f0000000000ull, 0x7f0000100000ull, 0x7f0000000000ull);
+    gen_module(CUPY_MEMORY, 0x7f3000000000ull, 0x7f3000100000ull, 0x7f3000000000ull);
+    gen_module(CUPY_RUNTIME, 0x7f3100000000ull, 0x7f3100100000ull, 0x7f3100000000ull);
+    gen_module(CTYPES, 0x7f3200000000ull, 0x7f3200100000ull, 0x7f3200000000ull);
+    gen_module(XLA_EXT, 0x7f4000000000ull, 0x7f4010000000ull, 0x7f4000000000ull);
+    gen_code(K_MAIN, TRAIN, "main");
+    gen_code(K_KEEP, TRAIN, "keep_outputs");
+    gen_code(K_TEMP, TRAIN, "forward");
+    gen_code(K_CUPY_ZEROS, SITE "/cupy/_creation/basic.py", "zeros");
+    gen_code(K_HOOK_EVENT, "/home/user/.cache/vramtrace/python-0123abcd/vramtrace_cupy.py", "_event");
+    gen_code(K_HOOK_MALLOC, "/home/user/.cache/vramtrace/python-0123abcd/vramtrace_cupy.py", "malloc_postprocess");
+    gen_code(K_JAX_API, SITE "/jax/_src/numpy/lax_numpy.py", "zeros");
+    gen_code(K_JAX_PJIT, SITE "/jax/_src/pjit.py", "_pjit_call_impl");
+}
+
+/* a chunk of CuPy's pool: cudaMalloc from cupy_backends under the pool in
+ * cupy/cuda/memory, for the array made at fn:line */
+static gen_stack cupy_chunk_stack(uint64_t key, uint32_t line)
+{
+    gen_stack s = {.n = 0};
+    gs_native(&s, 0x7f0000001234ull);
+    gs_native(&s, 0x7f3100004000ull);
+    gs_native(&s, 0x7f3000008000ull);
+    gs_py(&s, K_CUPY_ZEROS, 223);
+    gs_py(&s, key, line);
+    gs_py(&s, K_MAIN, 80);
+    return s;
+}
+
+/* CuPy's default pool, no hook: 24 steps of 2 ms; forward makes a 3 MiB
+ * temporary, keep_outputs keeps 1 MiB a step (the leak, inside the pool).
+ * The pool grows in 4 MiB chunks, each at whichever line asked when it was
+ * full (issue 33: "blamed on the line of a per-step temporary").  The
+ * trace holds chunks only: cannot tell, naming CuPy's pool. */
+static void gen_cupy(int hook)
+{
+    gen_proc gp = {.program = "cupy_train.py", .pid = hook ? 7301 : 7300, .kernels = 1, .native = 1, .python = 1};
+    gen_open(P(hook ? "cupy_hook.zst" : "cupy_pool.zst"), &gp);
+    pool_defs();
+    gen_stack chunk_tmp = cupy_chunk_stack(K_TEMP, 91), chunk_keep = cupy_chunk_stack(K_KEEP, 50);
+    /* the hook's blocks: the library called through ctypes from
+     * vramtrace_cupy.py, under CuPy's Python frames and the user's */
+    gen_stack blk_tmp = {.n = 0}, blk_keep = {.n = 0};
+    gen_stack *b[2] = {&blk_tmp, &blk_keep};
+    for (int i = 0; i < 2; i++) {
+        gs_native(b[i], 0x7f3200002000ull);
+        gs_py(b[i], K_HOOK_EVENT, 71);
+        gs_py(b[i], K_HOOK_MALLOC, 93);
+        gs_py(b[i], K_CUPY_ZEROS, 223);
+        gs_py(b[i], i ? K_KEEP : K_TEMP, i ? 50 : 91);
+        gs_py(b[i], K_MAIN, 80);
+    }
+    const uint64_t C = 0x7f0000000000ull; /* chunks, 4 MiB each, one after another */
+    uint64_t chunk_end = C, used = 0, nchunk = 0;
+    gen_alloc(T(1 * MS), C, 4 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &chunk_tmp);
+    chunk_end += 4 * MiB;
+    nchunk++;
+    if (hook) {
+        vt_event ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = VT_EV_NOTE;
+        ev.time_ns = T(1 * MS + 100);
+        ev.u.note.severity = VT_SEV_INFO;
+        ev.u.note.text = "CuPy memory hook: tensor events on (cupy.cuda.MemoryHook; pool chunks are reserved memory)";
+        gen_emit(&ev);
+    }
+    /* the temporary's 3 MiB is reused at the top of the used part each step
+     * (first fit after the kept blocks, as a best-fit pool would place it) */
+    for (int k = 0; k < 24; k++) {
+        uint64_t t0 = T(2 * MS + (uint64_t)k * 2 * MS);
+        gen_nvtx(t0, VT_NVTX_PUSH, "step");
+        uint64_t tmp_at = C + used;
+        if (tmp_at + 3 * MiB > chunk_end) { /* full: a chunk at the temporary's line */
+            gen_alloc(t0 + 1000, chunk_end, 4 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &chunk_tmp);
+            chunk_end += 4 * MiB;
+            nchunk++;
+        }
+        if (hook)
+            gen_alloc(t0 + 2000, tmp_at, 3 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &blk_tmp);
+        gen_kernel(t0 + 3000, "cupy_add", 0, 500000);
+        if (hook)
+            gen_free_tensor(t0 + 600000, tmp_at, 0);
+        if (C + used + 1 * MiB > chunk_end) {
+            gen_alloc(t0 + 650000, chunk_end, 4 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &chunk_keep);
+            chunk_end += 4 * MiB;
+            nchunk++;
+        }
+        if (hook)
+            gen_alloc(t0 + 700000, C + used, 1 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &blk_keep);
+        used += 1 * MiB;
+        gen_kernel(t0 + 800000, "cupy_copy", 0, 100000);
+        gen_nvtx(t0 + 1 * MS, VT_NVTX_POP, NULL);
+    }
+    /* teardown: the pool frees its chunks at exit */
+    for (uint64_t i = 0; i < nchunk; i++)
+        gen_free(T(100 * MS + i * 1000), C + i * 4 * MiB, 0);
+    gen_close(VT_END_NORMAL, 0);
+}
+
+/* CuPy's pool beside a growing native leak: the pool's one chunk, made
+ * at the start, never grows; libfoo's cudaMalloc keeps 2 MiB a step.
+ * Growth outside the pool is a leak whatever the pool hides. */
+static void gen_cupy_native(void)
+{
+    gen_proc gp = {.program = "cupy_train.py", .pid = 7302, .kernels = 1, .native = 1, .python = 1};
+    gen_open(P("cupy_native.zst"), &gp);
+    pool_defs();
+    gen_module(LIBFOO, 0x7f1000000000ull, 0x7f1000010000ull, 0x7f1000000000ull);
+    gen_stack chunk = cupy_chunk_stack(K_TEMP, 91), foo = {.n = 0};
+    gs_native(&foo, 0x7f0000001300ull);
+    gs_native(&foo, 0x7f1000001234ull);
+    gs_py(&foo, K_KEEP, 50);
+    gs_py(&foo, K_MAIN, 80);
+    gen_alloc(T(1 * MS), 0x7f0000000000ull, 64 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &chunk);
+    for (int k = 0; k < 24; k++) {
+        uint64_t t0 = T(2 * MS + (uint64_t)k * 2 * MS);
+        gen_nvtx(t0, VT_NVTX_PUSH, "step");
+        gen_kernel(t0 + 3000, "cupy_add", 0, 500000);
+        gen_alloc(t0 + 700000, 0x7e0000000000ull + (uint64_t)k * 2 * MiB, 2 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &foo);
+        gen_nvtx(t0 + 1 * MS, VT_NVTX_POP, NULL);
+    }
+    gen_free(T(100 * MS), 0x7f0000000000ull, 0);
+    gen_close(VT_END_NORMAL, 0);
+}
+
+/* JAX, XLA's default allocator: one cuMemAlloc of 75 % of the device at
+ * the first array (BFC's preallocation, from XLA's CUDA plugin under JAX's
+ * dispatch frames), then 24 steps that keep 256 KiB each inside it (issue
+ * 33) and allocate nothing the trace sees: cannot tell, naming XLA. */
+static void gen_jax_bfc(void)
+{
+    gen_proc gp = {.program = "jax_train.py", .pid = 7400, .kernels = 1, .native = 1, .python = 1};
+    gen_open(P("jax_bfc.zst"), &gp);
+    pool_defs();
+    gen_stack pre = {.n = 0};
+    gs_native(&pre, 0x7f0000001234ull);
+    gs_native(&pre, 0x7f4000123000ull);
+    gs_native(&pre, 0x7f4000456000ull);
+    gs_py(&pre, K_JAX_PJIT, 1203);
+    gs_py(&pre, K_JAX_API, 3401);
+    gs_py(&pre, K_TEMP, 12);
+    gs_py(&pre, K_MAIN, 80);
+    gen_alloc(T(1 * MS), 0x7f0000000000ull, 105 * GiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &pre);
+    for (int k = 0; k < 24; k++) {
+        uint64_t t0 = T(2 * MS + (uint64_t)k * 2 * MS);
+        gen_kernel(t0 + 3000, "fusion_1", 0, 500000);
+        gen_kernel(t0 + 800000, "copy_2", 0, 100000);
+    }
+    gen_free(T(100 * MS), 0x7f0000000000ull, 0);
+    gen_close(VT_END_NORMAL, 0);
+}
+
+/* JAX with XLA_PYTHON_CLIENT_ALLOCATOR=platform: one cuMemAlloc per buffer
+ * through XLA's CUDA plugin and JAX's dispatch frames; a 4 MiB temporary freed
+ * each step and 256 KiB kept per step at keep_outputs (train.py:50):
+ * the existing path names the leak at the user's line. */
+static void gen_jax_platform(void)
+{
+    gen_proc gp = {.program = "jax_train.py", .pid = 7401, .kernels = 1, .native = 1, .python = 1,
+                   .env_name = "XLA_PYTHON_CLIENT_ALLOCATOR", .env_value = "platform"};
+    gen_open(P("jax_platform.zst"), &gp);
+    pool_defs();
+    gen_stack s[2];
+    for (int i = 0; i < 2; i++) {
+        s[i].n = 0;
+        gs_native(&s[i], 0x7f0000001234ull);
+        gs_native(&s[i], 0x7f4000123000ull);
+        gs_native(&s[i], 0x7f4000789000ull);
+        gs_py(&s[i], K_JAX_PJIT, 1203);
+        gs_py(&s[i], K_JAX_API, 3401);
+        gs_py(&s[i], i ? K_KEEP : K_TEMP, i ? 50 : 91);
+        gs_py(&s[i], K_MAIN, 80);
+    }
+    for (int k = 0; k < 24; k++) {
+        uint64_t t0 = T(2 * MS + (uint64_t)k * 2 * MS);
+        gen_alloc(t0 + 1000, 0x7e0000000000ull, 4 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &s[0]);
+        gen_kernel(t0 + 3000, "fusion_1", 0, 500000);
+        gen_free(t0 + 600000, 0x7e0000000000ull, 0);
+        gen_alloc(t0 + 700000, 0x7f0000000000ull + (uint64_t)k * 256 * KiB, 256 * KiB, 0, VT_MEM_DEVICE, VT_API_MALLOC,
+                  &s[1]);
+        gen_kernel(t0 + 800000, "copy_2", 0, 100000);
+    }
+    for (int k = 0; k < 24; k++)
+        gen_free(T(100 * MS + (uint64_t)k * 1000), 0x7f0000000000ull + (uint64_t)k * 256 * KiB, 0);
+    gen_close(VT_END_NORMAL, 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -559,5 +758,10 @@ int main(int argc, char **argv)
     gen_rank(0);
     gen_rank(1);
     gen_frames();
+    gen_cupy(0);
+    gen_cupy(1);
+    gen_cupy_native();
+    gen_jax_bfc();
+    gen_jax_platform();
     return 0;
 }

@@ -41,6 +41,11 @@ endforeach()
 add_test(NAME analyze.oom COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/oom.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES}
                                    ${VT_TEST_DATA})
 set_tests_properties(analyze.oom PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
+# Pools above CUDA (issue 33): CuPy's pool and XLA's BFC give cannot tell
+# with the setting that shows their blocks; CuPy's hook and XLA's platform
+# allocator name the leak's line.
+add_test(NAME analyze.pools COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/pools.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES})
+set_tests_properties(analyze.pools PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
 # A trace damaged in many frames is read to its end.
 add_test(NAME analyze.damaged COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/damaged.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES})
 set_tests_properties(analyze.damaged PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")

@@ -69,6 +69,7 @@ typedef struct {
     uint32_t pid;
     const char *rank;
     const char *alloc_conf;
+    const char *env_name, *env_value; /* one more variable of the header (an allocator's setting) */
     int kernels, native, python;
     size_t frame_bytes; /* 0: the writer's default */
 } gen_proc;
@@ -98,6 +99,10 @@ static __attribute__((unused)) void gen_open(const char *path, const gen_proc *g
     if (gp->alloc_conf) {
         names[nenv] = "PYTORCH_CUDA_ALLOC_CONF";
         values[nenv++] = gp->alloc_conf;
+    }
+    if (gp->env_name) {
+        names[nenv] = gp->env_name;
+        values[nenv++] = gp->env_value;
     }
     vt_ev_header h;
     memset(&h, 0, sizeof(h));

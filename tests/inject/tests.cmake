@@ -62,3 +62,10 @@ add_test(NAME inject.got COMMAND test_inject_got)
 add_executable(test_inject_actmux ${CMAKE_CURRENT_LIST_DIR}/test_actmux.c)
 target_link_libraries(test_inject_actmux PRIVATE vt_inject_common vt_cmocka Threads::Threads)
 add_test(NAME inject.actmux COMMAND test_inject_actmux)
+
+# CuPy's memory hook (src/python/vramtrace_cupy.py) on a fake cupy, calling
+# a fake library with the real entry points' signatures (fake_hook_lib.c)
+add_library(vt_fake_hook SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_hook_lib.c)
+add_test(NAME inject.cupy_hook COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/test_cupy_hook.py ${CMAKE_SOURCE_DIR}/src/python
+                                       $<TARGET_FILE:vt_fake_hook>)
+set_tests_properties(inject.cupy_hook PROPERTIES LABELS "inject")
