@@ -333,16 +333,29 @@ static void set_steps(vt_proc *p, const vt_occ *occ, uint64_t count, uint64_t fi
     p->grow_t1 = end;
 }
 
+/* how regular a signature is: the share of its gaps that are its period */
+static double lstat_regular(const vt_launch_stat *s, uint64_t gap)
+{
+    uint32_t c = 0;
+    for (int k = 0; k < 4; k++)
+        if (s->gap[k] == gap)
+            c = s->gcnt[k];
+    return s->count > 1 ? (double)c / (double)(s->count - 1) : 0;
+}
+
 /* Kernels: launch signatures recurring at a regular gap (the same gap for
- * most of their occurrences); the gap shared by most signatures is the
- * loop's period (one occurrence per step).  Returns the anchor signature's
- * index + 1 and its gap, 0 when none. */
+ * most of their occurrences); the gap shared by most signatures is a
+ * period of the loop.  A step that runs the same layer twice has
+ * signatures at half its period: when some signatures (at least 2, and an
+ * eighth as many) recur at a multiple of that gap, the smallest such
+ * multiple is the step.  The steps are counted by the most regular of the
+ * period's signatures (then the most frequent): a kernel the loop shares
+ * with a warm-up or an evaluation after it has irregular gaps there.
+ * Returns that signature's index + 1 and its gap, 0 when none. */
 static size_t kernel_steps(const vt_proc *p, uint64_t *gap_out)
 {
     uint64_t best_gap = 0;
     uint32_t best_members = 0;
-    uint64_t best_count = 0;
-    size_t anchor = 0;
     uint64_t *period = calloc(p->nlstats + 1, sizeof(uint64_t));
     if (!period)
         return 0;
@@ -361,27 +374,46 @@ static size_t kernel_steps(const vt_proc *p, uint64_t *gap_out)
         if (!period[i])
             continue;
         uint32_t members = 0;
-        uint64_t maxc = 0;
-        size_t anc = i;
-        for (size_t j = 0; j < p->nlstats; j++) {
-            if (period[j] != period[i])
-                continue;
-            const vt_launch_stat *o = &p->lstats[j];
-            members++;
-            if (o->count > maxc || (o->count == maxc && o->first_t < p->lstats[anc].first_t)) {
-                maxc = o->count;
-                anc = j;
-            }
-        }
+        for (size_t j = 0; j < p->nlstats; j++)
+            members += period[j] == period[i];
         if (members > best_members || (members == best_members && period[i] > best_gap)) {
             best_members = members;
             best_gap = period[i];
-            best_count = maxc;
-            anchor = anc;
+        }
+    }
+    if (best_members) {
+        uint64_t mult = 0;
+        for (size_t i = 0; i < p->nlstats; i++) {
+            uint64_t q = period[i];
+            if (!q || q <= best_gap || q % best_gap || (mult && q >= mult))
+                continue;
+            uint32_t members = 0;
+            for (size_t j = 0; j < p->nlstats; j++)
+                members += period[j] == q;
+            if (members >= 2 && members * 8 >= best_members)
+                mult = q;
+        }
+        if (mult)
+            best_gap = mult;
+    }
+    size_t anchor = 0;
+    int found = 0;
+    double best_reg = 0;
+    for (size_t j = 0; j < p->nlstats; j++) {
+        if (!best_members || period[j] != best_gap)
+            continue;
+        const vt_launch_stat *o = &p->lstats[j];
+        double reg = lstat_regular(o, best_gap);
+        const vt_launch_stat *b = &p->lstats[anchor];
+        if (!found || reg > best_reg || (reg == best_reg && (o->count > b->count ||
+                                                            (o->count == b->count && o->first_t < b->first_t)))) {
+            anchor = j;
+            best_reg = reg;
+            found = 1;
         }
     }
     free(period);
-    if (!best_members || best_count < 3)
+    if (!found || p->lstats[anchor].count < 3)
         return 0;
     *gap_out = best_gap;
     return anchor + 1;

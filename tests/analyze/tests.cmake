@@ -146,3 +146,10 @@ foreach(s logger-default graph_list-expandable deque-async native)
             ${CMAKE_CURRENT_LIST_DIR}/golden/seeds-${s}.txt 0 report --top 4 .)
   set_tests_properties(analyze.golden.seeds-${s}.txt PROPERTIES LABELS "analyze;analyze-golden")
 endforeach()
+# The ground-truth matrix's recordings (tests/data/matrix, recorded on the
+# H200 by tests/gpu/check_matrix.sh): each cell's verdict against what
+# torch.cuda.memory_allocated() said, the leak's line, no false leak.
+add_test(NAME analyze.matrix.replay
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/matrix/run.py --replay ${VT_TEST_DATA}/matrix
+                 --vt $<TARGET_FILE:vramtrace> --out ${CMAKE_CURRENT_BINARY_DIR}/matrix-replay)
+set_tests_properties(analyze.matrix.replay PROPERTIES LABELS "analyze")
