@@ -35,5 +35,18 @@ for m, mode in (("default", "pytorch_caching"), ("expandable", "pytorch_expandab
 p = rep("expandable")
 check("expandable: steps detected from kernels", p["growth"]["steps"]["source"] == "kernels"
       and 55 <= p["growth"]["steps"]["count"] <= 65)
+# the kernel-period detector against the NVTX steps where both exist
+import glob, os
+for f in sorted(glob.glob(f"{d}/gpu-*.zst") + glob.glob(f"{d}/seeds/*/*.zst")):
+    out = subprocess.run([vt, "report", "--no-symbols", "--json", f], capture_output=True, text=True).stdout
+    try:
+        procs = json.loads(out)["processes"]
+    except (ValueError, KeyError):
+        continue
+    for q in procs:
+        st = q["growth"]["steps"]
+        if st and st["source"] == "nvtx" and st["kernel_count"]:
+            check(f"{os.path.relpath(f, d)}: kernel steps {st['kernel_count']} ~ NVTX steps {st['count']}",
+                  abs(st["kernel_count"] - st["count"]) <= 1)
 sys.exit(1 if fails else 0)
 PY
