@@ -2,8 +2,9 @@
 # export.sh VRAMTRACE DATA_DIR GOLDEN_DIR - `vramtrace export` end to end on
 # every real fixture of DATA_DIR and on the directory as one job: each
 # format is checked by its validator (check_perfetto.py: the structure
-# trace_processor needs; check_chrome.py: what the JSON importers need;
-# check_memviz.py: what torch.cuda._memory_viz reads, and the bytes active
+# trace_processor needs; perfetto_schema.py wire: each field's wire type
+# as Perfetto's official schema has it; check_chrome.py: what the JSON
+# importers need; check_memviz.py: what torch.cuda._memory_viz reads, and the bytes active
 # at the view against the report's), exports are deterministic, a damaged
 # or truncated trace exits 1 with what was readable, usage errors exit 2,
 # the Chrome size limit refuses and leaves no file, and the golden text
@@ -23,7 +24,8 @@ ok() { pass=$((pass + 1)); }
 bad() { fails=$((fails + 1)); echo "FAIL: $*"; }
 check() { # FORMAT FILE [REPORT]
     case $1 in
-    perfetto) python3 "$here/check_perfetto.py" "$2" ;;
+    perfetto) python3 "$here/check_perfetto.py" "$2" &&
+        python3 "$here/perfetto_schema.py" wire "$here/perfetto_fields.tsv" "$2" ;;
     chrome) python3 "$here/check_chrome.py" "$2" ;;
     memory-viz) python3 "$here/check_memviz.py" "$2" ${3:+"$3"} ;;
     esac >"$tmp/check.out" 2>&1
