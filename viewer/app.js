@@ -529,7 +529,7 @@
       "B against A: " + (grown >= 0 ? "+" : "") + L.fmtBytes(grown) + " live at the view (A " + L.fmtBytes(d.a.leaked_bytes || 0) +
       " in " + d.a.processes + " process" + (d.a.processes === 1 ? "" : "es") + ", B " + L.fmtBytes(d.b.leaked_bytes || 0) +
       "); peak " + L.fmtBytes(d.a.peak_bytes || 0) + " \u2192 " + L.fmtBytes(d.b.peak_bytes || 0)));
-    var sites = d.sites || [];
+    var sites = L.diffSites(d);
     function drawDiff() {
       var f = $("flame");
       f.textContent = "";
@@ -554,7 +554,7 @@
     $("native").addEventListener("change", function (ev) { st.native = ev.target.checked; drawDiff(); });
     drawDiff();
     table(box, "diff-table", "Call sites, A against B", ["status", "leaked A", "leaked B", "B - A", "call site"],
-      sites.map(function (x) {
+      L.diffRows(d).map(function (x) {
         var lb = x.leaked_bytes || [0, 0], a = lb[0] || 0, b = lb[1] || 0;
         return [x.status, a, b, b - a, typeof x.user_frame === "string" ? x.user_frame : userFrame(x)];
       }), [false, true, true, true, false], null);

@@ -118,8 +118,8 @@ async function check(browser, name, html, rep, opts) {
     expect(errors.length === 0, "console errors in the merged view: " + errors.join("; "));
   }
   if (opts.diff) {
-    const n = (await page.$$("#diff-table tbody tr")).length;
-    expect(n === rep.sites.length, `diff rows ${n}, JSON ${rep.sites.length}`);
+    const n = (await page.$$("#diff-table tbody tr")).length, want = L.diffRows(rep).length;
+    expect(n === want, `diff rows ${n}, JSON ${want} (sites whose leaked bytes changed, and the others)`);
     expect((await page.$$("#flame .fr")).length > 0 || rep.sites.length === 0, "no differential flamegraph");
   }
   await page.screenshot({ path: path.join(out, name + ".png"), fullPage: true });

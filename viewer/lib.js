@@ -127,6 +127,29 @@ var VTLIB = (function () {
     return out;
   }
 
+  /* The sites of a diff that the page draws: the listed ones and, for
+   * those past --top (JSON `others`), one row of their sum, so that the
+   * rows add up to the totals B - A. */
+  function diffSites(d) {
+    var sites = (d.sites || []).slice(), o = d.others;
+    if (o && o.sites > 0) {
+      var lb = o.leaked_bytes || [0, 0];
+      sites.push({ key: "", status: "others", leaked_bytes: [lb[0] || 0, lb[1] || 0],
+        user_frame: "(" + o.sites + " other call site" + (o.sites === 1 ? "" : "s") + ")",
+        stack: ["(" + o.sites + " other call site" + (o.sites === 1 ? "" : "s") + ")"] });
+    }
+    return sites;
+  }
+
+  /* The table's rows: the sites whose leaked bytes changed (a site that
+   * differs only at the peak or in bytes allocated is no row of 0 B). */
+  function diffRows(d) {
+    return diffSites(d).filter(function (x) {
+      var lb = x.leaked_bytes || [0, 0];
+      return (lb[1] || 0) !== (lb[0] || 0);
+    });
+  }
+
   /* The differential tree of a diff (JSON `sites` with `stack`): each
    * site's weight is the larger of its leaked bytes before and after, its
    * delta after - before. */
@@ -167,7 +190,7 @@ var VTLIB = (function () {
   }
 
   return { fmtBytes: fmtBytes, fmtTime: fmtTime, liveAt: liveAt, rangeLeft: rangeLeft, liveSeries: liveSeries,
-    decimate: decimate, buildTree: buildTree, layout: layout, diffTree: diffTree, sparkPath: sparkPath,
+    decimate: decimate, buildTree: buildTree, layout: layout, diffSites: diffSites, diffRows: diffRows, diffTree: diffTree, sparkPath: sparkPath,
     shownFrames: shownFrames, frameLabel: frameLabel };
 })();
 if (typeof module !== "undefined") module.exports = VTLIB;

@@ -72,3 +72,21 @@ test("a differential tree: grown and shrunk call sites", () => {
   assert.strictEqual(t.children["a (t.py:1)"].delta, 40);
   assert.strictEqual(t.children["b (t.py:1)"].delta, -30);
 });
+
+test("a diff's rows: no 0 B row, the sites past --top as one", () => {
+  const st = (fn) => [{ kind: "python", function: fn, file: "t.py", line: 1, internal: false }];
+  const d = {
+    a: { leaked_bytes: 40 }, b: { leaked_bytes: 95 },
+    sites: [
+      { stack: st("a"), leaked_bytes: [10, 50] },
+      { stack: st("same"), leaked_bytes: [30, 30] },
+      { stack: st("peak"), leaked_bytes: [0, 0] },
+    ],
+    sites_total: 5, others: { sites: 2, leaked_bytes: [0, 15] },
+  };
+  const rows = L.diffRows(d);
+  assert.deepStrictEqual(rows.map((x) => x.user_frame || x.stack[0].function), ["a", "(2 other call sites)"]);
+  const sum = rows.reduce((s, x) => s + x.leaked_bytes[1] - x.leaked_bytes[0], 0);
+  assert.strictEqual(sum, d.b.leaked_bytes - d.a.leaked_bytes);
+  assert.strictEqual(L.diffTree(L.diffSites(d), false).delta, sum);
+});

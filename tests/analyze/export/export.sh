@@ -79,10 +79,11 @@ print(max(c.values()))" "$tmp/opt.chrome")
 "$bin" export $X --allocations --format chrome -o "$tmp/all.json" "$t" 2>/dev/null
 nb=$(python3 -c "import json,sys; print(sum(1 for e in json.load(open(sys.argv[1]))['traceEvents'] if e['ph']=='b'))" "$tmp/all.json")
 [ "$nb" -ge 1400 ] && ok || bad "--allocations: $nb allocation slices"
-# the Chrome size limit: refused, said why, no file left
+# the Chrome size limit: refused, said why (the limit in its unit: not
+# "over 0 MiB"), no file left
 "$bin" export $X --format chrome --max-bytes 10k -o "$tmp/big.json" "$t" 2>"$tmp/err"
 rc=$?
-if [ $rc = 1 ] && grep -q 'more than a browser opens' "$tmp/err" && [ ! -e "$tmp/big.json" ]; then ok; else
+if [ $rc = 1 ] && grep -q 'over 10.00 KiB (--max-bytes), more than a browser opens' "$tmp/err" && [ ! -e "$tmp/big.json" ]; then ok; else
     bad "--max-bytes: exit $rc, $(cat "$tmp/err")"; fi
 # memory-viz spools its devices' entries in $TMPDIR: the same bytes there
 # as in /tmp, and a TMPDIR that cannot hold files is named, no file left
