@@ -114,7 +114,7 @@ var VTLIB = (function () {
       }
     }
     var span = t1 - t0, step = niceStep(span || 1e-6, n), unit = 1, name = "s";
-    if (step < 1e-3) { unit = 1e-6; name = "\u00b5s"; } else if (step < 1) { unit = 1e-3; name = "ms"; }
+    if (span < 1e-3) { unit = 1e-6; name = "\u00b5s"; } else if (span < 1) { unit = 1e-3; name = "ms"; }
     for (var t = Math.ceil(t0 / step - 1e-9) * step; t <= t1 + 1e-12; t += step)
       out.push({ t: t, label: fmtNum(t / unit, step / unit) + " " + name });
     return out;
