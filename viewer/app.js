@@ -566,6 +566,16 @@
     var p = VT_REPORT.processes[i], s = series();
     st.zoom = null;
     st.view = [0, s ? s.buckets : 1];
+    /* the loop first: a run whose steps are a small part of it (imports,
+     * start-up and a compile before them, the exit after them) opens on
+     * its steps, from a little before the first to a little after the
+     * last one or the view; a double-click shows the whole run */
+    if (s && s.steps && s.steps.length >= 2 && s.bucket_s > 0) {
+      var a = s.steps[0] / s.bucket_s;
+      var e = Math.max(s.steps[s.steps.length - 1], s.view_s || 0) / s.bucket_s, span = Math.max(e - a, 1);
+      var from = Math.max(0, Math.floor(a - 0.05 * span)), to = Math.min(s.buckets, Math.ceil(e + 0.15 * span));
+      if (to - from < 0.6 * s.buckets && to - from >= 16) st.view = [from, to];
+    }
     summary(p, s);
     drawTimelines(s);
     /* what grew when the verdict is a leak, else the peak of the first device */
