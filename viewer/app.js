@@ -9,10 +9,13 @@
 (function () {
   "use strict";
   var L = VTLIB, $ = function (id) { return document.getElementById(id); };
-  var COLORS = { "device-resident": "#4c78a8", "device": "#72b7b2", "module globals": "#b279a2",
-    "managed": "#9d755d", "pinned host": "#bab0ac", "arrays": "#54a24b", "host registered": "#d6d6d6",
-    "driver used": "#e45756", "pool reserved": "#f58518", "pool used": "#eeca3b", "unknown kind": "#999" };
-  var st = { proc: 0, sel: null, zoom: null, native: false, search: "", view: [0, 0] };
+  /* colours by series key (the series' names come with them, from the C
+   * side's one table) */
+  var COLORS = { tensor: "#4c78a8", reserved: "#f58518", live: "#54a24b", device: "#72b7b2", device_static: "#b279a2",
+    managed: "#9d755d", pinned_host: "#bab0ac", array: "#8c6d31", host_registered: "#d6d6d6", driver_used: "#e45756",
+    pool_reserved: "#ff9da6", pool_used: "#eeca3b", unknown: "#999", site: "#d62728" };
+  var PAD = 64;
+  var st = { proc: 0, sel: null, zoom: null, native: false, libs: false, search: "", view: [0, 0] };
 
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
@@ -21,11 +24,19 @@
     return e;
   }
 
+  /* The site's user frame; without one, as the text report says it: the
+   * thread (and PyTorch's autograd engine, the operator) */
   function userFrame(s) {
-    var f = s && (s.user_frame || (s.site && s.site.user_frame));
-    if (!f) return "(no call stack)";
-    if (f.kind === "python") return f["function"] + " (" + f.file.split("/").pop() + ":" + f.line + ")";
-    return f["function"] || ((f.module || "?").split("/").pop() + "+" + f.offset);
+    var x = s && s.site ? s.site : s, f = s && (s.user_frame || (s.site && s.site.user_frame));
+    if (f && f.kind === "python") return f["function"] + " (" + f.file.split("/").pop() + ":" + f.line + ")";
+    if (f) return f["function"] || ((f.module || "?").split("/").pop() + "+" + f.offset);
+    var th = x && x.thread, stack = x && x.stack;
+    var t = th && th.name ? " in thread " + th.name + " (tid " + th.tid + ")" +
+      (th.name.indexOf("pt_autograd") === 0 ? ": PyTorch's autograd engine, during backward" : "") : "";
+    var op = x && (x.autograd_node || x.operator) ? ", in " + (x.autograd_node && x.operator ? x.autograd_node +
+      " (" + x.operator + ")" : x.autograd_node || x.operator) : "";
+    if (stack && stack.length) return "(no frame of yours)" + t + op;
+    return "(no call stack recorded)" + t + op;
   }
 
   /* ---------------------------------------------------------- the report */
@@ -48,31 +59,31 @@
 
   function verdict(p) {
     var v = p.verdict;
-    if (v && v.kind === "leak" && v.site && v.site.held_by) return { cls: "bad", text: "Leak: held by " +
+    if (v && v.kind === "leak" && v.site && v.site.held_by) return { cls: "bad", kind: "leak", text: "Leak: held by " +
       holderText(v.site.held_by) + ", allocated at " + userFrame(v.site) + ": +" + L.fmtBytes(v.grown_bytes) +
       (v.rate_bytes_per_step !== null && v.rate_bytes_per_step !== undefined && v.steps ?
         ", " + L.fmtBytes(v.rate_bytes_per_step) + " per step over " + v.steps + " steps" : "") +
       ", confidence " + v.confidence.toFixed(2) };
-    if (v && v.kind === "leak") return { cls: "bad", text: "Leak at " + userFrame(v.site) + ": +" + L.fmtBytes(v.grown_bytes) +
+    if (v && v.kind === "leak") return { cls: "bad", kind: "leak", text: "Leak at " + userFrame(v.site) + ": +" + L.fmtBytes(v.grown_bytes) +
       (v.rate_bytes_per_step !== null && v.rate_bytes_per_step !== undefined && v.steps ?
         ", " + L.fmtBytes(v.rate_bytes_per_step) + " per step over " + v.steps + " steps" : "") +
       ", confidence " + v.confidence.toFixed(2) };
-    if (v && v.kind === "cannot_tell" && v.pool) return { cls: "warn", text: "Cannot tell: " + v.reason +
+    if (v && v.kind === "cannot_tell" && v.pool) return { cls: "warn", kind: "cannot_tell", text: "Cannot tell: " + v.reason +
       (v.segments_grown_bytes ? " (its chunks grew by " + L.fmtBytes(v.segments_grown_bytes) + ")" : "") +
       ". To see its blocks: " + v.command };
-    if (v && v.kind === "cannot_tell") return { cls: "warn", text: "Cannot tell in this mode: the caching allocator's " +
+    if (v && v.kind === "cannot_tell") return { cls: "warn", kind: "cannot_tell", text: "Cannot tell in this mode: the caching allocator's " +
       "segments grew by " + L.fmtBytes(v.segments_grown_bytes) + "; " + v.reason + ". To find the line: " + v.command };
-    if (v && v.kind === "no_leak") return { cls: "ok", text: "No leak: no call site keeps growing" +
+    if (v && v.kind === "no_leak") return { cls: p.oom_headline ? "info" : "ok", kind: "no_leak", text: "No leak: no call site keeps growing" +
       (v.steps ? " over " + v.steps + " steps" : "") + "; " + L.fmtBytes(p.leaks ? p.leaks.bytes : 0) +
       " never freed" + (v.pool_cached_bytes > 0 ? "; the pools keep " + L.fmtBytes(v.pool_cached_bytes) +
       " reserved beyond what is allocated (cached, not leaked)" : "") };
     var grown = p.growth ? p.growth.grown_bytes : 0, leak = p.leaks ? p.leaks.bytes : 0;
     var failed = p.oom ? p.oom.failed : 0;
-    if (failed) return { cls: "bad", text: failed + " failed allocation" + (failed > 1 ? "s" : "") +
+    if (failed) return { cls: "bad", kind: "oom", text: "Out of memory: " + failed + " failed allocation" + (failed > 1 ? "s" : "") +
       (grown ? "; memory grew by " + L.fmtBytes(grown) : "") };
-    if (grown) return { cls: "bad", text: "growing: " + L.fmtBytes(grown) + " in " + p.growth.sites.length +
+    if (grown) return { cls: "bad", kind: "leak", text: "Growing: " + L.fmtBytes(grown) + " in " + p.growth.sites.length +
       " call site" + (p.growth.sites.length > 1 ? "s" : "") };
-    return { cls: "ok", text: "no growth; " + L.fmtBytes(leak) + " live at the view" };
+    return { cls: "ok", kind: "no_leak", text: "No growth: " + L.fmtBytes(leak) + " live at the view" };
   }
 
   /* OOM first: the request that ran out of memory, before the verdict
@@ -101,9 +112,9 @@
     var box = $("summary");
     box.textContent = "";
     var oh = oomHeadline(p);
-    if (oh) box.appendChild(el("div", { id: "oom-headline", "class": "verdict bad" }, oh));
+    if (oh) box.appendChild(el("div", { id: "oom-headline", "class": "verdict bad oom", "data-kind": "oom" }, oh));
     var v = verdict(p);
-    var vd = el("div", { id: "verdict", "class": "verdict " + v.cls }, v.text);
+    var vd = el("div", { id: "verdict", "class": "verdict " + v.cls, "data-kind": v.kind }, v.text);
     box.appendChild(vd);
     if ((p.read_errors && p.read_errors.length) || (VT_REPORT.errors && VT_REPORT.errors.length)) {
       var errs = (p.read_errors || []).concat(VT_REPORT.errors || []);
@@ -140,6 +151,36 @@
 
   function bucketOf(s, t) { return Math.max(0, Math.min(s.buckets - 1, Math.floor(t / s.bucket_s))); }
 
+  /* The call site the verdict names (else the first growing one): its
+   * index in the series' sites, or -1 */
+  function growSite(p, s) {
+    var v = p && p.verdict, key = v && v.site && v.site.key;
+    if (!key && p && p.growth && p.growth.sites && p.growth.sites.length) key = (p.growth.sites[0].site || {}).key;
+    if (!key || !s) return -1;
+    for (var i = 0; i < s.sites.length; i++) if (s.sites[i].key === key) return i;
+    return -1;
+  }
+
+  /* A device's lanes: first what the verdict talks about (PyTorch's
+   * allocated and reserved, or the traced live bytes), then the growing
+   * call site's own live bytes on its own scale, then the driver and the
+   * other kinds.  Each lane's legend is its series list itself. */
+  function lanesOf(s, d) {
+    var p = VT_REPORT.processes[st.proc], main = [], other = [], lanes = [];
+    d.series.forEach(function (ser) { (ser.lane === "main" ? main : other).push(ser); });
+    var ca = main.some(function (x) { return x.key === "tensor"; });
+    if (main.length) lanes.push({ id: "main", h: 200, title: ca ? "PyTorch allocated vs reserved" : "live on the GPU (traced)",
+      series: main });
+    var gi = growSite(p, s);
+    if (gi >= 0 && s.sites[gi].device === d.device) {
+      var live = L.liveSeries(s.sites[gi], s.buckets), name = "the growing call site: " + userFrame(p.verdict && p.verdict.site ?
+        p.verdict : p.growth.sites[0]);
+      lanes.push({ id: "site", h: 130, title: name, series: [{ key: "site", name: name, min: live, max: live }] });
+    }
+    if (other.length) lanes.push({ id: "other", h: 130, title: "driver and other memory", series: other });
+    return lanes;
+  }
+
   function drawTimelines(s) {
     var box = $("timelines");
     box.textContent = "";
@@ -152,64 +193,102 @@
       var title = el("div", { "class": "tl-title" }, "GPU " + d.device + " \u2014 peak " + L.fmtBytes(d.peak_bytes) +
         " at " + L.fmtTime(d.peak_s));
       title.id = "tl-title-" + d.device;
-      var c = el("canvas", { "class": "tl-canvas", "data-device": d.device, height: "190" });
-      var leg = el("div", { "class": "legend" });
-      d.series.forEach(function (ser) {
-        var it = el("span", { "class": "key" });
-        var sw = el("i");
-        sw.style.background = COLORS[ser.name] || "#888";
-        it.appendChild(sw);
-        it.appendChild(document.createTextNode(ser.name));
-        leg.appendChild(it);
-      });
       wrap.appendChild(title);
-      wrap.appendChild(c);
-      wrap.appendChild(leg);
-      box.appendChild(wrap);
-      c.width = Math.max(400, box.clientWidth - 2);
-      paint(c, s, d);
-      interact(c, s, d);
+      lanesOf(s, d).forEach(function (lane) {
+        var lw = el("div", { "class": "lane", "data-lane": lane.id });
+        lw.appendChild(el("div", { "class": "lane-title" }, lane.title));
+        var c = el("canvas", { "class": "tl-canvas", "data-device": d.device, "data-lane": lane.id, height: String(lane.h) });
+        c.style.height = lane.h + "px";
+        c._lane = lane;
+        var leg = el("div", { "class": "legend" });
+        lane.series.forEach(function (ser) {
+          var it = el("span", { "class": "key", "data-key": ser.key });
+          var sw = el("i");
+          sw.style.background = COLORS[ser.key] || "#888";
+          it.appendChild(sw);
+          it.appendChild(el("span", { "class": "key-name" }, ser.name));
+          leg.appendChild(it);
+        });
+        lw.appendChild(c);
+        if (lane.id !== "site") lw.appendChild(leg);
+        wrap.appendChild(lw);
+        box.appendChild(wrap);
+        c.width = Math.max(400, box.clientWidth - 2);
+        paint(c, s, d, lane);
+        interact(c, s, d, lane);
+      });
     });
   }
 
-  function paint(c, s, d) {
-    var g = c.getContext("2d"), W = c.width, H = c.height, pad = 46, top = 6, bot = 18;
+  function paint(c, s, d, lane) {
+    var g = c.getContext("2d"), W = c.width, H = c.height, pad = PAD, top = 8, bot = 18;
     g.clearRect(0, 0, W, H);
     var v0 = st.view[0], v1 = st.view[1], cols = W - pad;
-    var hi = 1;
-    d.series.forEach(function (ser) { for (var b = Math.floor(v0); b < v1; b++) if (ser.max[b] > hi) hi = ser.max[b]; });
-    var y = function (v) { return top + (H - top - bot) * (1 - v / hi); };
+    var hi = 0;
+    lane.series.forEach(function (ser) {
+      for (var b = Math.floor(v0); b < Math.min(v1, ser.max.length); b++) if (ser.max[b] > hi) hi = ser.max[b];
+    });
+    var yt = L.byteTicks(hi, Math.max(2, Math.floor((H - top - bot) / 30)));
+    var y = function (v) { return top + (H - top - bot) * (1 - v / yt.top); };
     var x = function (b) { return pad + (b - v0) / (v1 - v0) * cols; };
     g.font = "11px sans-serif";
-    g.fillStyle = "#666";
-    for (var k = 0; k <= 4; k++) {
-      var v = hi * k / 4;
-      g.fillText(L.fmtBytes(v), 2, y(v) + 4);
+    yt.ticks.forEach(function (tk) {
+      g.fillStyle = "#666";
+      g.fillText(tk.label, pad - 6 - g.measureText(tk.label).width, y(tk.v) + 4);
       g.strokeStyle = "#eee";
-      g.beginPath(); g.moveTo(pad, y(v)); g.lineTo(W, y(v)); g.stroke();
-    }
-    /* steps */
-    g.strokeStyle = "#ddd";
-    (s.steps || []).forEach(function (t) {
-      var b = t / s.bucket_s;
-      if (b < v0 || b > v1) return;
-      g.beginPath(); g.moveTo(x(b), H - bot); g.lineTo(x(b), H - bot + 5); g.stroke();
+      g.beginPath(); g.moveTo(pad, y(tk.v)); g.lineTo(W, y(tk.v)); g.stroke();
     });
-    d.series.forEach(function (ser) {
-      var dm = L.decimate(ser.min, ser.max, v0, v1, cols), col = COLORS[ser.name] || "#888";
-      if (ser.name === "device-resident") {
-        g.fillStyle = col + "55";
-        g.beginPath();
+    /* the x axis: step numbers when the steps are known, else time */
+    /* by step only where the steps cover most of the view (a run whose
+     * steps take its last tenth keeps a time axis, the steps as ticks) */
+    var t0 = v0 * s.bucket_s, t1 = v1 * s.bucket_s, sv = (s.steps || []).filter(function (t) { return t >= t0 && t <= t1; });
+    var bySteps = sv.length >= 2 && (sv[sv.length - 1] - sv[0]) > 0.5 * (t1 - t0);
+    var xt = L.timeTicks(t0, t1, Math.max(2, Math.floor(cols / 90)), bySteps ? s.steps : null), lastX = -1e9;
+    if (!bySteps) sv.forEach(function (t) {
+      g.strokeStyle = "#bbb";
+      g.beginPath(); g.moveTo(x(t / s.bucket_s), H - bot); g.lineTo(x(t / s.bucket_s), H - bot + 3); g.stroke();
+    });
+    g.textBaseline = "alphabetic";
+    xt.forEach(function (tk) {
+      var px = x(tk.t / s.bucket_s);
+      g.strokeStyle = "#f2f2f2";
+      g.beginPath(); g.moveTo(px, top); g.lineTo(px, H - bot); g.stroke();
+      g.strokeStyle = "#999";
+      g.beginPath(); g.moveTo(px, H - bot); g.lineTo(px, H - bot + 4); g.stroke();
+      g.fillStyle = "#666";
+      var w = g.measureText(tk.label).width, lx = Math.min(W - w - 2, Math.max(pad, px - w / 2));
+      if (lx < lastX + 8) return; /* labels never overlap */
+      g.fillText(tk.label, lx, H - 3);
+      lastX = lx + w;
+    });
+    var drawn = [], lo = Infinity, hiPx = -Infinity;
+    lane.series.forEach(function (ser, k) {
+      var dm = L.decimate(ser.min, ser.max, v0, v1, cols), col = COLORS[ser.key] || "#888";
+      if (k === 0) { /* the lane's first series as a band under its line */
+        g.fillStyle = col + "40";
+        g.beginPath(); g.moveTo(pad, y(0));
         for (var i = 0; i < cols; i++) g.lineTo(pad + i, y(dm.max[i]));
-        for (var j = cols - 1; j >= 0; j--) g.lineTo(pad + j, y(dm.min[j]));
+        g.lineTo(pad + cols - 1, y(0));
         g.fill();
       }
       g.strokeStyle = col;
-      g.lineWidth = ser.name === "driver used" ? 1.5 : 1;
+      g.lineWidth = k === 0 || ser.key === "reserved" ? 2 : 1.2;
       g.beginPath();
-      for (var q = 0; q < cols; q++) g.lineTo(pad + q, y(dm.max[q]));
+      for (var q = 0; q < cols; q++) {
+        var py = y(dm.max[q]);
+        g.lineTo(pad + q, py);
+        if (py < lo) lo = py;
+        if (py > hiPx) hiPx = py;
+        py = y(dm.min[q]);
+        if (py > hiPx) hiPx = py;
+      }
       g.stroke();
+      drawn.push(ser.name);
     });
+    /* what the look test reads: the names drawn, and how much of the plot's
+     * height the curves span */
+    c.setAttribute("data-drawn", JSON.stringify(drawn));
+    c.setAttribute("data-span", lo === Infinity ? "0" : ((hiPx - lo) / (H - top - bot)).toFixed(3));
     g.lineWidth = 1;
     function mark(t, color, dash) {
       var b = t / s.bucket_s;
@@ -224,22 +303,18 @@
     (s.ooms || []).forEach(function (o) { if (o.device === d.device) mark(o.t_s, "#d62728"); });
     if (st.sel) {
       g.fillStyle = "rgba(80,80,200,0.15)";
-      if (st.sel.mode === "peak" || st.sel.mode === "view") {
-        /* marked by the peak and view lines */
-      } else if (st.sel.mode === "range") g.fillRect(x(st.sel.b0), top, x(st.sel.b1 + 1) - x(st.sel.b0), H - top - bot);
-      else { g.strokeStyle = "#222"; g.beginPath(); g.moveTo(x(st.sel.b + 0.5), top); g.lineTo(x(st.sel.b + 0.5), H - bot); g.stroke(); }
+      if (st.sel.mode === "range") g.fillRect(x(st.sel.b0), top, x(st.sel.b1 + 1) - x(st.sel.b0), H - top - bot);
+      else if (st.sel.mode === "time") {
+        g.strokeStyle = "#222"; g.beginPath(); g.moveTo(x(st.sel.b + 0.5), top); g.lineTo(x(st.sel.b + 0.5), H - bot); g.stroke();
+      }
     }
-    g.fillStyle = "#666";
-    g.fillText(L.fmtTime(v0 * s.bucket_s), pad, H - 3);
-    var end = L.fmtTime(v1 * s.bucket_s);
-    g.fillText(end, W - g.measureText(end).width - 2, H - 3);
   }
 
-  function interact(c, s, d) {
+  function interact(c, s, d, lane) {
     var down = null;
     function bAt(ev) {
-      var r = c.getBoundingClientRect(), px = ev.clientX - r.left - 46;
-      var f = Math.max(0, Math.min(1, px / (c.width - 46)));
+      var r = c.getBoundingClientRect(), px = ev.clientX - r.left - PAD;
+      var f = Math.max(0, Math.min(1, px / (c.width - PAD)));
       return Math.max(0, Math.min(s.buckets - 1, Math.floor(st.view[0] + f * (st.view[1] - st.view[0]))));
     }
     c.addEventListener("mousedown", function (ev) { down = bAt(ev); });
@@ -252,7 +327,7 @@
     });
     c.addEventListener("mousemove", function (ev) {
       var b = bAt(ev), parts = [L.fmtTime((b + 0.5) * s.bucket_s)];
-      d.series.forEach(function (ser) { parts.push(ser.name + " " + L.fmtBytes(ser.max[b])); });
+      lane.series.forEach(function (ser) { parts.push(ser.name + " " + L.fmtBytes(ser.max[b])); });
       c.title = parts.join("\n");
     });
     c.addEventListener("wheel", function (ev) {
@@ -269,17 +344,29 @@
     var cs = document.querySelectorAll(".tl-canvas");
     for (var i = 0; i < cs.length; i++) {
       var dev = +cs[i].getAttribute("data-device");
-      paint(cs[i], s, s.devices.filter(function (d) { return d.device === dev; })[0]);
+      paint(cs[i], s, s.devices.filter(function (d) { return d.device === dev; })[0], cs[i]._lane);
     }
   }
 
   /* ---------------------------------------------------------- icicle */
+
+  function grownByKey(p) {
+    var g = {};
+    ((p && p.growth && p.growth.sites) || []).forEach(function (x) {
+      if (x.site && x.site.key) g[x.site.key] = (g[x.site.key] || 0) + (x.grown_bytes || 0);
+    });
+    return g;
+  }
 
   function currentWeights(s) {
     if (!st.sel) return function () { return 0; };
     /* the peak and the view: the report's exact bytes per call site */
     if (st.sel.mode === "peak") return function (site) { return (site.peak || {})[st.sel.device] || 0; };
     if (st.sel.mode === "view") return function (site) { return site.view || 0; };
+    if (st.sel.mode === "grew") { /* the report's growth by call site */
+      var g = grownByKey(VT_REPORT.processes[st.proc]);
+      return function (site) { return site.key ? g[site.key] || 0 : 0; };
+    }
     if (st.sel.mode === "range") return function (site) { return L.rangeLeft(site, st.sel.b0, st.sel.b1); };
     return function (site) { return L.liveAt(site, st.sel.b); };
   }
@@ -288,7 +375,13 @@
     var box = $("flame");
     box.textContent = "";
     if (!s) return;
-    var tree = L.buildTree(s.sites, currentWeights(s), st.native);
+    var tree = L.buildTree(s.sites, currentWeights(s), st.native, st.libs);
+    var gi = growSite(VT_REPORT.processes[st.proc], s);
+    (function markGrow(n) { /* the nodes down to the growing site */
+      n.grow = n.sites.indexOf(gi) >= 0;
+      for (var k in n.children) if (markGrow(n.children[k])) n.grow = true;
+      return n.grow;
+    })(tree);
     var root = tree;
     (st.zoom || []).forEach(function (name) { if (root.children[name]) root = root.children[name]; });
     var W = Math.max(300, box.clientWidth || 900), rects = L.layout(root, W, 1), rowH = 18, maxd = 0;
@@ -302,9 +395,11 @@
       div.setAttribute("data-name", r.node.name);
       var pct = tree.value ? (100 * r.node.value / tree.value).toFixed(1) : "0";
       div.title = r.node.name + "\n" + L.fmtBytes(r.node.value) + " (" + r.node.value + " bytes, " + pct + " %)";
-      if (r.w > 40) div.textContent = r.node.name + " \u2014 " + L.fmtBytes(r.node.value);
-      var py = r.node.frame && r.node.frame[3];
-      div.className += py ? " py" : r.depth ? " native" : "";
+      var leaf = r.node.grow && r.node.sites.indexOf(gi) >= 0;
+      if (r.w > 40) div.textContent = (leaf ? "\u25b2 growing: " : "") + r.node.name + " \u2014 " + L.fmtBytes(r.node.value);
+      var py = r.node.frame && r.node.frame[3], fold = r.node.frame && r.node.frame[5];
+      div.className += fold ? " fold" : py ? " py" : r.depth ? " native" : "";
+      if (r.node.grow && r.depth) div.className += " grow";
       if (q && r.node.name.toLowerCase().indexOf(q) >= 0) div.className += " match";
       div.addEventListener("click", function () {
         if (r.depth === 0) { st.zoom = (st.zoom || []).slice(0, -1); } else {
@@ -327,6 +422,7 @@
     if (!st.sel) at.textContent = "";
     else if (st.sel.mode === "peak") at.textContent = "live at GPU " + st.sel.device + "'s peak (" +
       L.fmtTime(st.sel.t) + "): " + L.fmtBytes(tree.value);
+    else if (st.sel.mode === "grew") at.textContent = "what grew (the growing call sites' growth): " + L.fmtBytes(tree.value);
     else if (st.sel.mode === "view") at.textContent = "live at the view (" + L.fmtTime(s.view_s) + "): " + L.fmtBytes(tree.value);
     else if (st.sel.mode === "range") at.textContent = "allocated from " + L.fmtTime(st.sel.b0 * s.bucket_s) + " to " +
       L.fmtTime((st.sel.b1 + 1) * s.bucket_s) + " and still live then: " + L.fmtBytes(tree.value);
@@ -424,15 +520,21 @@
   function tables(p, s) {
     var box = $("tables");
     box.textContent = "";
-    var leaks = (p.leaks && p.leaks.sites) || [];
+    /* the growing call sites first (by their growth), then by bytes */
+    var gk = grownByKey(p), gof = function (x) { return (x.site ? x.site.key : x.key) ? gk[x.site ? x.site.key : x.key] || 0 : 0; };
+    var leaks = ((p.leaks && p.leaks.sites) || []).slice().sort(function (a, b) {
+      return gof(b) - gof(a) || b.bytes - a.bytes;
+    });
     if (p.holders) /* who holds each site (the walk at exit) */
-      table(box, "leaks-table", "Live at the view", ["bytes", "blocks", "call site", "held by", "kind", "api"],
-        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), heldBy(x), x.kind, x.api]; }),
-        [true, false, false, false, false, false], function (r) { findInFlame(r[2]); });
+      table(box, "leaks-table", "Live at the view (growing call sites first)", ["bytes", "blocks", "call site", "held by",
+        "kind", "api", "grown"],
+        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), heldBy(x), x.kind, x.api, gof(x)]; }),
+        [true, false, false, false, false, false, true], function (r) { findInFlame(r[2]); });
     else
-      table(box, "leaks-table", "Live at the view", ["bytes", "blocks", "call site", "kind", "api"],
-        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind, x.api]; }),
-        [true, false, false, false, false], function (r) { findInFlame(r[2]); });
+      table(box, "leaks-table", "Live at the view (growing call sites first)", ["bytes", "blocks", "call site", "kind",
+        "api", "grown"],
+        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind, x.api, gof(x)]; }),
+        [true, false, false, false, false, true], function (r) { findInFlame(r[2]); });
     var gr = (p.growth && p.growth.sites) || [];
     table(box, "growth-table", "Growing call sites", ["grown", "per step", "per second", "confidence", "call site", "live bytes"],
       gr.map(function (x) {
@@ -456,52 +558,108 @@
 
   /* ---------------------------------------------------------- the page */
 
-  function series() { return window.VT_SERIES ? VT_SERIES.processes[st.proc] : null; }
+  function series() { return window.VT_SERIES && st.proc >= 0 ? VT_SERIES.processes[st.proc] : null; }
 
   function showProc(i) {
     st.proc = i;
+    document.body.className = "";
     var p = VT_REPORT.processes[i], s = series();
     st.zoom = null;
     st.view = [0, s ? s.buckets : 1];
     summary(p, s);
     drawTimelines(s);
-    /* the peak of the first device by default */
-    if (s && s.devices.length) st.sel = { mode: "peak", device: s.devices[0].device, t: s.devices[0].peak_s };
+    /* what grew when the verdict is a leak, else the peak of the first device */
+    var g = grownByKey(p);
+    if (s && p.verdict && p.verdict.kind === "leak" && Object.keys(g).length) st.sel = { mode: "grew" };
+    else if (s && s.devices.length) st.sel = { mode: "peak", device: s.devices[0].device, t: s.devices[0].peak_s };
     else st.sel = null;
     if (s) redrawTimelines(s);
     drawFlame(s);
     tables(p, s);
   }
 
-  /* all processes: the report's merged tables (by call site over ranks) */
+  /* all processes: the merged verdict (which processes leak, at which
+   * line), the icicle of what is live at the view over all of them, and
+   * the report's merged tables (by call site over ranks) */
   function showMerged() {
-    var m = VT_REPORT.merged;
-    $("summary").textContent = "";
-    $("summary").appendChild(el("div", { id: "verdict", "class": "verdict " + (m.grown_bytes ? "bad" : "ok") },
-      VT_REPORT.processes.length + " processes: " + L.fmtBytes(m.leaked_bytes) + " live at the view, " +
-      L.fmtBytes(m.grown_bytes) + " grown"));
-    $("timelines").textContent = "";
-    $("timelines").appendChild(el("p", {}, "Timelines are per process: choose one above."));
-    $("flame").textContent = "";
-    $("flame-at").textContent = "";
-    var box = $("tables");
+    var m = VT_REPORT.merged, ps = VT_REPORT.processes, box = $("summary");
+    st.proc = -1;
+    document.body.className = "merged";
     box.textContent = "";
-    table(box, "merged-leaks-table", "Live at the view, all processes", ["bytes", "blocks", "processes", "call site", "kind"],
-      (m.leaks || []).map(function (x) { return [x.bytes, x.blocks, x.processes, userFrame(x), x.site ? x.site.kind : ""]; }),
-      [true, false, false, false, false], null);
-    table(box, "merged-growth-table", "Growing call sites, all processes", ["grown", "processes", "call site"],
+    var leaking = [], tell = 0;
+    ps.forEach(function (p, i) {
+      var k = p.verdict && p.verdict.kind;
+      if (k === "leak") leaking.push(i);
+      if (k === "cannot_tell") tell++;
+    });
+    var ooms = ps.filter(function (p) { return p.oom_headline; }).length;
+    var kind = leaking.length ? "leak" : tell ? "cannot_tell" : "no_leak";
+    if (ooms) box.appendChild(el("div", { id: "oom-headline", "class": "verdict bad oom", "data-kind": "oom" },
+      "Out of memory in " + ooms + " of " + ps.length + " processes"));
+    var head = leaking.length ? "Leak in " + leaking.length + " of " + ps.length + " processes" :
+      tell ? "Cannot tell in " + tell + " of " + ps.length + " processes (the others: no leak)" :
+      "No leak in any of the " + ps.length + " processes";
+    var vd = el("div", { id: "verdict", "class": "verdict " + (leaking.length ? "bad" : tell ? "warn" : "ok"), "data-kind": kind },
+      head + ": " + L.fmtBytes(m.grown_bytes) + " grown, " + L.fmtBytes(m.leaked_bytes) + " live at the view");
+    box.appendChild(vd);
+    if (leaking.length) {
+      var ul = el("ul", { id: "leaking", "class": "leaking" });
+      leaking.forEach(function (i) {
+        var p = ps[i], li = el("li"), dir = (p.file || "").replace(/\/+[^\/]*$/, "").split("/").pop();
+        var a = el("a", { href: "#", "data-proc": String(i) }, procLabel(p, i) + (dir ? " in " + dir : ""));
+        a.addEventListener("click", function (ev) { ev.preventDefault(); $("proc").value = String(i); showProc(i); });
+        li.appendChild(a);
+        li.appendChild(document.createTextNode(": " + verdict(p).text));
+        ul.appendChild(li);
+      });
+      box.appendChild(ul);
+    }
+    $("timelines").textContent = "";
+    $("timelines").appendChild(el("p", {}, "Timelines are per process: choose one in the list above, or a leaking process."));
+    /* the icicle of the merged sites: what is live at the view, over all processes */
+    var sites = (m.leaks || []).map(function (x) { return { frames: L.jsonFrames(x.site && x.site.stack), bytes: x.bytes }; });
+    var tree = L.buildTree(sites, function (x) { return x.bytes; }, st.native, st.libs);
+    var f = $("flame"), W = Math.max(300, f.clientWidth || 900), maxd = 0;
+    f.textContent = "";
+    L.layout(tree, W, 1).forEach(function (r) {
+      var div = el("div", { "class": "fr" + (r.depth === 0 ? " root" : "") });
+      div.style.left = r.x + "px";
+      div.style.width = Math.max(1, r.w - 1) + "px";
+      div.style.top = r.depth * 18 + "px";
+      div.setAttribute("data-bytes", String(r.node.value));
+      div.setAttribute("data-name", r.node.name);
+      div.title = r.node.name + "\n" + L.fmtBytes(r.node.value);
+      if (r.w > 40) div.textContent = r.node.name + " \u2014 " + L.fmtBytes(r.node.value);
+      var fr = r.node.frame;
+      div.className += fr && fr[5] ? " fold" : fr && fr[3] ? " py" : r.depth ? " native" : "";
+      f.appendChild(div);
+      if (r.depth > maxd) maxd = r.depth;
+    });
+    f.style.height = (maxd + 1) * 18 + 4 + "px";
+    $("flame-at").textContent = "live at the view, all processes: " + L.fmtBytes(tree.value);
+    $("flame-at").setAttribute("data-bytes", String(tree.value));
+    $("range").textContent = "";
+    var tb = $("tables");
+    tb.textContent = "";
+    table(tb, "merged-growth-table", "Growing call sites, all processes", ["grown", "processes", "call site"],
       (m.growth || []).map(function (x) { return [x.grown_bytes || x.bytes || 0, x.processes, userFrame(x)]; }),
       [true, false, false], null);
+    table(tb, "merged-leaks-table", "Live at the view, all processes", ["bytes", "blocks", "processes", "call site", "kind"],
+      (m.leaks || []).map(function (x) { return [x.bytes, x.blocks, x.processes, userFrame(x), x.site ? x.site.kind : ""]; }),
+      [true, false, false, false, false], null);
   }
 
   function report() {
     var sel = $("proc");
     VT_REPORT.processes.forEach(function (p, i) { sel.appendChild(el("option", { value: i }, procLabel(p, i))); });
-    if (VT_REPORT.merged && VT_REPORT.processes.length > 1)
-      sel.appendChild(el("option", { value: "merged" }, "all processes (merged by call site)"));
+    var job = VT_REPORT.merged && VT_REPORT.processes.length > 1;
+    if (job) sel.insertBefore(el("option", { value: "merged" }, "all " + VT_REPORT.processes.length +
+      " processes (the job's verdict)"), sel.firstChild);
     sel.addEventListener("change", function () { if (sel.value === "merged") showMerged(); else showProc(+sel.value); });
-    $("search").addEventListener("input", function (ev) { st.search = ev.target.value; drawFlame(series()); });
-    $("native").addEventListener("change", function (ev) { st.native = ev.target.checked; drawFlame(series()); });
+    var redraw = function () { if (st.proc < 0) showMerged(); else drawFlame(series()); };
+    $("search").addEventListener("input", function (ev) { st.search = ev.target.value; redraw(); });
+    $("native").addEventListener("change", function (ev) { st.native = ev.target.checked; redraw(); });
+    $("libs").addEventListener("change", function (ev) { st.libs = ev.target.checked; redraw(); });
     $("reset-zoom").addEventListener("click", function () { st.zoom = null; drawFlame(series()); });
     document.querySelectorAll(".at").forEach(function (b) {
       b.addEventListener("click", function () {
@@ -509,6 +667,7 @@
         if (!s) return;
         if (w === "peak" && s.devices.length) select({ mode: "peak", device: s.devices[0].device, t: s.devices[0].peak_s });
         else if (w === "view") select({ mode: "view" });
+        else if (w === "grew") select({ mode: "grew" });
         else select({ mode: "time", b: s.buckets - 1 });
       });
     });
@@ -517,8 +676,11 @@
         (VT_REPORT.errors || []).join("; ")));
       return;
     }
-    showProc(0);
-    window.addEventListener("resize", function () { drawTimelines(series()); redrawTimelines(series()); drawFlame(series()); });
+    if (job) { sel.value = "merged"; showMerged(); } else showProc(0);
+    window.addEventListener("resize", function () {
+      if (st.proc < 0) return showMerged();
+      drawTimelines(series()); redrawTimelines(series()); drawFlame(series());
+    });
   }
 
   function diff() {
@@ -529,7 +691,7 @@
       "B against A: " + (grown >= 0 ? "+" : "") + L.fmtBytes(grown) + " live at the view (A " + L.fmtBytes(d.a.leaked_bytes || 0) +
       " in " + d.a.processes + " process" + (d.a.processes === 1 ? "" : "es") + ", B " + L.fmtBytes(d.b.leaked_bytes || 0) +
       "); peak " + L.fmtBytes(d.a.peak_bytes || 0) + " \u2192 " + L.fmtBytes(d.b.peak_bytes || 0)));
-    var sites = d.sites || [];
+    var sites = L.diffSites(d);
     function drawDiff() {
       var f = $("flame");
       f.textContent = "";
@@ -554,7 +716,7 @@
     $("native").addEventListener("change", function (ev) { st.native = ev.target.checked; drawDiff(); });
     drawDiff();
     table(box, "diff-table", "Call sites, A against B", ["status", "leaked A", "leaked B", "B - A", "call site"],
-      sites.map(function (x) {
+      L.diffRows(d).map(function (x) {
         var lb = x.leaked_bytes || [0, 0], a = lb[0] || 0, b = lb[1] || 0;
         return [x.status, a, b, b - a, typeof x.user_frame === "string" ? x.user_frame : userFrame(x)];
       }), [false, true, true, true, false], null);

@@ -34,6 +34,45 @@ function report(args, html) {
   return JSON.parse(json.toString());
 }
 
+// The look test: what a person sees.  Each lane's legend names exactly the
+// series drawn in it; the growing call site's curve spans at least a
+// quarter of its lane; the banner's colour and first words match the
+// verdict's kind (leak / no leak / cannot tell, an OOM in red first); no
+// "(null)", "undefined" or "NaN" in the visible text.  p: the process
+// shown, null for a job's merged view.
+const BANNER = { leak: [/^(Leak|Growing)/, /\bbad\b/], no_leak: [/^No (leak|growth)/, /\b(ok|info)\b/],
+  cannot_tell: [/^Cannot tell/, /\bwarn\b/], oom: [/^Out of memory/, /\bbad\b/] };
+async function look(page, p, expect) {
+  const lanes = await page.$$eval(".lane", (ls) => ls.map((l) => ({
+    id: l.getAttribute("data-lane"),
+    legend: [...l.querySelectorAll(".legend .key-name")].map((k) => k.textContent),
+    title: l.querySelector(".lane-title").textContent,
+    drawn: JSON.parse(l.querySelector("canvas").getAttribute("data-drawn") || "[]"),
+    span: Number(l.querySelector("canvas").getAttribute("data-span")) })));
+  for (const l of lanes) {
+    if (l.id === "site") {
+      expect(l.drawn.length === 1 && l.drawn[0] === l.title, `the growing site's lane draws ${JSON.stringify(l.drawn)}, titled '${l.title}'`);
+      expect(l.span >= 0.25, `the growing site's curve spans ${l.span} of its lane`);
+    } else expect(JSON.stringify(l.legend) === JSON.stringify(l.drawn),
+      `lane ${l.id}: legend ${JSON.stringify(l.legend)}, drawn ${JSON.stringify(l.drawn)}`);
+  }
+  if (p && p.verdict && p.verdict.kind === "leak" && (p.verdict.site || {}).key) {
+    const inSeries = await page.evaluate((k) => VT_SERIES.processes.some((s) => s.sites.some((x) => x.key === k)), p.verdict.site.key);
+    expect(!inSeries || lanes.some((l) => l.id === "site"), "a leak without its growing site's lane");
+  }
+  for (const id of ["oom-headline", "verdict"]) {
+    const b = await page.$("#" + id);
+    if (!b) continue;
+    const kind = await b.getAttribute("data-kind"), cls = await b.getAttribute("class"), txt = (await b.textContent()) || "";
+    const want = BANNER[kind];
+    expect(want && want[0].test(txt) && want[1].test(cls), `banner #${id} of kind '${kind}' reads '${txt.slice(0, 60)}' in '${cls}'`);
+    if (id === "verdict" && p && p.verdict) expect(kind === p.verdict.kind, `banner kind '${kind}', verdict '${p.verdict.kind}'`);
+  }
+  if (p) expect(!!(await page.$("#oom-headline")) === !!p.oom_headline, "an OOM headline shown iff the report has one");
+  const text = await page.evaluate(() => document.body.innerText);
+  for (const bad of ["(null)", "undefined", "NaN"]) expect(!text.includes(bad), `'${bad}' in the page's text`);
+}
+
 async function check(browser, name, html, rep, opts) {
   const fails = [];
   const expect = (ok, msg) => { if (!ok) fails.push(msg); };
@@ -48,13 +87,34 @@ async function check(browser, name, html, rep, opts) {
   const loadMs = Date.now() - t0;
   expect(errors.length === 0, "console errors: " + errors.join("; "));
   expect(requests.length === 0, "requests to hosts: " + requests.join(", "));
+  if (opts.merged && rep.merged) { /* a job's page opens on the merged verdict */
+    const mv = rep.merged.verdict || {};
+    const kind = await page.getAttribute("#verdict", "data-kind");
+    expect(kind === mv.kind, `the job page opens on '${kind}', the merged verdict is '${mv.kind}'`);
+    const n = (await page.$$("#leaking li")).length;
+    expect(n === (mv.processes_leaking || 0), `the job page lists ${n} leaking processes, the report ${mv.processes_leaking}`);
+    const fr = (await page.$$("#flame .fr:not(.root)")).length;
+    expect(fr > 0 || !(rep.merged.leaks || []).length, "the merged flamegraph is empty");
+    const nl = (await page.$$("#merged-leaks-table tbody tr")).length;
+    expect(nl === (rep.merged.leaks || []).length, `merged rows ${nl}, JSON ${(rep.merged.leaks || []).length}`);
+    await look(page, null, expect);
+    await page.selectOption("#proc", "0");
+  }
   const p = rep.processes ? rep.processes[0] : null;
+  if (p && !opts.diff) await look(page, p, expect);
   if (opts.damaged) expect(await page.$("#damaged"), "no word of the damage");
   if (p && !opts.diff) {
     for (const d of p.devices || []) {
       const txt = await page.textContent("#peak-" + d.index).catch(() => null);
       expect(txt && txt.startsWith(L.fmtBytes(d.peak_live_bytes)), `peak of GPU ${d.index}: '${txt}', want ${L.fmtBytes(d.peak_live_bytes)}`);
     }
+    // a leak opens on what grew; the peak's icicle is the report's peak
+    const grew = (p.growth && p.growth.sites || []).some((x) => x.site && x.site.key);
+    if (p.verdict && p.verdict.kind === "leak" && grew) {
+      const at = (await page.textContent("#flame-at")) || "";
+      expect(at.startsWith("what grew"), "a leak's page opens on '" + at + "', not on what grew");
+    }
+    await page.click('button[data-at="peak"]');
     const pk = (p.peak || [])[0];
     if (pk && pk.bytes > 0) {
       const root = await page.getAttribute("#flame .fr.root", "data-bytes");
@@ -97,6 +157,7 @@ async function check(browser, name, html, rep, opts) {
     // drag across the first timeline: the range table and the flamegraph agree
     const c = await page.$(".tl-canvas");
     if (c) {
+      await c.scrollIntoViewIfNeeded();
       const b = await c.boundingBox();
       await page.mouse.move(b.x + 46 + (b.width - 46) * 0.05, b.y + b.height / 2);
       await page.mouse.down();
@@ -111,15 +172,10 @@ async function check(browser, name, html, rep, opts) {
       await page.click('button[data-at="peak"]');
     }
   }
-  if (opts.merged && rep.merged) { /* the ranks merged by call site */
-    await page.selectOption("#proc", "merged");
-    const n = (await page.$$("#merged-leaks-table tbody tr")).length;
-    expect(n === (rep.merged.leaks || []).length, `merged rows ${n}, JSON ${(rep.merged.leaks || []).length}`);
-    expect(errors.length === 0, "console errors in the merged view: " + errors.join("; "));
-  }
+  if (opts.merged) expect(errors.length === 0, "console errors in the merged view: " + errors.join("; "));
   if (opts.diff) {
-    const n = (await page.$$("#diff-table tbody tr")).length;
-    expect(n === rep.sites.length, `diff rows ${n}, JSON ${rep.sites.length}`);
+    const n = (await page.$$("#diff-table tbody tr")).length, want = L.diffRows(rep).length;
+    expect(n === want, `diff rows ${n}, JSON ${want} (sites whose leaked bytes changed, and the others)`);
     expect((await page.$$("#flame .fr")).length > 0 || rep.sites.length === 0, "no differential flamegraph");
   }
   await page.screenshot({ path: path.join(out, name + ".png"), fullPage: true });

@@ -65,6 +65,77 @@ var VTLIB = (function () {
     return { min: outMin, max: outMax };
   }
 
+
+  /* A step of 1, 2 or 5 times a power of ten that cuts `span` into at most
+   * `n` parts. */
+  function niceStep(span, n) {
+    var raw = span / Math.max(1, n), e = Math.pow(10, Math.floor(Math.log10(raw || 1)));
+    var m = [1, 2, 5, 10];
+    for (var i = 0; i < m.length; i++) if (m[i] * e >= raw - 1e-12 * e) return m[i] * e;
+    return 10 * e;
+  }
+
+  function fmtNum(v, step) {
+    var d = step >= 1 ? 0 : Math.min(6, Math.ceil(-Math.log10(step) - 1e-9));
+    return v.toFixed(d);
+  }
+
+  /* The y axis of bytes from 0 to at least `hi`: ticks at 1-2-5 steps in
+   * the binary unit of `hi`, at most `n` of them above 0.
+   * {top, ticks: [{v, label}]} */
+  function byteTicks(hi, n) {
+    var u = ["B", "KiB", "MiB", "GiB", "TiB"], k = 0, div = 1;
+    hi = hi > 0 ? hi : 1;
+    while (hi >= 1024 * div && k < u.length - 1) { div *= 1024; k++; }
+    var v = hi / div, step = niceStep(v, n);
+    if (k === 0 && step < 1) step = 1;
+    var top = Math.ceil(v / step - 1e-9) * step, ticks = [];
+    for (var i = 0; i * step <= top + 1e-9; i++)
+      ticks.push({ v: i * step * div, label: fmtNum(i * step, step) + " " + u[k] });
+    return { top: top * div, ticks: ticks };
+  }
+
+  /* Ticks of the x axis between times t0 and t1 (seconds): by step number
+   * when the steps' times are known (two or more), else by time, at 1-2-5
+   * steps, at most `n`.  [{t, label}] */
+  function timeTicks(t0, t1, n, steps) {
+    var out = [];
+    if (steps && steps.length >= 2) {
+      var k0 = 0, k1 = steps.length - 1;
+      while (k0 < steps.length && steps[k0] < t0) k0++;
+      while (k1 >= 0 && steps[k1] > t1) k1--;
+      if (k1 - k0 >= 1) {
+        var st = Math.max(1, niceStep(k1 - k0 + 1, n)), first = true;
+        for (var k = Math.ceil((k0 + 1) / st) * st; k <= k1 + 1; k += st) {
+          out.push({ t: steps[k - 1], label: (first ? "step " : "") + k });
+          first = false;
+        }
+        return out;
+      }
+    }
+    var span = t1 - t0, step = niceStep(span || 1e-6, n), unit = 1, name = "s";
+    if (span < 1e-3) { unit = 1e-6; name = "\u00b5s"; } else if (span < 1) { unit = 1e-3; name = "ms"; }
+    for (var t = Math.ceil(t0 / step - 1e-9) * step; t <= t1 + 1e-12; t += step)
+      out.push({ t: t, label: fmtNum(t / unit, step / unit) + " " + name });
+    return out;
+  }
+
+  /* The package a frame's file belongs to when it is installed
+   * (site-packages or dist-packages: torch, lightning, ...), else "". */
+  function pkgOf(file) {
+    var m = /\/(?:site|dist)-packages\/([^\/]+)/.exec(file || "");
+    return m ? m[1].replace(/\.py$/, "").replace(/-[0-9].*$/, "") : "";
+  }
+
+  /* A JSON report's frame objects (innermost first) as the page's frames
+   * [function, file, line, python, internal]. */
+  function jsonFrames(stack) {
+    return (stack || []).map(function (f) {
+      return [f["function"] || (f.module ? base(f.module) + "+" + f.offset : "?"), f.file || f.module || "",
+        f.line || 0, f.kind === "python" ? 1 : 0, f.internal ? 1 : 0];
+    });
+  }
+
   function frameLabel(f) {
     /* f: [function, file, line, python, internal] */
     if (!f[1]) return f[0];
@@ -77,24 +148,38 @@ var VTLIB = (function () {
     return k >= 0 ? p.slice(k + 1) : p;
   }
 
-  /* The frames of a site shown in the tree, outermost first: Python frames
-   * and the user's native frames; the runtime's native frames only with
-   * `native`.  A stack of runtime frames alone keeps its innermost one. */
-  function shownFrames(site, native) {
-    var fr = site.frames, out = [];
-    for (var i = fr.length - 1; i >= 0; i--) if (native || fr[i][3] || !fr[i][4]) out.push(fr[i]);
+  /* The frames of a site shown in the tree, outermost first: the user's
+   * Python and native frames; the runtime's native frames only with
+   * `native`, the Python frames of installed packages (site-packages) only
+   * with `libs`.  A run of hidden frames between shown ones is folded into
+   * one frame naming its packages ("[torch, lightning]"), as the text
+   * report folds them; below the last shown frame they are left out.  A
+   * stack of hidden frames alone keeps its innermost one. */
+  function shownFrames(site, native, libs) {
+    var fr = site.frames, out = [], run = [];
+    for (var i = fr.length - 1; i >= 0; i--) {
+      var f = fr[i], py = f[3], lib = py ? !libs && pkgOf(f[1]) : !native && f[4];
+      if (!lib) {
+        if (run.length) out.push(["[" + run.join(", ") + "]", "", 0, 0, 1, 1]);
+        run = [];
+        out.push(f);
+        continue;
+      }
+      var name = pkgOf(f[1]) || base(f[1]).replace(/\.so.*$/, "") || "runtime";
+      if (run.indexOf(name) < 0) run.push(name);
+    }
     if (!out.length && fr.length) out.push(fr[0]);
     return out;
   }
 
   /* The icicle tree: weight(site) bytes down each site's frames. */
-  function buildTree(sites, weight, native) {
+  function buildTree(sites, weight, native, libs) {
     var root = { name: "all", value: 0, children: {}, sites: [] };
     for (var i = 0; i < sites.length; i++) {
       var w = weight(sites[i], i);
       if (!(w > 0)) continue;
       root.value += w;
-      var node = root, fr = shownFrames(sites[i], native);
+      var node = root, fr = shownFrames(sites[i], native, libs);
       for (var k = 0; k < fr.length; k++) {
         var name = frameLabel(fr[k]);
         var c = node.children[name];
@@ -127,6 +212,29 @@ var VTLIB = (function () {
     return out;
   }
 
+  /* The sites of a diff that the page draws: the listed ones and, for
+   * those past --top (JSON `others`), one row of their sum, so that the
+   * rows add up to the totals B - A. */
+  function diffSites(d) {
+    var sites = (d.sites || []).slice(), o = d.others;
+    if (o && o.sites > 0) {
+      var lb = o.leaked_bytes || [0, 0];
+      sites.push({ key: "", status: "others", leaked_bytes: [lb[0] || 0, lb[1] || 0],
+        user_frame: "(" + o.sites + " other call site" + (o.sites === 1 ? "" : "s") + ")",
+        stack: ["(" + o.sites + " other call site" + (o.sites === 1 ? "" : "s") + ")"] });
+    }
+    return sites;
+  }
+
+  /* The table's rows: the sites whose leaked bytes changed (a site that
+   * differs only at the peak or in bytes allocated is no row of 0 B). */
+  function diffRows(d) {
+    return diffSites(d).filter(function (x) {
+      var lb = x.leaked_bytes || [0, 0];
+      return (lb[1] || 0) !== (lb[0] || 0);
+    });
+  }
+
   /* The differential tree of a diff (JSON `sites` with `stack`): each
    * site's weight is the larger of its leaked bytes before and after, its
    * delta after - before. */
@@ -143,7 +251,7 @@ var VTLIB = (function () {
       var lb = s.leaked_bytes || [0, 0]; /* [A, B] */
       return { frames: st, a: lb[0] || 0, b: lb[1] || 0 };
     });
-    var root = buildTree(conv, function (s) { return Math.max(s.a, s.b); }, native);
+    var root = buildTree(conv, function (s) { return Math.max(s.a, s.b); }, native, true);
     (function delta(n) {
       n.delta = 0;
       n.sites.forEach(function (i) { n.delta += conv[i].b - conv[i].a; });
@@ -167,7 +275,8 @@ var VTLIB = (function () {
   }
 
   return { fmtBytes: fmtBytes, fmtTime: fmtTime, liveAt: liveAt, rangeLeft: rangeLeft, liveSeries: liveSeries,
-    decimate: decimate, buildTree: buildTree, layout: layout, diffTree: diffTree, sparkPath: sparkPath,
-    shownFrames: shownFrames, frameLabel: frameLabel };
+    decimate: decimate, buildTree: buildTree, layout: layout, diffSites: diffSites, diffRows: diffRows, diffTree: diffTree,
+    sparkPath: sparkPath, shownFrames: shownFrames, frameLabel: frameLabel, niceStep: niceStep, byteTicks: byteTicks,
+    timeTicks: timeTicks, pkgOf: pkgOf, jsonFrames: jsonFrames };
 })();
 if (typeof module !== "undefined") module.exports = VTLIB;

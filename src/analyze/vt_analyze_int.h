@@ -78,6 +78,8 @@ typedef struct {
     uint64_t held_bytes;   /* of its live bytes, those that holder holds */
     int64_t never_bytes, never_count; /* of those, still live at the end of the trace */
     int64_t late_bytes, late_count;   /* of those, allocated after the view (counted in at_bytes too) */
+    int64_t kept_bytes, kept_count;   /* of at_bytes, what the process's leak_bytes counts: never freed;
+                                         0 for module globals and, with tensor events, segments */
     /* growth floors (vt_replay_account.c): bucket b holds the site's
      * allocations [b << g_shift, (b + 1) << g_shift); floor[b] is the
      * lowest live byte count from its first allocation to the next

@@ -83,8 +83,11 @@ static size_t diff_rows(vt_analysis *a, vt_analysis *b, vt_drow **out)
                 d->an = an[s];
                 d->proc = (uint32_t)i;
                 d->unit = (uint32_t)k;
-                d->leak[s] = u->kind == VT_MEM_DEVICE_STATIC ? 0 : u->at_bytes; /* module globals are no leak */
-                d->blocks[s] = (uint64_t)(u->at_count > 0 ? u->at_count : 0);
+                /* what the side's leaked_bytes counts of this site, so that
+                 * the rows add up to the totals (no module globals, no
+                 * segments under tensors, no teardown) */
+                d->leak[s] = u->kept_bytes;
+                d->blocks[s] = (uint64_t)u->kept_count;
                 d->peak[s] = resident(u->kind) ? u->pk_bytes : 0;
                 d->alloc[s] = (int64_t)u->alloc_bytes;
                 d->grown[s] = u->growth_flag ? (int64_t)u->grown : 0;
@@ -113,6 +116,16 @@ static size_t diff_rows(vt_analysis *a, vt_analysis *b, vt_drow **out)
             r[k++] = r[i];
     qsort(r, k, sizeof(*r), drow_delta_cmp);
     return k;
+}
+
+/* Leaked bytes of the rows from `from` on (those past --top), per side. */
+static void rest(const vt_drow *r, size_t from, size_t n, int64_t leak[2])
+{
+    leak[0] = leak[1] = 0;
+    for (size_t i = from; i < n; i++) {
+        leak[0] += r[i].leak[0];
+        leak[1] += r[i].leak[1];
+    }
 }
 
 static void totals(vt_analysis *a, int64_t *leak, int64_t *peak)
@@ -192,8 +205,15 @@ int vt_diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
             fprintf(o, "    at (no call stack recorded)\n");
         }
     }
-    if (n > a->cfg.top)
-        fprintf(o, "... %zu more call site%s\n", n - a->cfg.top, n - a->cfg.top == 1 ? "" : "s");
+    if (n > a->cfg.top) {
+        int64_t ol[2];
+        rest(r, a->cfg.top, n, ol);
+        vt_fmt_bytes(b1, 32, (double)ol[0]);
+        vt_fmt_bytes(b2, 32, (double)ol[1]);
+        vt_fmt_bytes(b3, 32, (double)(ol[1] - ol[0]));
+        fprintf(o, "... %zu more call site%s (leaked A %s, B %s: %s%s)\n", n - a->cfg.top, n - a->cfg.top == 1 ? "" : "s",
+                b1, b2, ol[1] >= ol[0] ? "+" : "", b3);
+    }
     free(r);
     return ferror(o) ? VT_ERR_IO : 0;
 }
@@ -240,7 +260,11 @@ int vt_diff_json(vt_analysis *a, vt_analysis *b, FILE *o)
         }
         fprintf(o, "]}");
     }
-    fprintf(o, "],\"sites_total\":%zu}\n", n);
+    int64_t ol[2] = {0, 0};
+    size_t shown = n < a->cfg.top ? n : a->cfg.top;
+    rest(r, shown, n, ol);
+    fprintf(o, "],\"sites_total\":%zu,\"others\":{\"sites\":%zu,\"leaked_bytes\":[%" PRId64 ",%" PRId64 "]}}\n", n,
+            n - shown, ol[0], ol[1]);
     free(r);
     return ferror(o) ? VT_ERR_IO : 0;
 }

@@ -43,10 +43,12 @@ static int ct_check(ct *c)
     if (c->ob.ioerr)
         return VT_ERR_IO;
     if (c->ob.flushed + c->ob.n > c->max_bytes) {
+        char lim[32];
+        vt_fmt_bytes(lim, sizeof(lim), (double)c->max_bytes); /* 1000000: 976.56 KiB, not "0 MiB" */
         snprintf(c->errmsg, sizeof(c->errmsg),
-                 "the Chrome JSON would be over %" PRIu64 " MiB, more than a browser opens: export a window "
+                 "the Chrome JSON would be over %s (--max-bytes), more than a browser opens: export a window "
                  "(--start/--end), fewer counter points (--max-points), or --format perfetto",
-                 c->max_bytes >> 20);
+                 lim);
         return VT_ERR_INVALID;
     }
     return 0;

@@ -5,8 +5,10 @@
  * the events of their tracks, slices as SLICE_BEGIN/SLICE_END pairs,
  * counters in bytes, instants, and live bytes by call site as instants
  * that carry an interned callstack and its weight (the UI's flamegraph).
- * Field numbers: proto/perfetto_subset.proto (written from Perfetto's
- * public field numbers; docs/EXPORT.md).  Touches only the FILE. */
+ * Field numbers and types: Perfetto's official schema, as
+ * tests/analyze/export/perfetto_fields.tsv records it (the subset proto
+ * and every export are checked against that table in CI; docs/EXPORT.md).
+ * Touches only the FILE. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +75,20 @@ static void pb_uint(pb *b, unsigned f, uint64_t v)
     pb_varint(b, v);
 }
 
+/* int64 and int32 alike: a negative int32 is sign-extended to ten bytes */
 static void pb_int(pb *b, unsigned f, int64_t v) { pb_uint(b, f, (uint64_t)v); }
+
+/* a double: wire type 1 (I64), the IEEE 754 bits little-endian */
+static void pb_double(pb *b, unsigned f, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof(u));
+    uint8_t t[8];
+    for (int k = 0; k < 8; k++)
+        t[k] = (uint8_t)(u >> (8 * k));
+    pb_varint(b, (uint64_t)f << 3 | 1);
+    pb_raw(b, t, sizeof(t));
+}
 
 static void pb_bytes(pb *b, unsigned f, const void *p, size_t n)
 {
@@ -185,7 +200,7 @@ static int pf_process(void *ctx, uint64_t track, uint32_t pid, const char *name,
     pb_reset(&f->ev);
     pb_uint(&f->ev, 1, track);
     pb_reset(&f->sub);
-    pb_uint(&f->sub, 1, pid);
+    pb_int(&f->sub, 1, (int32_t)pid); /* ProcessDescriptor.pid is an int32 */
     pb_str(&f->sub, 6, name);
     pb_msg(&f->ev, 3, &f->sub);
     pb_uint(&f->ev, 11, 3); /* child_ordering EXPLICIT: sibling_order_rank */
@@ -212,7 +227,7 @@ static int pf_track(void *ctx, uint64_t track, uint64_t parent, int kind, const 
     } else if (kind == VT_XT_THREAD) {
         (void)tid; /* a child track named for the thread: its pid may not be ours to claim */
     }
-    pb_uint(&f->ev, 12, (uint64_t)(order > 0 ? order : 0));
+    pb_int(&f->ev, 12, order > 0 ? order : 0); /* sibling_order_rank: int32 */
     pf_begin(f, 0, 0);
     pb_msg(&f->pkt, 60, &f->ev);
     return pf_write(f, &f->pkt);
@@ -499,7 +514,7 @@ static int pf_flame(void *ctx, uint64_t track, uint64_t t, const vt_xframe *fr, 
     pb_uint(&f->ev, 11, track);
     pb_uint(&f->ev, 10, pf_iid(f, &f->evnames, 2, name));
     pb_uint(&f->ev, 56, csid);
-    pb_uint(&f->ev, 57, bytes);
+    pb_double(&f->ev, 57, (double)bytes); /* callstack_weight is a double */
     pb_reset(&f->sub);
     pb_uint(&f->sub, 1, pf_key_iid(f, "bytes"));
     pb_int(&f->sub, 4, (int64_t)bytes);

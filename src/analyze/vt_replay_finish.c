@@ -585,6 +585,7 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
             u->at_bytes = 0;
         if (u->at_count < 0)
             u->at_count = 0;
+        u->kept_bytes = u->kept_count = 0;
         pk_sync(p, u);
         if (u->allocs)
             u->dev->used = 1; /* (an allocation's one store less) */
@@ -606,6 +607,8 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
              * process freed after the view (its teardown) is apart */
             int64_t kept = at_live ? u->at_bytes : u->never_bytes < u->at_bytes ? u->never_bytes : u->at_bytes;
             int64_t kept_n = at_live ? u->at_count : u->never_count < u->at_count ? u->never_count : u->at_count;
+            u->kept_bytes = kept;
+            u->kept_count = kept_n;
             p->leak_bytes += (uint64_t)kept;
             p->leak_blocks += (uint64_t)kept_n;
             p->teardown_bytes += (uint64_t)(u->at_bytes - kept);

@@ -2,9 +2,10 @@
  * of viewer/ (embedded at build time: vt_viewer_page) with its data: the
  * JSON report itself (the same model as the text and JSON renderings) and,
  * from a second replay through the consumer interface, per process the
- * timeline of each device (live bytes per memory kind and device-resident,
- * the driver's used memory, pool reserved and used: min and max per time
- * bucket) and, per call site (the top VT_HTML_SITES by their highest live
+ * timeline of each device (the series of ser_tab, each named once there
+ * with the lane the page draws it in: live bytes per memory kind and
+ * device-resident, PyTorch's reserved, the driver's used memory, pool
+ * reserved and used: min and max per time bucket) and, per call site (the top VT_HTML_SITES by their highest live
  * bytes, the rest as one "other"), a histogram of its bytes by allocation
  * bucket and free bucket, from which the page computes what was live at
  * any time and what a time range left live.  Touches only the FILE. */
@@ -24,11 +25,41 @@ extern const unsigned long vt_viewer_page_len;
 #define VT_HTML_BUCKETS 1000
 #define VT_HTML_SITES 150
 #define VT_HTML_DEVS 8
-#define NSER (VT_MEM__COUNT + 4) /* kinds, device-resident, driver used, pool reserved, pool used */
+/* The timeline's series: one table, indexed by the series, that gives
+ * each its key (the page's colour), the name its legend and tooltip show,
+ * and its lane (the page's first chart, "main", or the driver's and the
+ * other kinds' lane, "other": see lane_of).  The memory kinds first, in
+ * vt_memkind order, then the series the replay adds. */
+enum { SER_LIVE = VT_MEM__COUNT, SER_RESERVED, SER_DRIVER, SER_POOL_RES, SER_POOL_USED, NSER };
 
-static const char *const ser_name[NSER] = {"unknown kind", "device", "module globals", "managed", "pinned host",
-                                           "arrays", "host registered", "device-resident", "driver used",
-                                           "pool reserved", "pool used"};
+static const struct {
+    const char *key, *name;
+} ser_tab[] = {
+    [VT_MEM_UNKNOWN] = {"unknown", "unknown kind"},
+    [VT_MEM_DEVICE] = {"device", "cudaMalloc'd (device)"},
+    [VT_MEM_DEVICE_STATIC] = {"device_static", "module globals"},
+    [VT_MEM_MANAGED] = {"managed", "managed"},
+    [VT_MEM_PINNED_HOST] = {"pinned_host", "pinned host"},
+    [VT_MEM_ARRAY] = {"array", "CUDA arrays"},
+    [VT_MEM_HOST_REGISTERED] = {"host_registered", "host registered"},
+    [VT_MEM_TENSOR] = {"tensor", "PyTorch allocated"},
+    [SER_LIVE] = {"live", "live on the GPU (traced)"},
+    [SER_RESERVED] = {"reserved", "PyTorch reserved"},
+    [SER_DRIVER] = {"driver_used", "driver used (context, workspaces, other processes)"},
+    [SER_POOL_RES] = {"pool_reserved", "pool reserved"},
+    [SER_POOL_USED] = {"pool_used", "pool used"},
+};
+_Static_assert(sizeof(ser_tab) / sizeof(ser_tab[0]) == NSER, "one name per series");
+
+/* The first chart is what the verdict talks about: PyTorch's allocated and
+ * reserved with its tensor events, else the traced live bytes; the rest
+ * (the driver's used memory, pools, each kind) in a lane of its own. */
+static const char *lane_of(int s, int tensor_level)
+{
+    if (s == VT_MEM_TENSOR || s == SER_RESERVED)
+        return "main";
+    return s == SER_LIVE && !tensor_level ? "main" : "other";
+}
 
 typedef struct {
     int64_t *mn, *mx, *ls; /* per bucket: min, max, last; INT64_MIN: no event in it */
@@ -164,11 +195,13 @@ static int hs_on_event(void *ctx, const vt_replay_event *re)
         for (unsigned k = 0; k < VT_MEM__COUNT; k++)
             if (re->live_kind[k] || q->ser[d][k].used)
                 hs_set(h, &q->ser[d][k], b, re->live_kind[k]);
-        hs_set(h, &q->ser[d][VT_MEM__COUNT], b, re->live_device);
+        hs_set(h, &q->ser[d][SER_LIVE], b, re->live_device);
+        if (re->reserved >= 0)
+            hs_set(h, &q->ser[d][SER_RESERVED], b, re->reserved);
     }
     if (ev->type == VT_EV_MEMORY_USAGE && ev->u.memory_usage.device < VT_HTML_DEVS && ev->u.memory_usage.total) {
         const vt_ev_memory_usage *u = &ev->u.memory_usage;
-        hs_set(h, &q->ser[u->device][VT_MEM__COUNT + 1], b,
+        hs_set(h, &q->ser[u->device][SER_DRIVER], b,
                (int64_t)(u->total > u->free ? u->total - u->free : 0));
     }
     if (ev->type == VT_EV_POOL_USAGE && ev->u.pool_usage.device < VT_HTML_DEVS) {
@@ -177,8 +210,8 @@ static int hs_on_event(void *ctx, const vt_replay_event *re)
         const vt_ev_pool_usage *u = &ev->u.pool_usage;
         q->pool_res[u->device] = u->reserved_current; /* one pool per device in practice */
         q->pool_used[u->device] = u->used_current;
-        hs_set(h, &q->ser[u->device][VT_MEM__COUNT + 2], b, (int64_t)u->reserved_current);
-        hs_set(h, &q->ser[u->device][VT_MEM__COUNT + 3], b, (int64_t)u->used_current);
+        hs_set(h, &q->ser[u->device][SER_POOL_RES], b, (int64_t)u->reserved_current);
+        hs_set(h, &q->ser[u->device][SER_POOL_USED], b, (int64_t)u->used_current);
     }
     return h->err;
 }
@@ -263,7 +296,8 @@ static void json_proc(hs *h, unsigned i, FILE *o)
         for (int s = 0; s < NSER; s++) {
             if (!q->ser[d][s].used)
                 continue;
-            fprintf(o, "%s{\"name\":\"%s\",", fs ? "" : ",", ser_name[s]);
+            fprintf(o, "%s{\"key\":\"%s\",\"name\":\"%s\",\"lane\":\"%s\",", fs ? "" : ",", ser_tab[s].key,
+                    ser_tab[s].name, lane_of(s, m->tensor_units != 0));
             fs = 0;
             json_series(o, &q->ser[d][s]);
             fputc('}', o);

@@ -18,8 +18,9 @@ static void report_usage(FILE *f)
     fprintf(f,
             "usage: vramtrace report [options] TRACE|DIR...\n"
             "  --json               JSON output (schema in docs/REPORT.md)\n"
-            "  --html FILE          also write the report as one self-contained HTML page\n"
-            "                       (timeline, flamegraph, tables; opens offline)\n"
+            "  --html FILE          write the report as one self-contained HTML page\n"
+            "                       (timeline, flamegraph, tables; opens offline) instead of\n"
+            "                       the text (stdout says where it went; - = the page on stdout)\n"
             "  --at TIME|MARKER     leak view at TIME after the start (1.5s, 200ms) or at the last\n"
             "                       NVTX mark/range MARKER; `--at end` = end of trace.\n"
             "                       Default: the end of the last kernel.\n"
@@ -209,7 +210,7 @@ int cmd_report(int argc, char **argv)
     int nothing = vt_analysis_nprocs(a) == 0 && vt_analysis_nerrors(a) > 0;
     if (html && nothing)
         html = NULL;
-    if (html) { /* the page, then the text report as usual unless --json */
+    if (html) { /* the page; stdout says where it went (--json: the JSON as asked) */
         FILE *f = strcmp(html, "-") ? fopen(html, "w") : stdout;
         int hrc = f ? vt_report_html(a, inputs, ninputs, f) : VT_ERR_IO;
         if (f && f != stdout && fclose(f) && !hrc)
@@ -219,9 +220,14 @@ int cmd_report(int argc, char **argv)
             rc = 1;
             goto cleanup;
         }
-        fprintf(stderr, "vramtrace report: wrote %s\n", html);
         if (!strcmp(html, "-"))
             json = -1; /* the page went to stdout */
+        else if (!json) {
+            /* one line, not the whole text report after it */
+            printf("vramtrace report: the page is %s (open it in a browser; no --html for the text report)\n", html);
+            json = -1;
+        } else
+            fprintf(stderr, "vramtrace report: wrote %s\n", html);
     }
     int empty = json < 0 || (!json && nothing);
     if (!empty && ((json ? vt_report_json(a, stdout) : vt_report_text(a, stdout)) || fflush(stdout))) {

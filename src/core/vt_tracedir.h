@@ -3,7 +3,10 @@
  * A trace directory holds one vt-<host>-<pid>.zst per process.  Only regular
  * files are traces: a FIFO, socket, device or directory named *.zst would
  * block or fail on open, so it is named on stderr and skipped.  Symlinks are
- * followed (stat), as a user who links a trace in expects. */
+ * followed (stat), as a user who links a trace in expects.  A directory
+ * with no trace of its own stands for those of its subdirectories (a
+ * directory of job directories), each by the same rule, 8 levels down;
+ * names starting with '.' are not looked into. */
 #ifndef VT_TRACEDIR_H
 #define VT_TRACEDIR_H
 

@@ -70,6 +70,16 @@ grep -q "offset" "$tmp/err" || { echo "FAIL: the read error does not give the of
 # a good trace and a bad one: the good one is reported, exit 1
 expect 1 "garbage.zst" "$vt" report "$dir/leak.zst" "$tmp/garbage.zst"
 grep -q "make_buffer" "$tmp/out" || { echo "FAIL: good trace not reported next to a bad one"; fails=$((fails + 1)); }
+# --html FILE: the page, and on stdout one line saying where it went (not
+# the whole text report); --html - is the page itself on stdout
+"$vt" report --html "$tmp/p.html" "$dir/leak.zst" >"$tmp/out" 2>/dev/null
+if [ "$(wc -l <"$tmp/out")" = 1 ] && grep -q "the page is $tmp/p.html" "$tmp/out" && grep -q VT_REPORT "$tmp/p.html"; then
+    echo "ok: report --html FILE says where the page went"
+else
+    echo "FAIL: report --html FILE printed:"; head -5 "$tmp/out"; fails=$((fails + 1))
+fi
+"$vt" report --html - "$dir/leak.zst" 2>/dev/null | head -1 | grep -q "^<!doctype html>" && echo "ok: report --html -" ||
+    { echo "FAIL: report --html - is no page"; fails=$((fails + 1)); }
 expect 0 - "$vt" diff "$dir/leak.zst" "$dir/leak2.zst"
 expect 2 "usage" "$vt" diff "$dir/leak.zst"
 expect 1 "missing.zst" "$vt" diff "$dir/leak.zst" "$tmp/missing.zst"

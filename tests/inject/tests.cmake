@@ -68,4 +68,5 @@ add_test(NAME inject.actmux COMMAND test_inject_actmux)
 add_library(vt_fake_hook SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_hook_lib.c)
 add_test(NAME inject.cupy_hook COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/test_cupy_hook.py ${CMAKE_SOURCE_DIR}/src/python
                                        $<TARGET_FILE:vt_fake_hook>)
-set_tests_properties(inject.cupy_hook PROPERTIES LABELS "inject")
+# nosan: loads the fake library into a Python that sanitizers did not start
+set_tests_properties(inject.cupy_hook PROPERTIES LABELS "inject;nosan")

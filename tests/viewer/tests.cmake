@@ -6,6 +6,11 @@ find_program(VT_NODE node)
 if(VT_NODE)
   add_test(NAME viewer.unit COMMAND ${VT_NODE} --test ${PROJECT_SOURCE_DIR}/viewer/test/)
   set_tests_properties(viewer.unit PROPERTIES LABELS "viewer")
+  # the diff page's totals from the data it embeds (no browser needed)
+  add_test(NAME viewer.diff_page
+    COMMAND ${VT_NODE} ${CMAKE_CURRENT_LIST_DIR}/diff_page.js $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
+            ${CMAKE_BINARY_DIR}/viewer-diff)
+  set_tests_properties(viewer.diff_page PROPERTIES LABELS "viewer")
   add_test(NAME viewer.browser
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/browser.sh ${VT_NODE} $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
             ${CMAKE_BINARY_DIR}/viewer-pages ${PROJECT_SOURCE_DIR}/viewer)

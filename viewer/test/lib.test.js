@@ -72,3 +72,54 @@ test("a differential tree: grown and shrunk call sites", () => {
   assert.strictEqual(t.children["a (t.py:1)"].delta, 40);
   assert.strictEqual(t.children["b (t.py:1)"].delta, -30);
 });
+
+test("a diff's rows: no 0 B row, the sites past --top as one", () => {
+  const st = (fn) => [{ kind: "python", function: fn, file: "t.py", line: 1, internal: false }];
+  const d = {
+    a: { leaked_bytes: 40 }, b: { leaked_bytes: 95 },
+    sites: [
+      { stack: st("a"), leaked_bytes: [10, 50] },
+      { stack: st("same"), leaked_bytes: [30, 30] },
+      { stack: st("peak"), leaked_bytes: [0, 0] },
+    ],
+    sites_total: 5, others: { sites: 2, leaked_bytes: [0, 15] },
+  };
+  const rows = L.diffRows(d);
+  assert.deepStrictEqual(rows.map((x) => x.user_frame || x.stack[0].function), ["a", "(2 other call sites)"]);
+  const sum = rows.reduce((s, x) => s + x.leaked_bytes[1] - x.leaked_bytes[0], 0);
+  assert.strictEqual(sum, d.b.leaked_bytes - d.a.leaked_bytes);
+  assert.strictEqual(L.diffTree(L.diffSites(d), false).delta, sum);
+});
+
+test("byte ticks: 1-2-5 steps in the unit of the top, at most n", () => {
+  const t = L.byteTicks(674 * 1048576, 5);
+  assert.deepEqual(t.ticks.map((x) => x.label), ["0 MiB", "200 MiB", "400 MiB", "600 MiB", "800 MiB"]);
+  assert.equal(t.top, 800 * 1048576);
+  const g = L.byteTicks(1.98 * 1073741824, 4);
+  assert.deepEqual(g.ticks.map((x) => x.label), ["0.0 GiB", "0.5 GiB", "1.0 GiB", "1.5 GiB", "2.0 GiB"]);
+  assert.ok(L.byteTicks(3, 4).ticks.every((x) => Number.isInteger(x.v)));
+});
+
+test("time ticks: by step number when the steps are known, else rounded times", () => {
+  const steps = Array.from({ length: 40 }, (_, k) => 1 + k * 0.1);
+  const s = L.timeTicks(0, 5, 8, steps);
+  assert.equal(s[0].label, "step 5");
+  assert.deepEqual(s.map((x) => x.label).slice(1, 3), ["10", "15"]);
+  const t = L.timeTicks(0, 8.02, 10, []);
+  assert.deepEqual(t.map((x) => x.label), ["0 s", "1 s", "2 s", "3 s", "4 s", "5 s", "6 s", "7 s", "8 s"]);
+  assert.equal(L.timeTicks(0, 0.0042, 4, null)[1].label, "2 ms");
+});
+
+test("installed packages' Python frames fold into one frame naming them", () => {
+  const sp = "/v/lib/python3.12/site-packages/";
+  const site = { frames: [ /* innermost first */
+    ["relu", sp + "torch/nn/functional.py", 1, 1, 0],
+    ["forward", "/home/u/train.py", 50, 1, 0],
+    ["_call_impl", sp + "torch/nn/module.py", 1, 1, 0],
+    ["run", sp + "lightning/fit.py", 2, 1, 0],
+    ["_call_and_handle_interrupt", sp + "lightning/trainer.py", 3, 1, 0],
+    ["<module>", "/home/u/train.py", 9, 1, 0]] };
+  const f = L.shownFrames(site, false, false).map((x) => x[0]);
+  assert.deepEqual(f, ["<module>", "[lightning, torch]", "forward"]);
+  assert.equal(L.shownFrames(site, false, true).length, 6);
+});

@@ -5,7 +5,9 @@ packet sequence whose first packet clears the incremental state, every
 track defined before an event or a child uses it, interned ids (function
 names, source paths, frames, callstacks) defined before use in packets that
 say they need incremental state, slices balanced per track once sorted by
-time, counters with values.  Prints a summary; exit 1 on the first fault."""
+time, counters with values, and each flamegraph sample's callstack_weight
+a double (Perfetto's type) equal to its `bytes` annotation.  Prints a summary; exit 1 on the first fault."""
+import struct
 import sys
 
 
@@ -64,7 +66,7 @@ def main(path):
     if not packets:
         fail("no packets")
     tracks, names, paths, frames, stacks = {}, set(), set(), set(), set()
-    evnames, annots = set(), set()
+    evnames, annots = set(), {}
     slices = []  # (ts, order, track, +1/-1)
     counters = instants = flames = 0
     for n, raw in enumerate(packets):
@@ -87,7 +89,7 @@ def main(path):
                 if f == 2:
                     evnames.add(iid)
                 elif f == 3:
-                    annots.add(iid)
+                    annots[iid] = get(m, 2)
                 elif f == 5:
                     names.add(iid)
                 elif f == 18:
@@ -143,6 +145,14 @@ def main(path):
                         fail("packet %d: undefined callstack %d" % (n, cs))
                     if not flags & 2:
                         fail("packet %d: callstack iid without NEEDS_INCREMENTAL_STATE" % n)
+                    w = [(wt, v) for k, wt, v in e if k == 57]
+                    if len(w) != 1 or w[0][0] != 1:
+                        fail("packet %d: callstack_weight is not one double (wire type 1): %s" % (n, w))
+                    weight = struct.unpack("<d", w[0][1].to_bytes(8, "little"))[0]
+                    nbytes = [get(fields(v), 4) for k, _, v in e
+                              if k == 4 and annots.get(get(fields(v), 1)) == b"bytes"]
+                    if not weight > 0 or nbytes != [weight]:
+                        fail("packet %d: callstack_weight %r, bytes annotation %s" % (n, weight, nbytes))
                     flames += 1
                 else:
                     instants += 1

@@ -2,8 +2,9 @@
 # export.sh VRAMTRACE DATA_DIR GOLDEN_DIR - `vramtrace export` end to end on
 # every real fixture of DATA_DIR and on the directory as one job: each
 # format is checked by its validator (check_perfetto.py: the structure
-# trace_processor needs; check_chrome.py: what the JSON importers need;
-# check_memviz.py: what torch.cuda._memory_viz reads, and the bytes active
+# trace_processor needs; perfetto_schema.py wire: each field's wire type
+# as Perfetto's official schema has it; check_chrome.py: what the JSON
+# importers need; check_memviz.py: what torch.cuda._memory_viz reads, and the bytes active
 # at the view against the report's), exports are deterministic, a damaged
 # or truncated trace exits 1 with what was readable, usage errors exit 2,
 # the Chrome size limit refuses and leaves no file, and the golden text
@@ -23,7 +24,8 @@ ok() { pass=$((pass + 1)); }
 bad() { fails=$((fails + 1)); echo "FAIL: $*"; }
 check() { # FORMAT FILE [REPORT]
     case $1 in
-    perfetto) python3 "$here/check_perfetto.py" "$2" ;;
+    perfetto) python3 "$here/check_perfetto.py" "$2" &&
+        python3 "$here/perfetto_schema.py" wire "$here/perfetto_fields.tsv" "$2" ;;
     chrome) python3 "$here/check_chrome.py" "$2" ;;
     memory-viz) python3 "$here/check_memviz.py" "$2" ${3:+"$3"} ;;
     esac >"$tmp/check.out" 2>&1
@@ -86,10 +88,11 @@ print(max(c.values()))" "$tmp/opt.chrome")
 "$bin" export $X --allocations --format chrome -o "$tmp/all.json" "$t" 2>/dev/null
 nb=$(python3 -c "import json,sys; print(sum(1 for e in json.load(open(sys.argv[1]))['traceEvents'] if e['ph']=='b'))" "$tmp/all.json")
 [ "$nb" -ge 1400 ] && ok || bad "--allocations: $nb allocation slices"
-# the Chrome size limit: refused, said why, no file left
+# the Chrome size limit: refused, said why (the limit in its unit: not
+# "over 0 MiB"), no file left
 "$bin" export $X --format chrome --max-bytes 10k -o "$tmp/big.json" "$t" 2>"$tmp/err"
 rc=$?
-if [ $rc = 1 ] && grep -q 'more than a browser opens' "$tmp/err" && [ ! -e "$tmp/big.json" ]; then ok; else
+if [ $rc = 1 ] && grep -q 'over 10.00 KiB (--max-bytes), more than a browser opens' "$tmp/err" && [ ! -e "$tmp/big.json" ]; then ok; else
     bad "--max-bytes: exit $rc, $(cat "$tmp/err")"; fi
 # memory-viz spools its devices' entries in $TMPDIR: the same bytes there
 # as in /tmp, and a TMPDIR that cannot hold files is named, no file left
