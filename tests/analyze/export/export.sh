@@ -36,16 +36,7 @@ for f in "$data"/*.zst; do
     want=0
     case $n in *damaged* | *truncated* | gpu-crash-kill) want=1 ;; esac
     "$bin" report --json --top 100000 $X "$f" >"$tmp/$n.report.json" 2>/dev/null
-    # memory-viz on every recorded directory too (the seeds' and the matrix's
-# runs): the viewer's invariants and the report's bytes and peak
-for f in "$data"/seeds/*/ "$data"/matrix/*/; do
-    n=$(basename "$f")
-    "$bin" report --json --top 100000 $X "$f" >"$tmp/$n.report.json" 2>/dev/null
-    if "$bin" export $X --format memory-viz -o "$tmp/$n.pickle" "$f" 2>"$tmp/err" &&
-        check memory-viz "$tmp/$n.pickle" "$tmp/$n.report.json"; then ok; else bad "$n memory-viz: $(cat "$tmp/err" "$tmp/check.out")"; fi
-    rm -f "$tmp/$n.pickle" "$tmp/$n.report.json"
-done
-for fmt in perfetto chrome memory-viz; do
+    for fmt in perfetto chrome memory-viz; do
         o=$tmp/$n.$fmt
         "$bin" export $X --format $fmt -o "$o" "$f" 2>"$tmp/err"
         rc=$?
@@ -58,6 +49,15 @@ for fmt in perfetto chrome memory-viz; do
         if cmp -s "$o" "$o.again"; then ok; else bad "$n $fmt: two exports differ"; fi
         rm -f "$o.again"
     done
+done
+# memory-viz on every recorded directory too (the seeds' and the matrix's
+# runs): the viewer's invariants and the report's bytes and peak
+for f in "$data"/seeds/*/ "$data"/matrix/*/; do
+    n=$(basename "$f")
+    "$bin" report --json --top 100000 $X "$f" >"$tmp/$n.report.json" 2>/dev/null
+    if "$bin" export $X --format memory-viz -o "$tmp/$n.pickle" "$f" 2>"$tmp/err" &&
+        check memory-viz "$tmp/$n.pickle" "$tmp/$n.report.json"; then ok; else bad "$n memory-viz: $(cat "$tmp/err" "$tmp/check.out")"; fi
+    rm -f "$tmp/$n.pickle" "$tmp/$n.report.json"
 done
 # the directory as one job: every process in one file
 for fmt in perfetto chrome memory-viz; do
