@@ -244,7 +244,7 @@ def main(path, report=None):
             want += p["leaks"]["module_globals_bytes"]  # device memory too, apart in the report
             for site in p["leaks"]["sites"]:
                 if site["kind"] not in ("pinned_host", "host_registered") and site["api"] != "vmm":
-                    want += site["bytes"]  # live at the end: the snapshot's moment
+                    want += site["never_freed_bytes"]  # live at the trace's end: the snapshot's moment
             if p["leaks"]["sites_total"] > len(p["leaks"]["sites"]):
                 want = None
                 break
