@@ -2,17 +2,24 @@
  * torch.cuda.memory._snapshot(), read by torch.cuda._memory_viz and
  * pytorch.org/memory_viz): a pickle (protocol 4) of
  *   {"device_traces": [[entry, ...] per device], "segments": [segment, ...]}
- * Entries from the replay as it happens: alloc / free_requested /
- * free_completed for every block that is not a caching-allocator segment,
- * segment_alloc / segment_free for those, segment_map / segment_unmap for
- * VMM mappings, oom for failed allocations; frames innermost first (Python
- * frames where recorded, then native ones).  Segments: what was live at the
- * view time: each caching-allocator segment as recorded (one block: the
- * tensors inside it are not seen in that mode), every other block inside a
- * segment made of the live blocks that lie within 2 MiB of each other,
- * gaps as inactive blocks, so that the blocks tile each segment.  In a job
- * of several processes each (process, device) is a device of the snapshot,
- * in order of appearance (said on stderr).
+ * Entries from the replay as it happens: segment_alloc / segment_free for
+ * every device block that is not a caching-allocator tensor (a driver
+ * block, a caching-allocator segment), alloc / free_requested /
+ * free_completed for every tensor and for every segment of one block (a
+ * driver block; a caching-allocator segment of a trace without tensor
+ * events), segment_map / segment_unmap for VMM mappings, oom only for
+ * allocations that failed with out-of-memory (as torch records them);
+ * frames innermost first (Python frames where recorded, then native
+ * ones).  Segments: the state after each process's last entry (the
+ * trace's end, or --end's), as torch's snapshot is the state when it is
+ * taken: a caching-allocator segment holds the tensors live inside it
+ * and a run of adjacent live VMM mappings is one (expandable) segment
+ * holding its tensors, gaps as inactive blocks so that the blocks tile
+ * each segment; every other driver block is a segment of one block.  No
+ * grouping by distance: the viewer needs every block inside a segment
+ * the trace also allocates.  Each (process, device) of a job is a device
+ * of the snapshot, in order of appearance (said on stderr), so processes
+ * never share addresses.
  *
  * Each device's entries are written to a temporary file as they come, then
  * the pickle is assembled: memory stays O(live blocks + call sites).

@@ -8,7 +8,8 @@ records, come late with earlier times); per device every free_completed follows 
 alloc of that address, every segment_free a segment_alloc; every segment's
 blocks tile it (their sizes sum to total_size) with known states.  With
 the report's JSON (vramtrace report --json) the bytes active in the
-segments equal the device bytes the report finds live at the view.
+segments equal the device bytes the report finds never freed (the
+snapshot is the state at the trace's end).
 Prints a summary; exit 1 on the first fault."""
 import bisect
 import json
