@@ -2,17 +2,24 @@
  * torch.cuda.memory._snapshot(), read by torch.cuda._memory_viz and
  * pytorch.org/memory_viz): a pickle (protocol 4) of
  *   {"device_traces": [[entry, ...] per device], "segments": [segment, ...]}
- * Entries from the replay as it happens: alloc / free_requested /
- * free_completed for every block that is not a caching-allocator segment,
- * segment_alloc / segment_free for those, segment_map / segment_unmap for
- * VMM mappings, oom for failed allocations; frames innermost first (Python
- * frames where recorded, then native ones).  Segments: what was live at the
- * view time: each caching-allocator segment as recorded (one block: the
- * tensors inside it are not seen in that mode), every other block inside a
- * segment made of the live blocks that lie within 2 MiB of each other,
- * gaps as inactive blocks, so that the blocks tile each segment.  In a job
- * of several processes each (process, device) is a device of the snapshot,
- * in order of appearance (said on stderr).
+ * Entries from the replay as it happens: segment_alloc / segment_free for
+ * every device block that is not a caching-allocator tensor (a driver
+ * block, a caching-allocator segment), alloc / free_requested /
+ * free_completed for every tensor and for every segment of one block (a
+ * driver block; a caching-allocator segment of a trace without tensor
+ * events), segment_map / segment_unmap for VMM mappings, oom only for
+ * allocations that failed with out-of-memory (as torch records them);
+ * frames innermost first (Python frames where recorded, then native
+ * ones).  Segments: the state after each process's last entry (the
+ * trace's end, or --end's), as torch's snapshot is the state when it is
+ * taken: a caching-allocator segment holds the tensors live inside it
+ * and a run of adjacent live VMM mappings is one (expandable) segment
+ * holding its tensors, gaps as inactive blocks so that the blocks tile
+ * each segment; every other driver block is a segment of one block.  No
+ * grouping by distance: the viewer needs every block inside a segment
+ * the trace also allocates.  Each (process, device) of a job is a device
+ * of the snapshot, in order of appearance (said on stderr), so processes
+ * never share addresses.
  *
  * Each device's entries are written to a temporary file as they come, then
  * the pickle is assembled: memory stays O(live blocks + call sites).
@@ -129,13 +136,17 @@ static void pk_list_end(pk_list *l)
 /* ------------------------------------------------------------ the export */
 
 #define MV_MAX_DEVS 64
-#define MV_GAP (2ull << 20)
+
+/* what a live block is to the snapshot */
+enum { MV_RAW, MV_SEGMENT, MV_TENSOR, MV_MAPPING };
 
 typedef struct {
-    uint64_t addr, size, t;
-    uint32_t stack, unit;
-    uint8_t kind, api, segment;
-    uint8_t placed; /* a tensor written inside its segment (mv_snapshot) */
+    uint64_t addr, size;
+    uint32_t stack, device;
+    uint8_t kind; /* vt_memkind */
+    uint8_t role; /* MV_*: a driver block (its own segment), a caching-allocator
+                   * segment, a tensor inside one of those or of a mapping, a
+                   * VMM mapping (expandable segments) */
 } mv_block;
 
 typedef struct { /* a section of the pickle: its entries, its memo of frame lists */
@@ -154,7 +165,6 @@ typedef struct {
     uint32_t next_memo;
     /* the live blocks of the process being replayed, for the segments */
     mv_block *live;
-    mv_block *tens; /* a snapshot's scratch: one segment's tensors */
     size_t nlive, caplive;
     vt_map live_map; /* addr + 1 -> index + 1 */
     unsigned live_proc;
@@ -274,47 +284,52 @@ static void mv_entry(mv *m, unsigned proc, const vt_proc *p, uint32_t device, co
     fputc('u', f);
 }
 
-/* ---- the set live at the view and its segments ---- */
+/* ---- the set live at the end and its segments ---- */
 
-static void mv_live_del(mv *m, uint64_t addr, unsigned api);
+static void mv_live_del(mv *m, uint64_t addr, unsigned role);
 
-/* the live map's key: tensors of the caching allocator (its trace
- * tracker) apart from the segments at the same addresses */
-static uint64_t mv_key(uint64_t addr, unsigned api)
+/* the live map's key: tensors and mappings apart from the segments and
+ * blocks at the same addresses */
+static uint64_t mv_key(uint64_t addr, unsigned role)
 {
-    return (addr << 1 | (api == VT_API_CACHING_ALLOCATOR)) + 1;
+    unsigned ns = role == MV_TENSOR ? 1 : role == MV_MAPPING ? 2 : 0;
+    return (addr << 2 | ns) + 1;
 }
 
 static void mv_live_add(mv *m, const mv_block *b)
 {
-    mv_live_del(m, b->addr, b->api); /* a block over one whose free was not seen */
-    if (VT_GROW(m->live, m->nlive, m->caplive, 1024) || vt_map_put(&m->live_map, mv_key(b->addr, b->api), m->nlive + 1)) {
+    mv_live_del(m, b->addr, b->role); /* a block over one whose free was not seen */
+    if (VT_GROW(m->live, m->nlive, m->caplive, 1024) ||
+        vt_map_put(&m->live_map, mv_key(b->addr, b->role), m->nlive + 1)) {
         m->err = VT_ERR_NOMEM;
         return;
     }
     m->live[m->nlive++] = *b;
 }
 
-static void mv_live_del(mv *m, uint64_t addr, unsigned api)
+static void mv_live_del(mv *m, uint64_t addr, unsigned role)
 {
     uint64_t idx;
-    if (!vt_map_del(&m->live_map, mv_key(addr, api), &idx))
+    if (!vt_map_del(&m->live_map, mv_key(addr, role), &idx))
         return;
     size_t i = idx - 1, last = m->nlive - 1;
     if (i != last) {
         m->live[i] = m->live[last];
-        uint64_t *v = vt_map_get(&m->live_map, mv_key(m->live[i].addr, m->live[i].api));
+        uint64_t *v = vt_map_get(&m->live_map, mv_key(m->live[i].addr, m->live[i].role));
         if (v)
             *v = i + 1;
     }
     m->nlive--;
 }
 
+/* by device, tensors after the rest, then by address */
 static int blk_cmp(const void *a, const void *b)
 {
     const mv_block *x = a, *y = b;
-    if (x->kind != y->kind)
-        return x->kind < y->kind ? -1 : 1;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    if ((x->role == MV_TENSOR) != (y->role == MV_TENSOR))
+        return x->role == MV_TENSOR ? 1 : -1;
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
@@ -340,7 +355,7 @@ static void mv_block_dict(mv *m, const vt_proc *p, unsigned proc, uint64_t size,
  * between them inactive, so that the blocks tile it; a block overlapping
  * what came before (a free not seen) is left out. */
 static void mv_segment_write(mv *m, const vt_proc *p, unsigned proc, int device, uint64_t start, uint64_t end,
-                             const char *type, uint32_t stack, const mv_block *b, size_t n)
+                             uint32_t stack, int expandable, const mv_block *b, size_t n)
 {
     FILE *f = m->seg.f;
     uint64_t used = 0;
@@ -356,13 +371,13 @@ static void mv_segment_write(mv *m, const vt_proc *p, unsigned proc, int device,
     pk_key_int(f, "active_size", (int64_t)used);
     pk_key_int(f, "requested_size", (int64_t)used);
     pk_key_int(f, "stream", 0);
-    pk_key_str(f, "segment_type", type);
+    pk_key_str(f, "segment_type", end - start > (1u << 20) ? "large" : "small");
     pk_str(f, "segment_pool_id");
     fputc('(', f); /* the tuple (0, 0) */
     pk_int(f, 0);
     pk_int(f, 0);
     fputc('t', f); /* TUPLE */
-    pk_key_int(f, "is_expandable", 0);
+    pk_key_int(f, "is_expandable", expandable);
     pk_str(f, "frames");
     mv_frames(m, &m->seg, p, proc, stack);
     pk_str(f, "blocks");
@@ -388,24 +403,12 @@ static void mv_segment_write(mv *m, const vt_proc *p, unsigned proc, int device,
     fputc('u', f);
 }
 
-/* live blocks b[0..n) of one device and kind, within MV_GAP of each
- * other, as one segment; a caching-allocator segment (n = 1) as recorded */
-static void mv_segment(mv *m, const vt_proc *p, unsigned proc, int device, const mv_block *b, size_t n)
-{
-    mv_segment_write(m, p, proc, device, b[0].addr, b[n - 1].addr + b[n - 1].size, "large", b[0].stack, b, n);
-}
-
-/* A caching-allocator segment with the caching allocator's tensors inside
- * it (t[0..nt), sorted by address, within the segment), as torch's own
- * snapshot has them. */
-static void mv_segment_tensors(mv *m, const vt_proc *p, unsigned proc, int device, const mv_block *sg, const mv_block *t,
-                               size_t nt)
-{
-    mv_segment_write(m, p, proc, device, sg->addr, sg->addr + sg->size, sg->size > (1u << 20) ? "large" : "small",
-                     sg->stack, t, nt);
-}
-
-/* The segments of process proc from its live blocks now (the view). */
+/* The segments of process proc from its blocks live at the end of its
+ * entries (torch's snapshot: the segments when it is taken, the trace up
+ * to then).  A caching-allocator segment holds the tensors inside it; a
+ * run of adjacent VMM mappings is one expandable segment with the tensors
+ * inside it; every other driver block is a segment of one block, as the
+ * trace's segment_alloc before its alloc says. */
 static void mv_snapshot(mv *m, unsigned proc)
 {
     if (m->snapped)
@@ -414,75 +417,53 @@ static void mv_snapshot(mv *m, unsigned proc)
     const vt_proc *p = m->j->model->procs[proc];
     if (m->nlive)
         qsort(m->live, m->nlive, sizeof(*m->live), blk_cmp);
-    /* the caching allocator's tensors: one run of the sort (their kind) */
-    size_t ten_lo = 0, ten_n = 0;
-    while (ten_lo < m->nlive && m->live[ten_lo].kind != VT_MEM_TENSOR)
-        ten_lo++;
-    while (ten_lo + ten_n < m->nlive && m->live[ten_lo + ten_n].kind == VT_MEM_TENSOR)
-        ten_n++;
-    if (ten_n && !(m->tens = malloc(ten_n * sizeof(*m->tens)))) {
-        m->err = VT_ERR_NOMEM;
-        return;
-    }
-    /* by device: the blocks live[] of one device are not contiguous in
-     * the sort (by kind, address); take each device in turn */
-    for (int d = 0; d < MV_MAX_DEVS; d++) {
-        uint64_t key = ((uint64_t)proc << 32 | (uint32_t)d) + 1;
-        uint64_t *v = vt_map_get(&m->devmap, key);
-        if (!v)
-            continue;
-        int sd = (int)*v - 1;
-        size_t k = 0;
-        while (k < m->nlive) {
-            const mv_block *b = &m->live[k];
-            const vt_unit *u = &m->j->live->procs[proc]->units[b->unit];
-            if (u->device != (uint32_t)d || b->kind == VT_MEM_PINNED_HOST || b->kind == VT_MEM_HOST_REGISTERED) {
-                k++;
-                continue;
-            }
-            if (b->segment && ten_n) { /* a caching-allocator segment, with the tensors inside it */
-                size_t lo = ten_lo, hi = ten_lo + ten_n;
-                while (lo < hi) { /* the first tensor at or after the segment's start */
-                    size_t mid = (lo + hi) / 2;
-                    if (m->live[mid].addr < b->addr)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
-                size_t e = lo;
-                while (e < ten_lo + ten_n && m->live[e].addr < b->addr + b->size)
-                    e++;
-                size_t w = 0; /* this device's only */
-                for (size_t x = lo; x < e; x++)
-                    if (m->j->live->procs[proc]->units[m->live[x].unit].device == (uint32_t)d) {
-                        m->tens[w++] = m->live[x];
-                        m->live[x].placed = 1;
-                    }
-                mv_segment_tensors(m, p, proc, sd, b, m->tens, w);
-                k++;
-                continue;
-            }
-            if (b->placed) { /* inside its segment, above (segments sort first) */
-                k++;
-                continue;
-            }
-            if (b->segment) { /* a caching-allocator segment: as recorded */
-                mv_segment(m, p, proc, sd, b, 1);
-                k++;
-                continue;
-            }
-            size_t e = k + 1;
-            while (e < m->nlive && !m->live[e].segment && !m->live[e].placed && m->live[e].kind == b->kind &&
-                   m->j->live->procs[proc]->units[m->live[e].unit].device == (uint32_t)d &&
-                   m->live[e].addr >= m->live[e - 1].addr + m->live[e - 1].size &&
-                   m->live[e].addr - (m->live[e - 1].addr + m->live[e - 1].size) <= MV_GAP)
-                e++;
-            mv_segment(m, p, proc, sd, b, e - k);
+    size_t k = 0;
+    while (k < m->nlive) {
+        /* one device: its containers [k, t0), its tensors [t0, e) */
+        const uint32_t dev = m->live[k].device;
+        size_t t0 = k, e;
+        while (t0 < m->nlive && m->live[t0].device == dev && m->live[t0].role != MV_TENSOR)
+            t0++;
+        e = t0;
+        while (e < m->nlive && m->live[e].device == dev)
+            e++;
+        mv_section *s = mv_dev(m, proc, dev);
+        if (!s) {
             k = e;
+            continue;
         }
+        const int sd = (int)(s - m->dev);
+        size_t ti = t0;
+        while (k < t0) {
+            const mv_block *b = &m->live[k];
+            uint64_t end = b->addr + b->size;
+            size_t nk = k + 1;
+            if (b->role == MV_MAPPING) /* adjacent mappings: one segment */
+                while (nk < t0 && m->live[nk].role == MV_MAPPING && m->live[nk].addr == end)
+                    end += m->live[nk++].size;
+            while (ti < e && m->live[ti].addr < b->addr) /* tensors of no segment: not drawable */
+                ti++;
+            size_t te = ti;
+            while (te < e && m->live[te].addr < end)
+                te++;
+            if (b->role == MV_RAW || (b->role == MV_SEGMENT && !p->tensor_units)) /* its own block */
+                mv_segment_write(m, p, proc, sd, b->addr, end, b->stack, 0, b, 1);
+            else
+                mv_segment_write(m, p, proc, sd, b->addr, end, b->stack, b->role == MV_MAPPING, &m->live[ti],
+                                 te - ti);
+            ti = te;
+            k = nk;
+        }
+        k = e;
     }
-    free(m->tens);
-    m->tens = NULL;
+}
+
+/* t is before the --start window: the entries leave it out, the live
+ * set has it (blocks live at the window's start are in the segments
+ * without an alloc, as torch's are from before _record_memory_history) */
+static int mv_before_window(const mv *m, const vt_proc *p, uint64_t t)
+{
+    return m->j->cfg->have_start && t < p->t0 + m->j->cfg->start_ns;
 }
 
 static int mv_on_event(void *ctx, const vt_replay_event *re)
@@ -494,7 +475,7 @@ static int mv_on_event(void *ctx, const vt_replay_event *re)
     const vt_proc *p = m->j->model->procs[proc];
     const vt_proc *lp = m->j->live->procs[proc];
     const vt_event *ev = re->ev;
-    if (proc != m->live_proc) { /* a new process: the previous one's view, if never reached */
+    if (proc != m->live_proc) { /* a new process: the previous one's segments */
         mv_snapshot(m, m->live_proc);
         m->live_proc = proc;
         m->snapped = 0;
@@ -502,46 +483,57 @@ static int mv_on_event(void *ctx, const vt_replay_event *re)
         vt_map_free(&m->live_map);
     }
     const uint64_t t = ev->time_ns;
-    int inw = vt_xjob_in_window(m->j, p, t);
+    const int inw = vt_xjob_in_window(m->j, p, t);
+    /* the segments are the state at the last entry: what the entries do,
+     * the live set does, and before the window too */
+    if (!inw && !mv_before_window(m, p, t))
+        return m->err;
     for (unsigned k = 0; k < re->nblocks; k++) {
         const vt_replay_block *b = &re->blocks[k];
         if (b->api == VT_API_VMM)
             continue; /* physical handles: their mappings are the segments */
+        if (b->kind == VT_MEM_PINNED_HOST || b->kind == VT_MEM_HOST_REGISTERED)
+            continue; /* host memory: not the device's */
         const vt_unit *u = b->unit < lp->nunits ? &lp->units[b->unit] : NULL;
-        int segment = u && u->segment;
-        /* the blocks live at the view by their times (module globals come
-         * late, from CUPTI's activity records, with earlier times): in the
-         * set when allocated at or before the view, out when freed then */
-        const uint64_t view = p->view_t ? p->view_t : UINT64_MAX;
+        /* a caching-allocator segment; a tensor inside one (or inside a
+         * mapping); any other block is a segment of its own: the viewer
+         * draws a block only inside a segment the trace also carries, and
+         * a segment-level trace (no tensor events) says when each segment
+         * was filled, not that it was full from the start */
+        const int role = u && u->segment ? MV_SEGMENT : b->api == VT_API_CACHING_ALLOCATOR ? MV_TENSOR : MV_RAW;
+        const int own_block = role == MV_RAW || (role == MV_SEGMENT && !p->tensor_units);
         if (b->op == VT_BLOCK_BEGIN) {
-            mv_block mb = {b->address, b->size, b->t_alloc, b->stack, b->unit, b->kind, b->api, (uint8_t)segment, 0};
-            if (b->t_alloc <= view)
-                mv_live_add(m, &mb);
-            if (inw)
-                mv_entry(m, proc, p, b->device, segment ? "segment_alloc" : "alloc", b->address, b->size, b->t,
-                         b->stack, -1);
-        } else {
-            if (b->t <= view)
-                mv_live_del(m, b->address, b->api);
+            mv_block mb = {b->address, b->size, b->stack, b->device, b->kind, (uint8_t)role};
+            mv_live_add(m, &mb);
             if (!inw)
                 continue;
-            if (segment) {
-                mv_entry(m, proc, p, b->device, "segment_free", b->address, b->size, b->t, b->stack, -1);
-            } else {
+            if (role != MV_TENSOR)
+                mv_entry(m, proc, p, b->device, "segment_alloc", b->address, b->size, b->t, b->stack, -1);
+            if (role == MV_TENSOR || own_block)
+                mv_entry(m, proc, p, b->device, "alloc", b->address, b->size, b->t, b->stack, -1);
+        } else {
+            mv_live_del(m, b->address, role);
+            if (!inw)
+                continue;
+            if (role == MV_TENSOR || own_block) {
                 mv_entry(m, proc, p, b->device, "free_requested", b->address, b->size, b->t, b->stack, -1);
                 mv_entry(m, proc, p, b->device, "free_completed", b->address, b->size, b->t, b->stack, -1);
             }
+            if (role != MV_TENSOR)
+                mv_entry(m, proc, p, b->device, "segment_free", b->address, b->size, b->t, b->stack, -1);
         }
     }
-    if (!inw)
-        return m->err;
     switch (ev->type) {
     case VT_EV_MEMORY_USAGE:
         if (ev->u.memory_usage.device < MV_MAX_DEVS)
             m->drv_free[ev->u.memory_usage.device] = ev->u.memory_usage.free + 1;
         break;
     case VT_EV_ALLOC_FAILED: {
+        /* torch records only running out of memory ('oom'); other failures
+         * (CUDA_ERROR_NOT_PERMITTED, INVALID_CONTEXT) leave no entry */
         const vt_ev_alloc_failed *e = &ev->u.alloc_failed;
+        if (!inw || e->error != 2) /* CUDA_ERROR_OUT_OF_MEMORY == cudaErrorMemoryAllocation */
+            break;
         int64_t fr = e->device < MV_MAX_DEVS && m->drv_free[e->device] ? (int64_t)m->drv_free[e->device] - 1 : 0;
         mv_entry(m, proc, p, e->device, "oom", 0, e->size, t, e->site.stack, fr);
         break;
@@ -550,21 +542,26 @@ static int mv_on_event(void *ctx, const vt_replay_event *re)
     case VT_EV_VMM_UNMAP: {
         /* the device of a mapping: its physical allocation's */
         uint32_t dev = 0;
-        if (ev->type == VT_EV_VMM_MAP) {
+        const int map = ev->type == VT_EV_VMM_MAP;
+        const uint64_t addr = map ? ev->u.vmm_map.address : ev->u.vmm_range.address;
+        const uint64_t size = map ? ev->u.vmm_map.size : ev->u.vmm_range.size;
+        const uint32_t stack = map ? ev->u.vmm_map.site.stack : ev->u.vmm_range.site.stack;
+        if (map) {
             uint64_t *h = vt_map_get(&lp->vmm_handles, ev->u.vmm_map.handle + 1);
             if (h && lp->vmms[*h - 1].unit < lp->nunits)
                 dev = lp->units[lp->vmms[*h - 1].unit].device;
-            if (vt_map_put(&m->map_dev, ev->u.vmm_map.address + 1, (uint64_t)dev + 1))
+            if (vt_map_put(&m->map_dev, addr + 1, (uint64_t)dev + 1))
                 m->err = VT_ERR_NOMEM;
+            mv_block mb = {addr, size, stack, dev, VT_MEM_DEVICE, MV_MAPPING};
+            mv_live_add(m, &mb);
         } else {
             uint64_t d;
-            if (vt_map_del(&m->map_dev, ev->u.vmm_range.address + 1, &d))
+            if (vt_map_del(&m->map_dev, addr + 1, &d))
                 dev = (uint32_t)(d - 1);
+            mv_live_del(m, addr, MV_MAPPING);
         }
-        mv_entry(m, proc, p, dev, ev->type == VT_EV_VMM_MAP ? "segment_map" : "segment_unmap",
-                 ev->type == VT_EV_VMM_MAP ? ev->u.vmm_map.address : ev->u.vmm_range.address,
-                 ev->type == VT_EV_VMM_MAP ? ev->u.vmm_map.size : ev->u.vmm_range.size, t,
-                 ev->type == VT_EV_VMM_MAP ? 0 : ev->u.vmm_range.site.stack, -1);
+        if (inw)
+            mv_entry(m, proc, p, dev, map ? "segment_map" : "segment_unmap", addr, size, t, stack, -1);
         break;
     }
     default:

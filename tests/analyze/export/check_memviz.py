@@ -8,8 +8,10 @@ records, come late with earlier times); per device every free_completed follows 
 alloc of that address, every segment_free a segment_alloc; every segment's
 blocks tile it (their sizes sum to total_size) with known states.  With
 the report's JSON (vramtrace report --json) the bytes active in the
-segments equal the device bytes the report finds live at the view.
+segments equal the device bytes the report finds never freed (the
+snapshot is the state at the trace's end).
 Prints a summary; exit 1 on the first fault."""
+import bisect
 import json
 import pickle
 import sys
@@ -31,6 +33,156 @@ def check_frames(fr, where):
         if not (isinstance(f, dict) and isinstance(f.get("filename"), str) and isinstance(f.get("line"), int)
                 and isinstance(f.get("name"), str)):
             fail("%s: frame %r" % (where, f))
+
+
+def annotate(tr):
+    """annotate_snapshot: free_requested directly followed by the
+    free_completed of its address is one 'free'."""
+    out = []
+    for e in tr:
+        if e["action"] == "free_completed" and out and out[-1]["action"] == "free_requested" \
+                and out[-1]["addr"] == e["addr"]:
+            out[-1] = dict(out[-1], action="free")
+            continue
+        out.append(e)
+    return out
+
+
+def check_viewer(d, tr, segs):
+    """What MemoryViz.js needs of one device (docs/EXPORT.md, "What the
+    viewer relies on"); segs: [(address, total_size, [(addr, size, state)])]
+    of this device.  Returns the Active Memory Timeline's peak."""
+    w0 = "device %d" % d
+    ev = annotate(tr)
+    # the same moment: the segments are the state after the last entry
+    last_blk, last_seg, seg_alloced = {}, {}, set()
+    for e in ev:
+        a = e["action"]
+        if a in ("alloc", "free", "free_completed"):
+            last_blk[e["addr"]] = a
+        elif a in ("segment_alloc", "segment_free"):
+            last_seg[e["addr"]] = a
+            seg_alloced.add(e["addr"])
+    active = {}
+    for (sa, ss, blocks) in segs:
+        for (ba, bs, st) in blocks:
+            if st in ("active_allocated", "active_pending_free"):
+                active[ba] = (bs, sa)
+    for ba, (bs, sa) in active.items():
+        if last_blk.get(ba) in ("free", "free_completed"):
+            fail("%s: block 0x%x is freed by the trace and active in the segments: the Active Memory Timeline "
+                 "counts it twice (segments and entries of different moments)" % (w0, ba))
+        if ba not in last_blk and sa in seg_alloced:
+            fail("%s: block 0x%x active in a segment the trace allocates, without an alloc: the timeline draws "
+                 "it from the start" % (w0, ba))
+    for ba, a in last_blk.items():
+        if a == "alloc" and ba not in active:
+            fail("%s: block 0x%x allocated by the trace, never freed, not in the segments" % (w0, ba))
+    starts = {sa for (sa, _, _) in segs}
+    for sa, a in last_seg.items():
+        if (a == "segment_alloc") != (sa in starts):
+            fail("%s: segment 0x%x %s by the trace's end but %s the segments" % (
+                w0, sa, "live" if a == "segment_alloc" else "freed", "not in" if a == "segment_alloc" else "in"))
+
+    # the Allocator State History: MemoryView's simulate_memory replays the
+    # entries backwards from the segments; at every event index every block
+    # must lie in a segment (find_segment), every segment_alloc undone must
+    # name a segment, every segment_map undone lie inside one
+    seg_starts = sorted(starts)
+    seg_size = {sa: ss for (sa, ss, _) in segs}
+    max_size = [max(seg_size.values(), default=0)]
+    blk = {ba: bs for ba, (bs, _) in active.items()}
+    blk_sorted = sorted(blk)
+
+    def seg_of(addr):
+        # segments of one device may overlap where the trace's own blocks
+        # do (reader-writer: a 3 MiB block at 0x7f2000400000 and a 1 MiB
+        # one at 0x7f2000600000, both live); the viewer draws that
+        # (memviz_driver.mjs), so look back past a nearer segment
+        i = bisect.bisect_right(seg_starts, addr) - 1
+        while i >= 0 and seg_starts[i] + max_size[0] > addr:
+            if addr < seg_starts[i] + seg_size[seg_starts[i]]:
+                return seg_starts[i]
+            i -= 1
+        return None
+
+    def orphaned(lo, hi, w):
+        i = bisect.bisect_left(blk_sorted, lo)
+        if i < len(blk_sorted) and blk_sorted[i] < hi:
+            fail("%s: block 0x%x in no segment (find_segment returns null)" % (w, blk_sorted[i]))
+
+    def seg_add(addr, size):
+        bisect.insort(seg_starts, addr)
+        seg_size[addr] = size
+        max_size[0] = max(max_size[0], size)
+
+    def seg_del(addr):
+        seg_starts.pop(bisect.bisect_left(seg_starts, addr))
+        del seg_size[addr]
+
+    for i in range(len(ev) - 1, 0, -1):
+        e, w = ev[i], "%s entry %d of %d (annotated)" % (w0, i, len(ev))
+        a, addr, size = e["action"], e["addr"], e["size"]
+        if a in ("free", "free_completed"):
+            if seg_of(addr) is None:
+                fail("%s: block 0x%x freed here lies in no segment before it" % (w, addr))
+            if addr not in blk:
+                bisect.insort(blk_sorted, addr)
+            blk[addr] = size
+        elif a == "free_requested":
+            if addr not in blk:
+                fail("%s: free_requested of 0x%x, no block there after it" % (w, addr))
+        elif a == "alloc":
+            if addr in blk:
+                del blk[addr]
+                blk_sorted.pop(bisect.bisect_left(blk_sorted, addr))
+        elif a in ("segment_free", "segment_unmap"):
+            # two segments of one device at one address: a process's
+            # entries in another's device, or a free without its alloc
+            if addr in seg_size:
+                fail("%s: segment 0x%x freed where a live segment starts" % (w, addr))
+            seg_add(addr, size)
+        elif a == "segment_alloc":
+            if seg_size.get(addr) is None:
+                fail("%s: segment_alloc of 0x%x, no segment there after it" % (w, addr))
+            seg_del(addr)
+            orphaned(addr, addr + size, w)
+        elif a == "segment_map":
+            s0 = seg_of(addr)
+            if s0 is None or addr + size > s0 + seg_size[s0]:
+                fail("%s: segment_map of 0x%x+%d inside no segment after it (unmap_segment throws)" % (w, addr, size))
+            end0 = s0 + seg_size[s0]
+            seg_del(s0)
+            if s0 < addr:
+                seg_add(s0, addr - s0)
+            if addr + size < end0:
+                seg_add(addr + size, end0 - addr - size)
+            orphaned(addr, addr + size, w)
+
+    # the Active Memory Timeline's peak, as process_alloc_data sums it
+    live, initial = {}, 0
+    for e in ev:
+        if e["action"] == "alloc":
+            live[e["addr"]] = e["size"]
+        elif e["action"] in ("free", "free_completed") and e["addr"] in live:
+            del live[e["addr"]]
+        elif e["action"] in ("free", "free_completed"):
+            initial += e["size"]
+    for ba, (bs, _) in active.items():
+        if ba not in live:
+            initial += bs
+    cur = peak = initial
+    live = {}
+    for e in ev:
+        if e["action"] == "alloc":
+            live[e["addr"]] = e["size"]
+            cur += e["size"]
+        elif e["action"] in ("free", "free_completed"):
+            cur -= live.pop(e["addr"], e["size"])
+        peak = max(peak, cur)
+    return peak
+
+
 
 
 def main(path, report=None):
@@ -72,7 +224,10 @@ def main(path, report=None):
                 fail("%s: oom without device_free" % w)
             n_entries += 1
     active = 0
+    by_dev = {}
     for k, s in enumerate(snap["segments"]):
+        blocks, at = [], s.get("address")
+        by_dev.setdefault(s.get("device"), []).append((at, s.get("total_size"), blocks))
         w = "segment %d" % k
         for f in ("device", "address", "total_size", "allocated_size", "active_size", "stream"):
             if not isinstance(s.get(f), int):
@@ -84,11 +239,15 @@ def main(path, report=None):
             if b.get("state") not in STATES or not isinstance(b.get("size"), int) or b["size"] <= 0:
                 fail("%s: block %r" % (w, {k: b.get(k) for k in ("state", "size")}))
             check_frames(b.get("frames"), w)
+            blocks.append((s["address"] + total, b["size"], b["state"]))
             total += b["size"]
             if b["state"] == "active_allocated":
                 active += b["size"]
         if total != s["total_size"]:
             fail("%s: blocks sum to %d, total_size %d" % (w, total, s["total_size"]))
+    peak = 0
+    for d, tr in enumerate(snap["device_traces"]):
+        peak += check_viewer(d, tr, by_dev.get(d, []))
     if report:
         r = json.load(open(report))
         want = 0
@@ -96,14 +255,36 @@ def main(path, report=None):
             want += p["leaks"]["module_globals_bytes"]  # device memory too, apart in the report
             for site in p["leaks"]["sites"]:
                 if site["kind"] not in ("pinned_host", "host_registered") and site["api"] != "vmm":
-                    want += site["bytes"] - site.get("after_view_bytes", 0)  # the snapshot is at the view
+                    want += site["never_freed_bytes"]  # live at the trace's end: the snapshot's moment
             if p["leaks"]["sites_total"] > len(p["leaks"]["sites"]):
                 want = None
                 break
         if want is not None and want != active:
-            fail("segments hold %d active bytes, the report %d live at the view" % (active, want))
-    print("check_memviz: ok: %d devices, %d entries, %d segments, %d bytes active at the view"
-          % (len(snap["device_traces"]), n_entries, len(snap["segments"]), active))
+            fail("segments hold %d active bytes, the report %d live at the end" % (active, want))
+        # the Active Memory Timeline's peak against the report's, where the
+        # two count the same blocks: one process, no caching-allocator
+        # tensors (their segments are the report's live bytes), no host kinds
+        devs = [dv for p in r["processes"] for dv in p.get("devices", [])]
+        if len(r["processes"]) == 1 and len(devs) == 1 and not devs[0].get("caching_allocator") and \
+                not set(devs[0].get("by_kind", {})) & {"pinned_host", "host_registered"}:
+            wp = devs[0]["peak_live_bytes"]
+            # the report's peak counts the physical memory VMM mappings
+            # hold; the snapshot carries mappings as segments, not blocks
+            # (the tensors inside them are its blocks): take the mapped
+            # bytes of the peak's sites off, or skip where they are not all
+            # listed (gpu-alloc-vmm, gpu-leaky-expandable, seeds/native)
+            pk = [x for x in r["processes"][0].get("peak", []) if x.get("device") == devs[0]["index"]]
+            vmm = None
+            if pk and pk[0]["sites_total"] == len(pk[0]["sites"]):
+                vmm = sum(x["bytes"] for x in pk[0]["sites"] if x["api"] == "vmm")
+            elif r["processes"][0]["events"].get("vmm_map", 0) == 0:
+                vmm = 0
+            if vmm is not None:
+                wp -= vmm
+                if wp and abs(peak - wp) > 0.01 * wp:
+                    fail("Active Memory Timeline peak %d, the report's %d (less %d VMM-mapped)" % (peak, wp + vmm, vmm))
+    print("check_memviz: ok: %d devices, %d entries, %d segments, %d bytes active at the end, timeline peak %d"
+          % (len(snap["device_traces"]), n_entries, len(snap["segments"]), active, peak))
 
 
 if __name__ == "__main__":

@@ -50,6 +50,15 @@ for f in "$data"/*.zst; do
         rm -f "$o.again"
     done
 done
+# memory-viz on every recorded directory too (the seeds' and the matrix's
+# runs): the viewer's invariants and the report's bytes and peak
+for f in "$data"/seeds/*/ "$data"/matrix/*/; do
+    n=$(basename "$f")
+    "$bin" report --json --top 100000 $X "$f" >"$tmp/$n.report.json" 2>/dev/null
+    if "$bin" export $X --format memory-viz -o "$tmp/$n.pickle" "$f" 2>"$tmp/err" &&
+        check memory-viz "$tmp/$n.pickle" "$tmp/$n.report.json"; then ok; else bad "$n memory-viz: $(cat "$tmp/err" "$tmp/check.out")"; fi
+    rm -f "$tmp/$n.pickle" "$tmp/$n.report.json"
+done
 # the directory as one job: every process in one file
 for fmt in perfetto chrome memory-viz; do
     "$bin" export $X --format $fmt -o "$tmp/job.$fmt" "$data" 2>"$tmp/err"
