@@ -138,33 +138,6 @@ def on_cupy(cupy):
         pass
 
 
-class _CupyImportHook:
-    """A meta path finder that stays out of every import but cupy's own:
-    when that module has run, the hook is installed."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "cupy":
-            return None
-        import importlib.machinery
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        loader = spec.loader
-        run = loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            try:
-                on_cupy(module)
-            except Exception:
-                pass
-        try:
-            loader.exec_module = exec_module
-        except Exception:
-            pass
-        return spec
-
-
 def install():
     """Wait for the program's `import cupy` (or hook it now if it is in)."""
     if os.environ.get("VRAMTRACE_CUPY_HOOK", "1") == "0":
@@ -172,5 +145,7 @@ def install():
     if "cupy" in sys.modules:
         on_cupy(sys.modules["cupy"])
         return
-    if not any(isinstance(f, _CupyImportHook) for f in sys.meta_path):
-        sys.meta_path.insert(0, _CupyImportHook())
+    # the holder walk's meta path finder: one way to wait for an import
+    from vramtrace_holders import _ImportHook
+    if not any(isinstance(f, _ImportHook) and "cupy" in f.after for f in sys.meta_path):
+        sys.meta_path.insert(0, _ImportHook({"cupy": on_cupy}))
