@@ -101,6 +101,45 @@ static void publish(uint64_t tsc_base, uint64_t ns_base, uint64_t mult)
     atomic_store_explicit(&c.seq, s + 2, memory_order_release);
 }
 
+/* Replace the map by one of slope `mult` that starts where the old one
+ * (tb, nb, m) is at this moment: the base TSC is read inside the write
+ * section (after seq is odd and a full fence), so a reader whose own TSC
+ * read lay in a validated read section (vt_clock_now) read it before the
+ * base, with the old map (its value at most the new base), or after the
+ * publication, with the new one (at least the base): time never goes back
+ * on a thread, however long a reader is preempted. */
+static void publish_here(uint64_t tb, uint64_t nb, uint64_t m, uint64_t mult)
+{
+    uint32_t s = atomic_load_explicit(&c.seq, memory_order_relaxed);
+    atomic_store_explicit(&c.seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    uint64_t t = tsc_read();
+    uint64_t d = t > tb ? t - tb : 0;
+    uint64_t n = nb + (uint64_t)(((unsigned __int128)d * m) >> 32);
+    atomic_store_explicit(&c.tsc_base, t, memory_order_relaxed);
+    atomic_store_explicit(&c.ns_base, n, memory_order_relaxed);
+    atomic_store_explicit(&c.mult, mult, memory_order_relaxed);
+    atomic_store_explicit(&c.seq, s + 2, memory_order_release);
+}
+
+/* The current map and a TSC value read inside the same validated read
+ * section (see publish_here): 0 as snapshot(). */
+static inline __attribute__((always_inline)) int snapshot_tsc(uint64_t *x, uint64_t *tb, uint64_t *nb, uint64_t *m)
+{
+    for (int i = 0; i < 64; i++) {
+        uint32_t s = atomic_load_explicit(&c.seq, memory_order_acquire);
+        *tb = atomic_load_explicit(&c.tsc_base, memory_order_acquire);
+        *nb = atomic_load_explicit(&c.ns_base, memory_order_acquire);
+        *m = atomic_load_explicit(&c.mult, memory_order_acquire);
+        unsigned aux;
+        *x = __rdtscp(&aux); /* after the loads above */
+        _mm_lfence();        /* before the check below */
+        if (!(s & 1) && atomic_load_explicit(&c.seq, memory_order_acquire) == s)
+            return 1;
+    }
+    return 0;
+}
+
 /* The current map, read under the sequence lock: 0 when no consistent
  * copy was had in 64 tries (a tick interrupted on this very thread, e.g.
  * a signal handler calling us, would leave seq odd for good). */
@@ -169,19 +208,18 @@ VT_HOT uint64_t vt_clock_at(uint64_t tsc)
     return 0;
 }
 
-/* The TSC is read after the map (not before, as a vt_clock_at() caller
- * does): a value mapped by the newest map is then never older than its
- * base, and two reads on one thread never go back, even when the map is
- * republished between them with another rate.  (vt_clock_at() maps an
- * older value back from the base at the new rate: off by the slew at most,
- * 0.1 % of the value's age, which between two callbacks' reads can never
- * put them out of order.) */
+/* The TSC is read inside the map's validated read section (snapshot_tsc,
+ * publish_here): two reads on one thread never go back, even when the map
+ * is republished between them with another rate and the reader is
+ * preempted between its loads and its TSC read (it then reads again).
+ * (vt_clock_at() maps a value read earlier back from the base at the new
+ * rate: off by the slew at most, 0.1 % of the value's age.) */
 VT_HOT uint64_t vt_clock_now(void)
 {
 #if VT_HAVE_TSC
-    uint64_t tb, nb, m;
-    if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC && snapshot(&tb, &nb, &m))
-        return map(tsc_read(), tb, nb, m);
+    uint64_t x, tb, nb, m;
+    if (atomic_load_explicit(&c.src, memory_order_relaxed) == VT_CLOCKSRC_TSC && snapshot_tsc(&x, &tb, &nb, &m))
+        return map(x, tb, nb, m);
 #endif
     return mono_ns();
 }
@@ -221,7 +259,7 @@ void vt_clock_tick(void)
         ppm = -VT_SLEW_MAX_PPM;
     uint64_t nm = (uint64_t)((__int128)lr + (__int128)lr * ppm / 1000000);
     c.st.tsc_khz = (uint64_t)(((unsigned __int128)1000000 << 32) / lr);
-    publish(t, mapped, nm);
+    publish_here(tb, nb, m, nm);
 #endif
 }
 
