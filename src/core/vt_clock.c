@@ -103,7 +103,7 @@ static void publish(uint64_t tsc_base, uint64_t ns_base, uint64_t mult)
 
 /* Replace the map by one of slope `mult` that starts where the old one
  * (tb, nb, m) is at this moment: the base TSC is read inside the write
- * section (after seq is odd and a full fence), so a reader whose own TSC
+ * section (after seq is odd and a full barrier), so a reader whose own TSC
  * read lay in a validated read section (vt_clock_now) read it before the
  * base, with the old map (its value at most the new base), or after the
  * publication, with the new one (at least the base): time never goes back
@@ -111,8 +111,11 @@ static void publish(uint64_t tsc_base, uint64_t ns_base, uint64_t mult)
 static void publish_here(uint64_t tb, uint64_t nb, uint64_t m, uint64_t mult)
 {
     uint32_t s = atomic_load_explicit(&c.seq, memory_order_relaxed);
-    atomic_store_explicit(&c.seq, s + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_seq_cst);
+    /* a locked exchange (a full barrier, which TSan models; a seq_cst
+     * fence it does not), then lfence: the TSC is read after seq is odd
+     * for every other core */
+    atomic_exchange_explicit(&c.seq, s + 1, memory_order_seq_cst);
+    _mm_lfence();
     uint64_t t = tsc_read();
     uint64_t d = t > tb ? t - tb : 0;
     uint64_t n = nb + (uint64_t)(((unsigned __int128)d * m) >> 32);
