@@ -7,7 +7,7 @@ set -euo pipefail
 
 pkgs=(cmake make gcc g++ pkg-config
       libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
-      libzstd-dev zstd libdw-dev libelf-dev libcmocka-dev python3 chromium
+      libzstd-dev zstd libdw-dev libelf-dev zlib1g-dev libcmocka-dev python3 chromium
       clang)  # clang: the libFuzzer targets (scripts/fuzz.sh)
 missing=()
 for p in "${pkgs[@]}"; do
