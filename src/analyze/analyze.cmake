@@ -2,7 +2,7 @@
 # symbolization, zlib for the page's packed data (vt_page_pack.c),
 # libstdc++ for __cxa_demangle, libm for the statistics.
 pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
-find_package(ZLIB REQUIRED)
+
 target_include_directories(vt_analyze PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(vt_analyze PRIVATE vt_core PkgConfig::LIBDW ZLIB::ZLIB stdc++ m)
 # The replay's batch loop without GCC's SLP vectorizer (on at -O2 since GCC
