@@ -200,7 +200,7 @@ static void render(top_state *t, screen *sc)
     esc(p.program ? p.program : "(no header yet)", e1, sizeof(e1));
     esc(p.host ? p.host : "?", e2, 256);
     put(sc, "%u %s pid %u on %s: %s, %.1f s traced, %s read, %llu records", t->cur + 1, e1, p.pid, e2,
-        p.state == VT_LIVE_ENDED ? "ended" : p.state == VT_LIVE_FAILED ? "stopped (read error)" : "running",
+        p.state == VT_LIVE_ENDED ? "ended" : p.state == VT_LIVE_FAILED ? "stopped (read error)" : "no End yet",
         p.seconds, bytes(b1, (double)p.bytes), (unsigned long long)p.records);
     if (p.error) {
         esc(p.error, e1, sizeof(e1));
@@ -210,7 +210,7 @@ static void render(top_state *t, screen *sc)
         put(sc, "  no GPU memory yet");
     for (unsigned d = 0; d < p.ndevices; d++) {
         const vt_live_device *v = &p.dev[d];
-        esc(v->name ? v->name : "", e1, 128);
+        esc(v->name && v->name[0] ? v->name : "?", e1, 128);
         char tot[48] = "";
         if (v->total)
             snprintf(tot, sizeof(tot), " of %s", bytes(b4, (double)v->total));
@@ -226,13 +226,16 @@ static void render(top_state *t, screen *sc)
         esc(p.step_source ? p.step_source : "", e1, 128);
         put(sc, "  steps: %llu (%s), %s per step", (unsigned long long)p.steps, e1, secs(b1, p.step_ns));
     } else {
-        put(sc, "  steps: none found yet (an NVTX range that repeats, or a repeating kernel sequence)");
+        put(sc, "  steps: none yet (no repeating NVTX range or kernel sequence)");
     }
     if (p.failed) {
-        esc(p.fail_site[0] ? p.fail_site : "?", e1, sizeof(e1));
         esc(p.fail_error ? p.fail_error : "", e2, 128);
-        put(sc, "  failed allocations: %llu, the last %s on device %u at %.3f s %s at %s",
-            (unsigned long long)p.failed, bytes(b1, (double)p.fail_size), p.fail_device, p.fail_at, e2, e1);
+        put(sc, "  failed allocations: %llu; the last: %s on device %u at %.3f s%s%s", (unsigned long long)p.failed,
+            bytes(b1, (double)p.fail_size), p.fail_device, p.fail_at, e2[0] ? ", " : "", e2);
+        if (p.fail_site[0] && sc->rows >= 20) {
+            esc(p.fail_site, e1, sizeof(e1));
+            put(sc, "    at %s", e1);
+        }
     } else {
         put(sc, "  failed allocations: none");
     }
