@@ -74,3 +74,8 @@ target_include_directories(vt_top_live PRIVATE ${PROJECT_SOURCE_DIR}/tests/analy
 target_link_libraries(vt_top_live PRIVATE vt_analyze vt_core)
 add_test(NAME cli.top.live COMMAND vt_top_live $<TARGET_FILE:vramtrace> ${CMAKE_CURRENT_BINARY_DIR}/top-live)
 set_tests_properties(cli.top.live PROPERTIES LABELS "cli" TIMEOUT 120)
+# on a terminal (tmux), and record --live with and without one
+add_test(NAME cli.top.tty
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/top_tty.sh $<TARGET_FILE:vramtrace> $<TARGET_FILE:record_child>
+          ${VT_TEST_DATA} ${CMAKE_CURRENT_BINARY_DIR}/top-tty)
+set_tests_properties(cli.top.tty PROPERTIES LABELS "cli;notsan" TIMEOUT 120)
