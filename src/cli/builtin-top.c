@@ -175,8 +175,8 @@ static void render(top_state *t, screen *sc)
     unsigned np = vt_live_nprocs(t->lv);
     sc->n = 0;
     esc(t->what, e1, sizeof(e1));
-    put(sc, "vramtrace top %s: %u process%s, every %.1f s, sort %s", e1, np, np == 1 ? "" : "es", t->interval,
-        sort_names[t->sort]);
+    put(sc, "vramtrace top: %u process%s, every %.1f s, sort %s: %s", np, np == 1 ? "" : "es", t->interval,
+        sort_names[t->sort], e1);
     if (!np) {
         put(sc, "no trace yet");
         return;

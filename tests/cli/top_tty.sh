@@ -45,7 +45,7 @@ T() { tmux -L "$sock" -f /dev/null "$@"; }
 # wait until the pane shows a pattern (5 s)
 wait_for() {
     for _ in $(seq 50); do
-        T capture-pane -p -t t >"$work/pane" 2>/dev/null
+        T capture-pane -p -J -t t >"$work/pane" 2>/dev/null
         grep -q -- "$1" "$work/pane" && return 0
         sleep 0.1
     done
@@ -97,7 +97,7 @@ T send-keys -t t q
 for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$pid" 2>/dev/null && fail "q did not end it"
 sleep 0.2
-T capture-pane -p -t t >"$work/pane"
+T capture-pane -p -J -t t >"$work/pane"
 grep -q '^vramtrace top' "$work/pane" && fail "the view stayed on the main screen"
 [ "$(tty_mode)" = icanon ] || fail "terminal mode not restored after q"
 T kill-session -t t
