@@ -20,6 +20,7 @@ typedef struct {
     vt_proc *p;      /* in lv->a */
     int state;       /* VT_LIVE_* */
     int dirty;       /* events since the last growth update */
+    unsigned holder_tries; /* ended without a holders file yet: looked for again */
     char err[512];   /* the last read error */
     uint64_t failed; /* failed allocation calls */
     /* the last of them */
@@ -205,6 +206,12 @@ int64_t vt_live_poll(vt_live *lv, uint64_t max_events)
         if (n < 0)
             return n;
         total += n;
+        if (s->state == VT_LIVE_ENDED && !s->p->holders_file && s->holder_tries < 10) {
+            /* the program's walk may write holders.PID.txt after the End */
+            char msg[600];
+            s->holder_tries++;
+            vt_proc_join_holders(s->p, s->p->name, msg, sizeof(msg));
+        }
         if (s->dirty && s->state != VT_LIVE_ENDED) {
             vt_proc_live_growth(lv->a, s->p);
             s->dirty = 0;

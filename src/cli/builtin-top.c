@@ -316,6 +316,9 @@ static void term_leave(void)
 
 static void term_enter(int keys)
 {
+    static int registered;
+    if (!registered++)
+        atexit(term_leave); /* whatever way out, the terminal as it was */
     if (keys && tcgetattr(0, &g_saved) == 0) {
         struct termios t = g_saved;
         t.c_lflag &= (tcflag_t) ~(ICANON | ECHO); /* ISIG stays: Ctrl-C is SIGINT */
@@ -478,7 +481,7 @@ static int view_loop(top_state *t, int tty, FILE *plain, pid_t child, int *ws)
             print_plain(t, &sc, plain);
         if (child_done || (!tty && child <= 0 && all_ended(t->lv)))
             break;
-        if (!tty && child <= 0)
+        if (!tty) /* screens apart */
             fputc('\n', plain);
         /* wait for the next refresh, a key or a signal */
         next.tv_nsec += (long)(fmod(t->interval, 1.0) * 1e9);
