@@ -100,8 +100,18 @@ sleep 0.2
 T capture-pane -p -J -t t >"$work/pane"
 grep -q '^vramtrace top' "$work/pane" && fail "the view stayed on the main screen"
 [ "$(tty_mode)" = icanon ] || fail "terminal mode not restored after q"
+# Ctrl-C
+T send-keys -t t "'$vt' top '$work/dir'" Enter
+wait_for '^vramtrace top'
+sleep 0.3
+pid=$(pgrep -P "$(T display -p -t t '#{pane_pid}')" vramtrace)
+[ "$(tty_mode)" = -icanon ] || fail "not in non-canonical mode the second time"
+T send-keys -t t C-c
+for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$pid" 2>/dev/null && fail "Ctrl-C did not end it"
+[ "$(tty_mode)" = icanon ] || fail "terminal mode not restored after Ctrl-C"
 T kill-session -t t
-echo "ok: top on a terminal: keys, q, Ctrl-Z"
+echo "ok: top on a terminal: keys, q, Ctrl-Z, Ctrl-C"
 
 # SIGTERM
 T new-session -d -s t -x 100 -y 30 "sh -c '\"$vt\" top \"$work/dir\"; echo exited \$?; sleep 60'"
