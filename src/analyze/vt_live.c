@@ -17,12 +17,12 @@
 typedef struct {
     char *path;
     vt_reader *r;
-    vt_proc *p;      /* in lv->a */
-    int state;       /* VT_LIVE_* */
-    int dirty;       /* events since the last growth update */
+    vt_proc *p;            /* in lv->a */
+    int state;             /* VT_LIVE_* */
+    int dirty;             /* events since the last growth update */
     unsigned holder_tries; /* ended without a holders file yet: looked for again */
-    char err[512];   /* the last read error */
-    uint64_t failed; /* failed allocation calls */
+    char err[512];         /* the last read error */
+    uint64_t failed;       /* failed allocation calls */
     /* the last of them */
     uint64_t fail_t, fail_size;
     uint32_t fail_device, fail_stack;
@@ -300,9 +300,12 @@ static int g_sort_key;
 static double sort_value(const vt_unit *u, int key)
 {
     switch (key) {
-    case VT_LIVE_SORT_LIVE: return (double)u->live_bytes;
-    case VT_LIVE_SORT_RATE: return u->growth_flag ? u->growth_rate : 0;
-    default: return u->growth_flag ? (double)u->grown : 0;
+    case VT_LIVE_SORT_LIVE:
+        return (double)u->live_bytes;
+    case VT_LIVE_SORT_RATE:
+        return u->growth_flag ? u->growth_rate : 0;
+    default:
+        return u->growth_flag ? (double)u->grown : 0;
     }
 }
 

@@ -41,51 +41,51 @@ enum { VT_LIVE_READING = 0, VT_LIVE_ENDED = 1, VT_LIVE_FAILED = 2 };
 #define VT_LIVE_MAX_DEVICES 8
 
 typedef struct {
-    uint32_t index;      /* CUDA device index */
-    const char *name;    /* from the trace, or NULL */
-    uint64_t total;      /* device memory (0: unknown) */
-    int64_t live;        /* traced device-resident live bytes */
-    int64_t peak;        /* their peak so far */
-    int64_t allocated;   /* with tensor events: the caching allocator's tensors */
-    int64_t reserved;    /*   and its segments; both -1 without tensor events */
+    uint32_t index;    /* CUDA device index */
+    const char *name;  /* from the trace, or NULL */
+    uint64_t total;    /* device memory (0: unknown) */
+    int64_t live;      /* traced device-resident live bytes */
+    int64_t peak;      /* their peak so far */
+    int64_t allocated; /* with tensor events: the caching allocator's tensors */
+    int64_t reserved;  /*   and its segments; both -1 without tensor events */
 } vt_live_device;
 
 typedef struct {
-    const char *file;         /* trace path */
-    const char *program;      /* from the header (NULL before it) */
+    const char *file;    /* trace path */
+    const char *program; /* from the header (NULL before it) */
     const char *host;
     uint32_t pid;
-    int state;                /* VT_LIVE_* */
-    const char *error;        /* the last read error, or NULL */
-    uint64_t records;         /* records replayed */
-    uint64_t bytes;           /* compressed bytes read (the file's offset) */
-    double seconds;           /* trace time from its first to its last event */
-    int tensors;              /* the caching allocator's tensor events are in the trace */
-    uint64_t steps;           /* steps so far (0: none found yet) */
-    double step_ns;           /* time per step */
-    const char *step_source;  /* "nvtx:NAME" or "kernels:N", or NULL */
+    int state;               /* VT_LIVE_* */
+    const char *error;       /* the last read error, or NULL */
+    uint64_t records;        /* records replayed */
+    uint64_t bytes;          /* compressed bytes read (the file's offset) */
+    double seconds;          /* trace time from its first to its last event */
+    int tensors;             /* the caching allocator's tensor events are in the trace */
+    uint64_t steps;          /* steps so far (0: none found yet) */
+    double step_ns;          /* time per step */
+    const char *step_source; /* "nvtx:NAME" or "kernels:N", or NULL */
     unsigned ndevices;
     vt_live_device dev[VT_LIVE_MAX_DEVICES];
-    uint64_t failed;          /* failed allocations (calls) so far */
+    uint64_t failed; /* failed allocations (calls) so far */
     /* the last one */
     uint64_t fail_size;
-    double fail_at;           /* seconds since the trace's start */
+    double fail_at; /* seconds since the trace's start */
     uint32_t fail_device;
-    const char *fail_error;   /* the driver's error name, or NULL */
-    char fail_site[256];      /* its call site, "function (file:line)", or "" */
+    const char *fail_error; /* the driver's error name, or NULL */
+    char fail_site[256];    /* its call site, "function (file:line)", or "" */
 } vt_live_proc;
 
 typedef struct {
-    char site[256];           /* the user's frame, "function (file:line)" */
+    char site[256]; /* the user's frame, "function (file:line)" */
     uint32_t device;
-    const char *kind;         /* memory kind name */
+    const char *kind; /* memory kind name */
     int64_t live_bytes;
-    int64_t live_count;       /* blocks */
-    int growing;              /* the growth test flags it (so far) */
-    uint64_t grown;           /* bytes grown over the window */
-    double per_step;          /* bytes per step (< 0: unknown) */
-    double per_s;             /* bytes per second */
-    const char *holder;       /* who holds it (once the trace ended, with holders), or NULL */
+    int64_t live_count; /* blocks */
+    int growing;        /* the growth test flags it (so far) */
+    uint64_t grown;     /* bytes grown over the window */
+    double per_step;    /* bytes per step (< 0: unknown) */
+    double per_s;       /* bytes per second */
+    const char *holder; /* who holds it (once the trace ended, with holders), or NULL */
 } vt_live_site;
 
 enum { VT_LIVE_SORT_GROWTH = 0, VT_LIVE_SORT_LIVE = 1, VT_LIVE_SORT_RATE = 2, VT_LIVE_SORT__COUNT };

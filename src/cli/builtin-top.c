@@ -38,35 +38,34 @@
 
 static void top_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: vramtrace top [options] TRACE|DIR\n"
-            "\n"
-            "The live view of traces being written (a running `vramtrace record`'s\n"
-            "directory, or one trace): per process and device PyTorch's allocated vs\n"
-            "reserved (or live bytes), the steps so far and the time per step, the\n"
-            "growing call sites with their Python line, rate per step and holder, and\n"
-            "the last failed allocation.  Reads only what was appended since the last\n"
-            "refresh, the unfinished last zstd frame included.\n"
-            "\n"
-            "  --once               print one screen and exit (plain text when stdout is\n"
-            "                       not a terminal: 80x24, or COLUMNS x LINES)\n"
-            "  --interval S         seconds between refreshes (default 1; 0.1 .. 3600)\n"
-            "  --sort growth|live|rate\n"
-            "                       order of the call sites (default growth)\n"
-            "  -h, --help           this text\n"
-            "\n"
-            "keys: q quit, Tab / Right / n next process, Left / p previous, 1-9 process,\n"
-            "s next sort order.  When stdout is not a terminal (and without --once) a\n"
-            "plain screen is printed every interval until every trace has ended.\n"
-            "\n"
-            "exit status: 0; 1 when TRACE|DIR does not exist; 2 usage.\n");
+    fprintf(f, "usage: vramtrace top [options] TRACE|DIR\n"
+               "\n"
+               "The live view of traces being written (a running `vramtrace record`'s\n"
+               "directory, or one trace): per process and device PyTorch's allocated vs\n"
+               "reserved (or live bytes), the steps so far and the time per step, the\n"
+               "growing call sites with their Python line, rate per step and holder, and\n"
+               "the last failed allocation.  Reads only what was appended since the last\n"
+               "refresh, the unfinished last zstd frame included.\n"
+               "\n"
+               "  --once               print one screen and exit (plain text when stdout is\n"
+               "                       not a terminal: 80x24, or COLUMNS x LINES)\n"
+               "  --interval S         seconds between refreshes (default 1; 0.1 .. 3600)\n"
+               "  --sort growth|live|rate\n"
+               "                       order of the call sites (default growth)\n"
+               "  -h, --help           this text\n"
+               "\n"
+               "keys: q quit, Tab / Right / n next process, Left / p previous, 1-9 process,\n"
+               "s next sort order.  When stdout is not a terminal (and without --once) a\n"
+               "plain screen is printed every interval until every trace has ended.\n"
+               "\n"
+               "exit status: 0; 1 when TRACE|DIR does not exist; 2 usage.\n");
 }
 
 /* ---- text ---------------------------------------------------------------- */
 
 typedef struct {
     int cols, rows;
-    int n;              /* lines written */
+    int n; /* lines written */
     char line[MAX_ROWS][MAX_COLS * 4 + 1];
 } screen;
 
@@ -161,11 +160,11 @@ static const char *const sort_names[VT_LIVE_SORT__COUNT] = {"growth", "live", "r
 
 typedef struct {
     vt_live *lv;
-    const char *what;   /* the path followed, as given */
-    unsigned cur;       /* the process shown */
+    const char *what; /* the path followed, as given */
+    unsigned cur;     /* the process shown */
     int sort;
     double interval;
-    int keys;           /* keys are read (a terminal) */
+    int keys; /* keys are read (a terminal) */
 } top_state;
 
 /* One screen of the view into sc. */
@@ -190,8 +189,8 @@ static void render(top_state *t, screen *sc)
             vt_live_proc q;
             vt_live_proc_get(t->lv, i, &q);
             esc(q.program ? q.program : "?", e2, 48);
-            w += (size_t)snprintf(row + w, sizeof(row) - w, "%s%s%u %s:%u%s", i ? "  " : "", i == t->cur ? "[" : " ",
-                                  i + 1, e2, q.pid, i == t->cur ? "]" : " ");
+            w += (size_t)snprintf(row + w, sizeof(row) - w, "%s%s%u %s:%u%s", i ? "  " : "",
+                                  i == t->cur ? "[" : " ", i + 1, e2, q.pid, i == t->cur ? "]" : " ");
         }
         put(sc, "%s", row);
     }
@@ -200,7 +199,9 @@ static void render(top_state *t, screen *sc)
     esc(p.program ? p.program : "(no header yet)", e1, sizeof(e1));
     esc(p.host ? p.host : "?", e2, 256);
     put(sc, "%u %s pid %u on %s: %s, %.1f s traced, %s read, %llu records", t->cur + 1, e1, p.pid, e2,
-        p.state == VT_LIVE_ENDED ? "ended" : p.state == VT_LIVE_FAILED ? "stopped (read error)" : "no End yet",
+        p.state == VT_LIVE_ENDED    ? "ended"
+        : p.state == VT_LIVE_FAILED ? "stopped (read error)"
+                                    : "no End yet",
         p.seconds, bytes(b1, (double)p.bytes), (unsigned long long)p.records);
     if (p.error) {
         esc(p.error, e1, sizeof(e1));
@@ -230,8 +231,9 @@ static void render(top_state *t, screen *sc)
     }
     if (p.failed) {
         esc(p.fail_error ? p.fail_error : "", e2, 128);
-        put(sc, "  failed allocations: %llu; the last: %s on device %u at %.3f s%s%s", (unsigned long long)p.failed,
-            bytes(b1, (double)p.fail_size), p.fail_device, p.fail_at, e2[0] ? ", " : "", e2);
+        put(sc, "  failed allocations: %llu; the last: %s on device %u at %.3f s%s%s",
+            (unsigned long long)p.failed, bytes(b1, (double)p.fail_size), p.fail_device, p.fail_at,
+            e2[0] ? ", " : "", e2);
         if (p.fail_site[0] && sc->rows >= 20) {
             esc(p.fail_site, e1, sizeof(e1));
             put(sc, "    at %s", e1);
@@ -250,7 +252,8 @@ static void render(top_state *t, screen *sc)
     else
         put(sc, "%9s %6s %10s %9s %3s  %s", "LIVE", "BLOCKS", "GROWN", "PER STEP", "DEV", "CALL SITE");
     static vt_live_site site[MAX_ROWS];
-    unsigned ns = vt_live_sites(t->lv, t->cur, t->sort, site, (unsigned)room > MAX_ROWS ? MAX_ROWS : (unsigned)room);
+    unsigned ns =
+        vt_live_sites(t->lv, t->cur, t->sort, site, (unsigned)room > MAX_ROWS ? MAX_ROWS : (unsigned)room);
     if (!ns)
         put(sc, "%9s", "-");
     for (unsigned i = 0; i < ns && sc->n < sc->rows - (t->keys ? 1 : 0); i++) {
@@ -264,11 +267,11 @@ static void render(top_state *t, screen *sc)
         }
         esc(s->site[0] ? s->site : "(no stack)", e1, sizeof(e1));
         if (wide)
-            put(sc, "%9s %6lld %10s %9s %11s %3u  %s", bytes(b3, (double)s->live_bytes), (long long)s->live_count,
-                grown, step, rate, s->device, e1);
+            put(sc, "%9s %6lld %10s %9s %11s %3u  %s", bytes(b3, (double)s->live_bytes),
+                (long long)s->live_count, grown, step, rate, s->device, e1);
         else
-            put(sc, "%9s %6lld %10s %9s %3u  %s", bytes(b3, (double)s->live_bytes), (long long)s->live_count, grown,
-                step, s->device, e1);
+            put(sc, "%9s %6lld %10s %9s %3u  %s", bytes(b3, (double)s->live_bytes), (long long)s->live_count,
+                grown, step, s->device, e1);
         /* who holds it, on its own line, while there is room for the rows above it */
         if (s->holder && sc->n < sc->rows - (t->keys ? 1 : 0) - 1) {
             esc(s->holder, e2, sizeof(e2));
@@ -389,7 +392,8 @@ static void draw_tty(top_state *t, screen *sc, int fd)
         return;
     size_t w = (size_t)snprintf(buf, cap, "\033[H");
     for (int i = 0; i < sc->rows; i++)
-        w += (size_t)snprintf(buf + w, cap - w, "%s\033[K%s", i < sc->n ? sc->line[i] : "", i + 1 < sc->rows ? "\r\n" : "");
+        w += (size_t)snprintf(buf + w, cap - w, "%s\033[K%s", i < sc->n ? sc->line[i] : "",
+                              i + 1 < sc->rows ? "\r\n" : "");
     term_write(buf);
     free(buf);
 }
@@ -412,7 +416,8 @@ static int handle_keys(top_state *t)
     for (ssize_t i = 0; i < n; i++) {
         if (k[i] == 'q' || k[i] == 'Q')
             return 0;
-        if (k[i] == '\t' || k[i] == 'n' || (k[i] == 0x1b && i + 2 < n && k[i + 1] == '[' && k[i + 2] == 'C')) {
+        if (k[i] == '\t' || k[i] == 'n' ||
+            (k[i] == 0x1b && i + 2 < n && k[i + 1] == '[' && k[i + 2] == 'C')) {
             if (np)
                 t->cur = (t->cur + 1) % np;
         } else if (k[i] == 'p' || (k[i] == 0x1b && i + 2 < n && k[i + 1] == '[' && k[i + 2] == 'D') ||
@@ -588,7 +593,8 @@ int cmd_top(int argc, char **argv)
     }
     int rc = vt_live_open(&t.lv, path);
     if (rc) {
-        fprintf(stderr, PFX "%s: %s\n", path, rc == VT_ERR_NOT_FOUND ? "no such file or directory" : vt_strerror(rc));
+        fprintf(stderr, PFX "%s: %s\n", path,
+                rc == VT_ERR_NOT_FOUND ? "no such file or directory" : vt_strerror(rc));
         return 1;
     }
     t.what = path;

@@ -39,14 +39,14 @@
 enum { K_MAIN = 1, K_KEEP, K_FWD };
 
 static int g_fail;
-#define CHECK(c, ...)                                                    \
-    do {                                                                 \
-        if (!(c)) {                                                      \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fputc('\n', stderr);                                         \
-            g_fail = 1;                                                  \
-        }                                                                \
+#define CHECK(c, ...)                                                                                        \
+    do {                                                                                                     \
+        if (!(c)) {                                                                                          \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);                                     \
+            fprintf(stderr, __VA_ARGS__);                                                                    \
+            fputc('\n', stderr);                                                                             \
+            g_fail = 1;                                                                                      \
+        }                                                                                                    \
     } while (0)
 
 static uint64_t rchar(void)
@@ -191,7 +191,8 @@ int main(int argc, char **argv)
     gen_proc gp = {.program = "train.py", .pid = 4242, .python = 1, .frame_bytes = 2048};
     gen_open(path, &gp);
     gen_device(0, "NVIDIA H200\x1b[2J", 140 * GiB); /* a name that would clear the screen */
-    gen_module("/opt/vt-test/cuda/lib64/libcudart.so.13", 0x7f0000000000ull, 0x7f0000100000ull, 0x7f0000000000ull);
+    gen_module("/opt/vt-test/cuda/lib64/libcudart.so.13", 0x7f0000000000ull, 0x7f0000100000ull,
+               0x7f0000000000ull);
     gen_code(K_MAIN, TRAIN, "main");
     gen_code(K_KEEP, TRAIN, "keep_history");
     gen_code(K_FWD, TRAIN, "forward");
@@ -234,7 +235,8 @@ int main(int argc, char **argv)
         for (int k = 0; k < 40; k++)
             gen_free(t0 + 5 * MS + (uint64_t)k * 1000, 0x7e0000000000ull + (uint64_t)k * 4 * MiB, 0);
         /* the leak: 1 MiB kept per step */
-        gen_alloc(t0 + 8 * MS, 0x7d0000000000ull + (uint64_t)i * MiB, 1 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &keep);
+        gen_alloc(t0 + 8 * MS, 0x7d0000000000ull + (uint64_t)i * MiB, 1 * MiB, 0, VT_MEM_DEVICE,
+                  VT_API_MALLOC, &keep);
         gen_nvtx(t0 + 9 * MS, VT_NVTX_POP, NULL);
         CHECK(vt_writer_flush(g_w) == 0, "flush");
         unfinished += ends_in_frame(path);
@@ -247,9 +249,10 @@ int main(int argc, char **argv)
         long steps;
         parse_screen(out, &k1, &steps);
         CHECK(rc == 0, "top --once exited %d", rc);
-        CHECK(!strchr(out, 0x1b) && strstr(out, "H200\\x1b[2J"), "step %d: the device's name is not escaped:\n%s", i, out);
-        CHECK(k1 > want * 0.99 && k1 < want * 1.01, "step %d: top --once shows %.0f live at keep_history, want %.0f\n%s",
-              i, k1, want, out);
+        CHECK(!strchr(out, 0x1b) && strstr(out, "H200\\x1b[2J"),
+              "step %d: the device's name is not escaped:\n%s", i, out);
+        CHECK(k1 > want * 0.99 && k1 < want * 1.01,
+              "step %d: top --once shows %.0f live at keep_history, want %.0f\n%s", i, k1, want, out);
         CHECK(steps >= last_steps, "step %d: steps went from %ld to %ld", i, last_steps, steps);
         if (i >= 3)
             CHECK(steps == i + 1 || steps == i, "step %d: steps %ld", i, steps);
@@ -348,7 +351,7 @@ int main(int argc, char **argv)
     damaged_tail(vt, dir, (const uint8_t *)all, n, 1);
 
     if (!g_fail)
-        printf("ok: top followed %d steps (%d screens), %llu bytes read for a %zu-byte trace\n", STEPS, nscreens,
-               (unsigned long long)read_by_follower, n);
+        printf("ok: top followed %d steps (%d screens), %llu bytes read for a %zu-byte trace\n", STEPS,
+               nscreens, (unsigned long long)read_by_follower, n);
     return g_fail;
 }
