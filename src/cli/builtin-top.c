@@ -467,7 +467,7 @@ static int view_loop(top_state *t, int tty, FILE *plain, pid_t child, int *ws)
         install(SIGWINCH, on_winch);
         term_enter(keys);
     }
-    int child_done = 0;
+    int child_done = 0, on_time = 1;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     for (;;) {
@@ -488,16 +488,21 @@ static int view_loop(top_state *t, int tty, FILE *plain, pid_t child, int *ws)
             break;
         if (!tty) /* screens apart */
             fputc('\n', plain);
-        /* wait for the next refresh, a key or a signal */
-        next.tv_nsec += (long)(fmod(t->interval, 1.0) * 1e9);
-        next.tv_sec += (time_t)t->interval + next.tv_nsec / 1000000000L;
-        next.tv_nsec %= 1000000000L;
+        /* wait for the next refresh, a key or a signal (after which the
+         * screen is redrawn at once, and the refreshes keep their pace) */
+        if (on_time) {
+            next.tv_nsec += (long)(fmod(t->interval, 1.0) * 1e9);
+            next.tv_sec += (time_t)t->interval + next.tv_nsec / 1000000000L;
+            next.tv_nsec %= 1000000000L;
+        }
+        on_time = 0;
         for (;;) {
             struct timespec now;
             clock_gettime(CLOCK_MONOTONIC, &now);
             long ms = (long)(next.tv_sec - now.tv_sec) * 1000 + (next.tv_nsec - now.tv_nsec) / 1000000;
             if (ms <= 0) {
                 next = now;
+                on_time = 1;
                 break;
             }
             struct pollfd pf = {.fd = 0, .events = POLLIN};
