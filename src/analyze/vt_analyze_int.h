@@ -490,6 +490,9 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev);
 /* ev[0 .. n) in order; stops at the first error and returns it */
 int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n);
 int vt_proc_finish(vt_analysis *a, vt_proc *p);
+/* Steps (p->steps, p->step_period_ns) and each unit's growth results over
+ * what was fed so far, for the live view; feeding may go on after it. */
+void vt_proc_live_growth(vt_analysis *a, vt_proc *p);
 /* Every block still live in p's tables (allocations, and VMM physical
  * allocations with their handle as the address): fn(ctx, address, size,
  * allocation time, unit); stops at fn's first nonzero return. */

@@ -18,6 +18,7 @@ static const struct cmd_struct {
     {"export", cmd_export, "traces for Perfetto, chrome://tracing and PyTorch's memory_viz"},
     {"symbolize", cmd_symbolize, "resolve a trace's native frames here, for reports elsewhere"},
     {"record", cmd_record, "run a command with tracing: vramtrace record -- CMD ARGS..."},
+    {"top", cmd_top, "live view of traces being written: vramtrace top DIR"},
 };
 
 static void usage(FILE *f)
