@@ -511,8 +511,10 @@ static int init_once(void)
     atexit(on_exit_handler);
     pthread_atfork(NULL, NULL, on_fork_child);
     install_signals();
-    say("vramtrace: recording to %s (CUPTI %u%s%s%s)", g.out_path, cupti_version, g.cfg.kernels ? ", kernels" : "",
-        g.uw ? ", native stacks" : "", g.pystack ? ", python stacks" : "");
+    /* which CUPTI: the program's own (PyTorch's, in site-packages) or the
+     * toolkit's, by its file (libvramtrace.so found it, vt_loader.c) */
+    say("vramtrace: recording to %s (CUPTI %u %s%s%s%s)", g.out_path, cupti_version, cupti_file,
+        g.cfg.kernels ? ", kernels" : "", g.uw ? ", native stacks" : "", g.pystack ? ", python stacks" : "");
     t_in.internal = saved;
     return 0;
 }
