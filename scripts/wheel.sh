@@ -20,7 +20,7 @@ if [ -z "$build" ]; then
     build=$root/build-wheel
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVT_BUILD_TESTS=OFF >/dev/null
     cmake --build "$build" -j"$(nproc)" --target vramtrace >/dev/null
-    if cmake --build "$build" --target help | grep -q vramtrace_loader; then
+    if cmake --build "$build" --target help | grep vramtrace_loader >/dev/null; then  # not -q: pipefail
         cmake --build "$build" -j"$(nproc)" --target vramtrace_loader >/dev/null
     fi
 fi
