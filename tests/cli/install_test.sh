@@ -66,11 +66,14 @@ if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then
     (cd "$build" && cpack -G DEB -B "$tmp/cpack" >"$tmp/cpack.log" 2>&1) || { cat "$tmp/cpack.log"; echo "FAIL(deb): cpack"; exit 1; }
     deb=$(ls "$tmp"/cpack/vramtrace_*_amd64.deb)
     depends=$(dpkg-deb -f "$deb" Depends)
-    floor=$(python3 "$src/scripts/wheel_audit.py" --floor "$build/vramtrace")
-    case "$depends" in
-        "libc6 (>= $floor)") ;;
-        *) echo "FAIL(deb): Depends '$depends', want 'libc6 (>= $floor)'"; exit 1 ;;
-    esac
+    # the measured floor; a build the audit refuses (the sanitizers' runtimes
+    # are NEEDED) gets libc6 without one (cmake/cpack_project.cmake)
+    if floor=$(python3 "$src/scripts/wheel_audit.py" --floor "$build/vramtrace" 2>/dev/null); then
+        want="libc6 (>= $floor)"
+    else
+        want=libc6
+    fi
+    [ "$depends" = "$want" ] || { echo "FAIL(deb): Depends '$depends', want '$want'"; exit 1; }
     [ "$(dpkg-deb -f "$deb" Package)" = vramtrace ] || { echo "FAIL(deb): Package"; exit 1; }
     mkdir -p "$tmp/b"
     dpkg-deb -x "$deb" "$tmp/b/root"
