@@ -43,7 +43,7 @@ struct vt_symbolizer {
     char *sysroot;
     vt_travel *travel;
     size_t ntravel, captravel;
-    vt_map travel_map; /* key -> index + 1 */
+    vt_map travel_map;  /* key -> index + 1 */
     vt_map travel_bids; /* build-id hash | 1 -> 1: modules the .sym resolved anything in */
     int travel_seen;    /* a .sym was read */
     vt_symfile *files;
@@ -392,9 +392,10 @@ const vt_symres *vt_symbolizer_lookup(vt_symbolizer *s, const char *path, const 
          * it had no symbol there when the module is in it, else the
          * module was not resolved there at all.  Not "binary not found",
          * which would send the reader looking for a binary in vain. */
-        if ((s->ntravel || s->travel_seen) && bid_len)
-            return &s->fail[vt_map_get(&s->travel_bids, vt_symbols_bid_hash(bid, bid_len) | 1)
-                                ? VT_SYM_NO_SYMBOL : VT_SYM_UNRESOLVED_THERE];
+        if ((s->ntravel || s->travel_seen) && bid_len) {
+            int in_sym = vt_map_get(&s->travel_bids, vt_symbols_bid_hash(bid, bid_len) | 1) != NULL;
+            return &s->fail[in_sym ? VT_SYM_NO_SYMBOL : VT_SYM_UNRESOLVED_THERE];
+        }
         return &s->fail[f ? f->status : VT_SYM_NOT_FOUND];
     }
     uint64_t *v = vt_map_get(&f->cache, rel + 1);

@@ -123,7 +123,8 @@ static int load_cupti(const char *here)
     const char *envs[] = {"CUDA_HOME", "CUDA_PATH"};
     for (int i = 0; i < 2; i++) {
         const char *d = getenv(envs[i]);
-        if (try_open(d, "lib64") || try_open(d, "extras/CUPTI/lib64") || try_open(d, "targets/x86_64-linux/lib"))
+        if (try_open(d, "lib64") || try_open(d, "extras/CUPTI/lib64") ||
+            try_open(d, "targets/x86_64-linux/lib"))
             return 0;
     }
     if (try_open("/usr/local/cuda", "lib64") || try_open("/usr/local/cuda", "extras/CUPTI/lib64") ||
