@@ -216,9 +216,13 @@ for c in "$root"/tests/gpu/check_*.sh; do
     esac
 done
 
-# bring back: logs and the small traces
+# bring back: logs and the small traces, each with its symbols (TRACE.sym,
+# resolved here where the test programs and libraries are), so that a
+# fixture's report names functions on any machine
+(cd "$W" && find traces -name '*.zst' -size -4M | while read -r t; do
+    [ -f "$t.sym" ] || "$VRAMTRACE_CLI" symbolize "$t" >/dev/null 2>>"$W/logs/symbolize.err"; done)
 (cd "$W" && tar czf "$OUT/logs.tar.gz" logs checks 2>/dev/null)
-(cd "$W" && find traces -name '*.zst' -size -4M | tar czf "$OUT/traces.tar.gz" -T - 2>/dev/null)
+(cd "$W" && find traces \( -name '*.zst' -size -4M -o -name '*.zst.sym' \) | tar czf "$OUT/traces.tar.gz" -T - 2>/dev/null)
 {
     echo "== gpu-test summary ($(date -u +%FT%TZ))"
     printf '%-28s %-5s %s\n' test result detail

@@ -46,4 +46,11 @@ for m in default expandable tensors; do
         echo "refresh-fixtures: $src/gpu-leaky-$m.zst missing: gpu-leaky-$m.zst kept" >&2
     fi
 done
+# each trace's symbols, resolved where it was recorded (gpu-test.sh)
+for f in "$dst"/gpu-*.zst; do
+    n=$(basename "$f")
+    rm -f "$f.sym"
+    s=$(find "$src/traces" -name '*.zst' -exec cmp -s {} "$f" \; -print -quit)
+    [ -n "$s" ] && [ -f "$s.sym" ] && cp "$s.sym" "$f.sym"
+done
 ls -l "$dst"/gpu-*

@@ -5,7 +5,8 @@
  * report's tables, sortable and filterable, each row finding its frames in
  * the icicle.  A diff page (window.VT_DIFF) shows the differential icicle
  * and the table of changes.  Data: window.VT_REPORT (the JSON report),
- * window.VT_SERIES (timelines, call-site histograms). */
+ * window.VT_SERIES (timelines, call-site histograms), unpacked on load
+ * from window.VT_PACKED (see unpack). */
 (function () {
   "use strict";
   var L = VTLIB, $ = function (id) { return document.getElementById(id); };
@@ -732,8 +733,37 @@
       }), [false, true, true, true, false], null);
   }
 
-  window.addEventListener("DOMContentLoaded", function () {
+  /* The data comes packed (src/analyze/vt_page_pack.c): base64 of gzip of
+   * a table of strings, a newline, then one JSON object whose members are
+   * the globals (VT_REPORT, VT_SERIES or VT_DIFF); a value "\u0001" + base
+   * 36 is the table's entry. */
+  function unpack(b64) {
+    var bin = atob(b64), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var ds = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(ds).text().then(function (text) {
+      var nl = text.indexOf("\n"), tab = JSON.parse(text.slice(0, nl));
+      var data = JSON.parse(text.slice(nl + 1), function (_k, v) {
+        return typeof v === "string" && v.charCodeAt(0) === 1 ? tab[parseInt(v.slice(1), 36)] : v;
+      });
+      Object.keys(data).forEach(function (k) { window[k] = data[k]; });
+    });
+  }
+
+  function start() {
     if (window.VT_DIFF) diff();
     else if (window.VT_REPORT) report();
+  }
+
+  window.addEventListener("DOMContentLoaded", function () {
+    if (!window.VT_PACKED) return start();
+    if (typeof DecompressionStream === "undefined") {
+      document.body.insertBefore(el("p", { class: "verdict bad" }, "This browser cannot open the page's data: it has no " +
+        "DecompressionStream (Chrome 80, Firefox 113, Safari 16.4 and later have it)."), document.body.firstChild);
+      return;
+    }
+    unpack(window.VT_PACKED).then(start, function (e) {
+      document.body.insertBefore(el("p", { class: "verdict bad" }, "The page's data is damaged: " + e), document.body.firstChild);
+    });
   });
 })();

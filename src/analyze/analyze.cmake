@@ -1,10 +1,13 @@
 # src/analyze link settings: core, elfutils libdw (libdwfl) for
-# symbolization, libstdc++ for __cxa_demangle, libm for the statistics.
+# symbolization, zlib for the page's packed data (vt_page_pack.c),
+# libstdc++ for __cxa_demangle, libm for the statistics.
 pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
+find_package(ZLIB REQUIRED)
 target_include_directories(vt_analyze PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 # elfutils statically, as protobuf-c and zstd, so that the binary (and the
 # wheel, scripts/wheel.sh) needs libc and libm only.  libdw.a brings what
-# it decompresses with: liblzma, libbz2, zlib (about 0.5 MB more); its
+# it decompresses with: liblzma, libbz2, zlib (libz.a also serves the
+# page's packing, so ZLIB::ZLIB, the shared one, is left out then); its
 # debuginfod client stays a dlopen of libdebuginfod.so.1, absent = off.
 # elfutils is GPL-2+ or LGPL-3+: linked statically under the LGPL, which
 # a program whose source is public meets (docs/ARCHITECTURE.md, "The
@@ -36,7 +39,7 @@ if(vt_dw_static)
   target_include_directories(vt_analyze PRIVATE ${LIBDW_INCLUDE_DIRS})
   target_link_libraries(vt_analyze PRIVATE vt_core ${vt_dw_static} vt_zstd Threads::Threads ${CMAKE_DL_LIBS} ${vt_stdcxx} m)
 else()
-  target_link_libraries(vt_analyze PRIVATE vt_core PkgConfig::LIBDW ${vt_stdcxx} m)
+  target_link_libraries(vt_analyze PRIVATE vt_core PkgConfig::LIBDW ZLIB::ZLIB ${vt_stdcxx} m)
 endif()
 # The replay's batch loop without GCC's SLP vectorizer (on at -O2 since GCC
 # 12): it pairs neighbouring 64-bit counters into SSE registers, then needs

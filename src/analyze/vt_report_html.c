@@ -17,6 +17,7 @@
 #include "vt_error.h"
 #include "vt_export_int.h"
 #include "vt_grow.h"
+#include "vt_page_pack.h"
 #include "vt_report_int.h"
 
 extern const unsigned char vt_viewer_page[];
@@ -388,19 +389,6 @@ static void json_proc(hs *h, unsigned i, FILE *o)
     fputs("]}", o);
 }
 
-/* Write s into o, "</" as "<\/" so that no string closes the script. */
-static void put_script_safe(FILE *o, const char *s, size_t n)
-{
-    for (size_t k = 0; k < n; k++) {
-        if (s[k] == '<' && k + 1 < n && s[k + 1] == '/') {
-            fputs("<\\/", o);
-            k++;
-        } else {
-            fputc(s[k], o);
-        }
-    }
-}
-
 static int write_page(FILE *out, const char *data, size_t n)
 {
     static const char mark[] = "/*@VT_DATA@*/";
@@ -409,7 +397,9 @@ static int write_page(FILE *out, const char *data, size_t n)
     if (!at)
         return VT_ERR_INVALID;
     fwrite(page, 1, (size_t)(at - page), out);
-    put_script_safe(out, data, n);
+    int rc = vt_page_pack(data, n, out);
+    if (rc)
+        return rc;
     const char *rest = at + sizeof(mark) - 1;
     fwrite(rest, 1, vt_viewer_page_len - (size_t)(rest - page), out);
     return fflush(out) || ferror(out) ? VT_ERR_IO : 0;
@@ -441,15 +431,15 @@ int vt_report_html(vt_analysis *a, char *const *inputs, int ninputs, FILE *out)
     if (!rc && !m)
         rc = VT_ERR_NOMEM;
     if (!rc) {
-        fputs("window.VT_REPORT = ", m);
+        fputs("{\"VT_REPORT\":", m);
         rc = vt_report_json(a, m);
-        fputs(";\nwindow.VT_SERIES = {\"processes\":[", m);
+        fputs(",\n\"VT_SERIES\":{\"processes\":[", m);
         for (unsigned i = 0; i < h.nprocs; i++) {
             if (i)
                 fputc(',', m);
             json_proc(&h, i, m);
         }
-        fputs("]};\n", m);
+        fputs("]}}\n", m);
         if (fclose(m))
             rc = VT_ERR_NOMEM;
         m = NULL;
@@ -484,9 +474,9 @@ int vt_diff_html(vt_analysis *a, vt_analysis *b, FILE *out)
     FILE *m = open_memstream(&buf, &len);
     if (!m)
         return VT_ERR_NOMEM;
-    fputs("window.VT_DIFF = ", m);
+    fputs("{\"VT_DIFF\":", m);
     int rc = vt_diff_json(a, b, m);
-    fputs(";\n", m);
+    fputs("}\n", m);
     if (fclose(m) && !rc)
         rc = VT_ERR_NOMEM;
     if (!rc)

@@ -73,7 +73,7 @@ grep -q "make_buffer" "$tmp/out" || { echo "FAIL: good trace not reported next t
 # --html FILE: the page, and on stdout one line saying where it went (not
 # the whole text report); --html - is the page itself on stdout
 "$vt" report --html "$tmp/p.html" "$dir/leak.zst" >"$tmp/out" 2>/dev/null
-if [ "$(wc -l <"$tmp/out")" = 1 ] && grep -q "the page is $tmp/p.html" "$tmp/out" && grep -q VT_REPORT "$tmp/p.html"; then
+if [ "$(wc -l <"$tmp/out")" = 1 ] && grep -q "the page is $tmp/p.html" "$tmp/out" && grep -q VT_PACKED "$tmp/p.html"; then
     echo "ok: report --html FILE says where the page went"
 else
     echo "FAIL: report --html FILE printed:"; head -5 "$tmp/out"; fails=$((fails + 1))

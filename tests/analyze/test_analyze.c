@@ -19,6 +19,9 @@
 #include "vt_analyze.h"
 #include "vt_analyze_int.h"
 #include "vt_error.h"
+#include "vt_page_pack.h"
+
+#include <zlib.h>
 
 #define MS 1000000ull
 #define T0 1000000000ull
@@ -1048,6 +1051,61 @@ static void test_json_str(void **state)
     free(buf);
 }
 
+/* The page's packed data (vt_page_pack.c): base64 of gzip of the string
+ * table, a newline and the JSON with references.  Repeated value strings
+ * of 6 bytes and more go to the table once; keys and short strings stay;
+ * a string that begins with U+0001 always goes to the table, so that no
+ * value is read as a reference. */
+static size_t unbase64(const char *s, size_t n, unsigned char *out)
+{
+    size_t k = 0;
+    uint32_t v = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n && s[i] != '='; i++) {
+        const char *t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const char *c = strchr(t, s[i]);
+        assert_non_null(c);
+        v = v << 6 | (uint32_t)(c - t);
+        if ((bits += 6) >= 8)
+            out[k++] = (unsigned char)(v >> (bits -= 8));
+    }
+    return k;
+}
+
+static void test_page_pack(void **state)
+{
+    (void)state;
+    static const char js[] = "{\"a\":\"\\u0001x\",\"b\":[\"abcdefg\",\"abcdefg\",\"abc\",\"abc\"],"
+                             "\"abcdefg\":\"unique-string\",\"c\":\"\\u0001x\"}";
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    assert_int_equal(vt_page_pack(js, sizeof(js) - 1, m), 0);
+    fclose(m);
+    const char *pre = "window.VT_PACKED = \"";
+    assert_memory_equal(buf, pre, strlen(pre));
+    const char *b64 = buf + strlen(pre), *end = strchr(b64, '"');
+    assert_non_null(end);
+    unsigned char *z = malloc(len);
+    size_t zn = unbase64(b64, (size_t)(end - b64), z);
+    char text[1024];
+    z_stream s;
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(inflateInit2(&s, 15 + 16), Z_OK);
+    s.next_in = z;
+    s.avail_in = (uInt)zn;
+    s.next_out = (Bytef *)text;
+    s.avail_out = sizeof(text) - 1;
+    assert_int_equal(inflate(&s, Z_FINISH), Z_STREAM_END);
+    text[sizeof(text) - 1 - s.avail_out] = 0;
+    inflateEnd(&s);
+    assert_string_equal(text, "[\"\\u0001x\",\"abcdefg\"]\n"
+                              "{\"a\":\"\\u00010\",\"b\":[\"\\u00011\",\"\\u00011\",\"abc\",\"abc\"],"
+                              "\"abcdefg\":\"unique-string\",\"c\":\"\\u00010\"}");
+    free(z);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1071,6 +1129,7 @@ int main(void)
         cmocka_unit_test(test_nvtx_threads),
         cmocka_unit_test(test_symbolize),
         cmocka_unit_test(test_site_frames_native),
+        cmocka_unit_test(test_page_pack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

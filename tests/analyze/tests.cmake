@@ -118,8 +118,14 @@ add_test(NAME analyze.cli COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/cli.sh $<TARGET
                                    ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus)
 set_tests_properties(analyze.cli PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
 
+# The page's packed data read back as the page reads it: the report itself,
+# and a job page of every fixture within 50 KB a process.
+add_test(NAME analyze.page_data
+         COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/page_data.py $<TARGET_FILE:vramtrace> ${VT_TEST_DATA})
+set_tests_properties(analyze.page_data PROPERTIES LABELS "analyze")
+
 add_executable(test_analyze ${CMAKE_CURRENT_LIST_DIR}/test_analyze.c ${CMAKE_CURRENT_LIST_DIR}/cxx_frame.cc)
-target_link_libraries(test_analyze PRIVATE vt_analyze vt_core vt_cmocka ${CMAKE_DL_LIBS})
+target_link_libraries(test_analyze PRIVATE vt_analyze vt_core vt_cmocka ZLIB::ZLIB ${CMAKE_DL_LIBS})
 set_target_properties(test_analyze PROPERTIES LINKER_LANGUAGE CXX)
 target_compile_options(test_analyze PRIVATE -g)
 add_test(NAME analyze.unit COMMAND test_analyze)
