@@ -2,7 +2,6 @@
 # symbolization, zlib for the page's packed data (vt_page_pack.c),
 # libstdc++ for __cxa_demangle, libm for the statistics.
 pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
-find_package(ZLIB REQUIRED)
 target_include_directories(vt_analyze PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 # elfutils statically, as protobuf-c and zstd, so that the binary (and the
 # wheel, scripts/wheel.sh) needs libc and libm only.  libdw.a brings what
