@@ -7,6 +7,10 @@
 
 #include "builtin.h"
 
+#ifndef VT_VERSION
+#define VT_VERSION "0.0.0" /* set from CMakeLists.txt's project() */
+#endif
+
 static const struct cmd_struct {
     const char *name;
     int (*fn)(int, char **);
@@ -40,7 +44,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("vramtrace 0.1.0\n");
+        printf("vramtrace %s\n", VT_VERSION);
         return 0;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
