@@ -1,8 +1,9 @@
 # src/analyze link settings: core, elfutils libdw (libdwfl) for
-# symbolization, libstdc++ for __cxa_demangle, libm for the statistics.
+# symbolization, libstdc++ for __cxa_demangle, libm for the statistics,
+# pthreads for resolving several modules at once (vt_symbols.c).
 pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
 target_include_directories(vt_analyze PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(vt_analyze PRIVATE vt_core PkgConfig::LIBDW stdc++ m)
+target_link_libraries(vt_analyze PRIVATE vt_core PkgConfig::LIBDW stdc++ m Threads::Threads)
 # The replay's batch loop without GCC's SLP vectorizer (on at -O2 since GCC
 # 12): it pairs neighbouring 64-bit counters into SSE registers, then needs
 # shuffles to take them apart again (-2.3 instructions per record for

@@ -13,6 +13,14 @@ target_link_libraries(vt_gen_symtrace PRIVATE vt_core)
 add_test(NAME analyze.symbols COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/symbols.sh $<TARGET_FILE:vramtrace>
          $<TARGET_FILE:vt_gen_symtrace> $<TARGET_FILE:vt_test_dlmod>)
 set_tests_properties(analyze.symbols PROPERTIES LABELS "analyze")
+# the build-id symbol cache: cold, warm (the module gone), damaged, two
+# writers at once, off; on real shared objects of this machine
+add_executable(vt_gen_symcache ${CMAKE_CURRENT_LIST_DIR}/gen_symcache.c)
+target_include_directories(vt_gen_symcache PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(vt_gen_symcache PRIVATE vt_core)
+add_test(NAME analyze.symcache COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/symcache.sh $<TARGET_FILE:vramtrace>
+         $<TARGET_FILE:vt_gen_symcache> $<TARGET_FILE:vt_test_dlmod>)
+set_tests_properties(analyze.symcache PROPERTIES LABELS "analyze" TIMEOUT 300)
 
 # who holds it: the holder walk (src/python) on stand-ins, and its file
 # joined to a trace's blocks by the report
