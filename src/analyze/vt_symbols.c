@@ -550,7 +550,8 @@ int vt_symbols_load(vt_symbolizer *s, const char *path, char *msg, size_t len)
             ln++;
             unsigned lno;
             int inl, pos = 0;
-            if (sscanf(line, "L %u %d %n", &lno, &inl, &pos) != 2 || !pos)
+            /* exactly one space: a scanf space would eat the tab of an empty name */
+            if (sscanf(line, "L %u %d%n", &lno, &inl, &pos) != 2 || !pos || line[pos++] != ' ')
                 break;
             char *fn = line + pos, *tab = strchr(fn, '\t'), *end = fn + strcspn(fn, "\n");
             if (!tab || tab > end)

@@ -199,7 +199,8 @@ int vt_symcache_read(const char *dir, const char *key, vt_symcache_add_fn add, v
         for (; k < nl && (line = next_line(buf, tail, &pos, &ll)); k++) {
             unsigned lno;
             int inl, p = 0;
-            if (sscanf(line, "L %u %d %n", &lno, &inl, &p) != 2 || !p)
+            /* exactly one space: a scanf space would eat the tab of an empty name */
+            if (sscanf(line, "L %u %d%n", &lno, &inl, &p) != 2 || !p || line[p++] != ' ')
                 break;
             char *fn = line + p, *tab = strchr(fn, '\t'), *end = line + ll;
             if (!tab)
