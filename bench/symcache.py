@@ -115,7 +115,7 @@ def cold_warm(vt, trace, rounds, tmp):
         colds.append(c[0])
         warms.append(w[0])
         naddr = c[3]
-    size = sum(os.path.getsize(f) for f in glob.glob(os.path.join(tmp, "cache", "*.cache")))
+    size = sum(os.path.getsize(f) for f in glob.glob(os.path.join(tmp, "cache", "symbols", "*.cache")))
     return statistics.median(colds), statistics.median(warms), naddr, size
 
 

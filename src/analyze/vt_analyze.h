@@ -40,6 +40,8 @@ typedef struct {
     unsigned top;           /* rows per section and process; default 20, 0 = default */
     unsigned max_frames;    /* frames shown per stack in text; default 24 */
     int symbolize;          /* resolve native frames with libdwfl; default on (1) */
+    int symbol_cache;       /* through the build-id symbol cache (vt_symcache_dir): read
+                             * first, what was resolved written back at free; default 0 */
     int native;             /* text: every native frame (default: the runtime's folded into one line) */
     int progress;           /* print progress on stderr when a file takes > 2 s */
     const char *sysroot;    /* optional prefix for module paths (binaries copied from another machine) */
@@ -174,10 +176,9 @@ typedef struct {
     unsigned cache_damaged;       /* cache files ignored as damaged (each noted once) */
     double resolve_seconds;       /* wall time of the resolving (0 when all cached) */
 } vt_symbols_stats;
-/* The symbol cache's directory: the VRAMTRACE_CACHE_DIR environment
- * variable, else $XDG_CACHE_HOME/vramtrace/symbols, else ~/.cache/vramtrace/
- * symbols; 0, or 1 when there is none (VRAMTRACE_CACHE_DIR=off, no home)
- * with out "". */
+/* The symbol cache's directory: $VRAMTRACE_CACHE_DIR/symbols, else
+ * $XDG_CACHE_HOME/vramtrace/symbols, else ~/.cache/vramtrace/symbols; 0, or
+ * 1 when there is none (VRAMTRACE_SYMBOL_CACHE=0, no home) with out "". */
 int vt_symcache_dir(char *out, size_t len);
 /* 0 when every trace's .sym was written, else the number that failed (each
  * reported through done); a negative vt_err when nothing could start. */

@@ -40,16 +40,15 @@
 int vt_symcache_dir(char *out, size_t len)
 {
     out[0] = 0;
-    const char *env = getenv("VRAMTRACE_CACHE_DIR");
-    if (env && *env) {
-        if (!strcmp(env, "off"))
-            return 1;
-        snprintf(out, len, "%s", env);
-        return 0;
-    }
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *off = getenv("VRAMTRACE_SYMBOL_CACHE");
+    if (off && (!strcmp(off, "0") || !strcmp(off, "off")))
+        return 1;
+    /* beside the PyTorch shims (record_torch.c): one cache of vramtrace */
+    const char *env = getenv("VRAMTRACE_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     int n;
-    if (xdg && xdg[0] == '/') /* the XDG spec: a relative value is ignored */
+    if (env && *env)
+        n = snprintf(out, len, "%s/symbols", env);
+    else if (xdg && xdg[0] == '/') /* the XDG spec: a relative value is ignored */
         n = snprintf(out, len, "%s/vramtrace/symbols", xdg);
     else if (home && *home)
         n = snprintf(out, len, "%s/.cache/vramtrace/symbols", home);

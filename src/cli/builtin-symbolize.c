@@ -27,10 +27,9 @@ static void usage(FILE *f)
                "checked).  `vramtrace record` does this after the program exits.\n"
                "  --sysroot DIR       look for the binaries under DIR\n"
                "  --no-symbol-cache   read every module, and do not keep what it resolved in\n"
-               "                      the symbol cache ($VRAMTRACE_CACHE_DIR, else\n"
-               "                      $XDG_CACHE_HOME/vramtrace/symbols or\n"
-               "                      ~/.cache/vramtrace/symbols; VRAMTRACE_CACHE_DIR=off\n"
-               "                      is the same as this option)\n"
+               "                      the symbol cache (~/.cache/vramtrace/symbols, or under\n"
+               "                      $XDG_CACHE_HOME or $VRAMTRACE_CACHE_DIR;\n"
+               "                      VRAMTRACE_SYMBOL_CACHE=0 is the same as this option)\n"
                "  -h, --help          this text\n"
                "Exit status: 0 every trace done, 1 a trace could not be read or its .sym\n"
                "written, 2 usage.\n");

@@ -5,13 +5,14 @@
 #   cold      every module is read; the cache gets one file per build id
 #   warm      nothing is read (the stats line says 0 read) and DLMOD's copy
 #             is gone from its path: the answers can only come from the
-#             cache, and the .sym is byte for byte the cold one
+#             cache, and the .sym is byte for byte the cold one; the
+#             report reads the cache too (not with --no-symbol-cache)
 #   damaged   a truncated, a bit-flipped and a foreign cache file are each
 #             ignored with one message, the module read again, the file
 #             rewritten whole (the next run is silent and reads nothing)
 #   writers   two symbolize processes at once on disjoint addresses of the
 #             same modules: the cache holds the union afterwards
-#   off       VRAMTRACE_CACHE_DIR=off and --no-symbol-cache read every time
+#   off       VRAMTRACE_SYMBOL_CACHE=0 and --no-symbol-cache read every time
 #             and write nothing
 set -u
 vt=$1 gen=$2 dlmod=$3
@@ -19,7 +20,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-export VRAMTRACE_CACHE_DIR=$tmp/cache
+export VRAMTRACE_CACHE_DIR=$tmp/vc
+cache=$tmp/vc/symbols
 mkdir -p "$tmp/lib"
 cp "$dlmod" "$tmp/lib/libvt_test_dlmod.so"
 
@@ -74,7 +76,7 @@ sym() { # symbolize, stdout+stderr to $tmp/out; the stats line to $tmp/stats
 sym "$tmp/t.zst" || bad "cold: exit $?: $(cat "$tmp/out")"
 grep -q "^$nmod modules, $nmod read" "$tmp/stats" || bad "cold: $(cat "$tmp/stats")"
 grep -q "t.zst.sym: 40 of 40\|t.zst.sym: [0-9]* of $((nmod * 40)) native" "$tmp/out" || bad "cold: $(head -1 "$tmp/out")"
-n=$(ls "$tmp/cache"/*.cache 2>/dev/null | wc -l)
+n=$(ls "$cache"/*.cache 2>/dev/null | wc -l)
 [ "$n" -eq "$nmod" ] || bad "cold: $n cache files for $nmod modules"
 cp "$tmp/t.zst.sym" "$tmp/cold.sym"
 grep -q vt_test_dlmod_fn "$tmp/cold.sym" || bad "cold: the dlmod's function is not in the .sym"
@@ -86,11 +88,18 @@ grep -q "^$nmod modules, 0 read (0.0 MiB); $naddr addresses, $naddr from the cac
     bad "warm: $(cat "$tmp/stats")"
 cmp -s "$tmp/cold.sym" "$tmp/t.zst.sym" || bad "warm: the .sym differs from the cold one"
 [ -n "$(msgs "$tmp/out")" ] && bad "warm: a message: $(msgs "$tmp/out")"
+# the report on this host asks the cache too: no .sym, the dlmod still gone
+mv "$tmp/t.zst.sym" "$tmp/keep.sym"
+"$vt" report --native --top 1000 "$tmp/t.zst" >"$tmp/rep" 2>&1 || bad "report: exit $?"
+grep -q "vt_test_dlmod_fn" "$tmp/rep" || bad "report from the cache: no vt_test_dlmod_fn"
+"$vt" report --native --top 1000 --no-symbol-cache "$tmp/t.zst" >"$tmp/rep" 2>&1 || bad "report --no-symbol-cache: exit $?"
+grep -q "vt_test_dlmod_fn" "$tmp/rep" && bad "report --no-symbol-cache: named from the cache"
+mv "$tmp/keep.sym" "$tmp/t.zst.sym"
 mv "$tmp/gone.so" "$tmp/lib/libvt_test_dlmod.so"
 
 # damaged cache files: one message each, read again, rewritten
 dbid=$(readelf -n "$tmp/lib/libvt_test_dlmod.so" | awk '/Build ID/ {print $3; exit}')
-cf=$tmp/cache/$dbid.cache
+cf=$cache/$dbid.cache
 for how in truncate flip foreign; do
     case $how in
     truncate) head -c $(($(stat -c %s "$cf") / 2)) "$cf" >"$cf.x" && mv "$cf.x" "$cf"; want="truncated" ;;
@@ -112,7 +121,7 @@ done
 # two writers at once, disjoint addresses, five times over
 "$gen" "$tmp/a.zst" "${args_a[@]}" && "$gen" "$tmp/b.zst" "${args_b[@]}" || { echo "FAIL: gen a/b"; exit 1; }
 for round in 1 2 3 4 5; do
-    rm -rf "$tmp/cache"
+    rm -rf "$tmp/vc"
     "$vt" symbolize "$tmp/a.zst" >"$tmp/oa" 2>&1 &
     pa=$!
     "$vt" symbolize "$tmp/b.zst" >"$tmp/ob" 2>&1 &
@@ -123,18 +132,18 @@ for round in 1 2 3 4 5; do
     sym "$tmp/t.zst" || bad "writers $round: exit $?"
     grep -q "^$nmod modules, 0 read" "$tmp/stats" || bad "writers $round: the union is not cached: $(cat "$tmp/stats")"
     cmp -s "$tmp/cold.sym" "$tmp/t.zst.sym" || bad "writers $round: the .sym differs from the cold one"
-    left=$(ls "$tmp/cache" | grep -c tmp)
-    [ "$left" -eq 0 ] || bad "writers $round: temporaries left: $(ls "$tmp/cache")"
+    left=$(ls "$cache" | grep -c tmp)
+    [ "$left" -eq 0 ] || bad "writers $round: temporaries left: $(ls "$cache")"
 done
 
 # off: every module read, nothing written
-rm -rf "$tmp/cache"
-VRAMTRACE_CACHE_DIR=off sym "$tmp/t.zst" || bad "off: exit $?"
+rm -rf "$tmp/vc"
+VRAMTRACE_SYMBOL_CACHE=0 sym "$tmp/t.zst" || bad "off: exit $?"
 grep -q "^$nmod modules, $nmod read" "$tmp/stats" || bad "off: $(cat "$tmp/stats")"
-[ -e "$tmp/cache" ] && bad "off: the cache directory was made"
+[ -e "$tmp/vc" ] && bad "off: the cache directory was made"
 sym --no-symbol-cache "$tmp/t.zst" || bad "--no-symbol-cache: exit $?"
 grep -q "^$nmod modules, $nmod read" "$tmp/stats" || bad "--no-symbol-cache: $(cat "$tmp/stats")"
-[ -e "$tmp/cache" ] && bad "--no-symbol-cache: the cache directory was made"
+[ -e "$tmp/vc" ] && bad "--no-symbol-cache: the cache directory was made"
 cmp -s "$tmp/cold.sym" "$tmp/t.zst.sym" || bad "off: the .sym differs from the cold one"
 
 [ $fail -eq 0 ] && echo "symcache: ok ($nmod modules)"
