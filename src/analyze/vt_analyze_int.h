@@ -298,6 +298,17 @@ int vt_symbolizer_add_travel(vt_symbolizer *s, uint64_t bidh, uint64_t rel, cons
  * VT_ERR_NOT_FOUND and says nothing). */
 int vt_symbols_load(vt_symbolizer *s, const char *path, char *msg, size_t len);
 
+/* A module's symbol table sorted once (vt_symtab.c): the name that
+ * dwfl_module_addrinfo gives for an address, in O(log n) instead of its scan
+ * of every symbol.  build: NULL when the module's table cannot be indexed
+ * (then ask libdwfl); lookup: *decided 0 when the index cannot tell (ask
+ * libdwfl), else the name or NULL for none.  Lives no longer than the Dwfl. */
+typedef struct vt_symtab vt_symtab;
+struct Dwfl_Module;
+vt_symtab *vt_symtab_build(struct Dwfl_Module *mod);
+void vt_symtab_free(vt_symtab *t);
+const char *vt_symtab_lookup(const vt_symtab *t, uint64_t addr, int *decided);
+
 /* The build-id symbol cache (vt_symcache.c; its directory: vt_symcache_dir). */
 /* A module's key: its build id in hex, or without one "p" and a hash of
  * FILE's path, size and mtime (FILE as found on this host); -1 when there

@@ -33,6 +33,8 @@ typedef struct {
     uint32_t bid_len;
     Dwfl *dwfl;
     Dwfl_Module *mod;
+    vt_symtab *symtab; /* its symbol table sorted (vt_symtab.c), built at the first address */
+    int symtab_tried;
     int status;      /* VT_SYM_OK or why the file cannot be used */
     int opened;      /* open_file ran (status is its answer) */
     int cached;      /* 1 the cache was read (key set), -1 no cache for it */
@@ -122,6 +124,7 @@ void vt_symbolizer_free(vt_symbolizer *s)
     for (size_t i = 0; i < s->nfiles; i++) {
         free(s->files[i].path);
         free(s->files[i].bid);
+        vt_symtab_free(s->files[i].symtab);
         if (s->files[i].dwfl)
             dwfl_end(s->files[i].dwfl);
         vt_map_free(&s->files[i].cache);
@@ -412,7 +415,14 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
     Dwarf_Addr addr = rel, bias = 0;
     GElf_Sym sym;
     GElf_Off off = 0;
-    const char *symname = dwfl_module_addrinfo(f->mod, addr, &off, &sym, NULL, NULL, NULL);
+    if (!f->symtab_tried) {
+        f->symtab_tried = 1;
+        f->symtab = vt_symtab_build(f->mod);
+    }
+    int decided = 0;
+    const char *symname = f->symtab ? vt_symtab_lookup(f->symtab, addr, &decided) : NULL;
+    if (!decided)
+        symname = dwfl_module_addrinfo(f->mod, addr, &off, &sym, NULL, NULL, NULL);
     const char *file = NULL;
     int line = 0;
     Dwfl_Line *dl = dwfl_module_getsrc(f->mod, addr);

@@ -21,6 +21,14 @@ target_link_libraries(vt_gen_symcache PRIVATE vt_core)
 add_test(NAME analyze.symcache COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/symcache.sh $<TARGET_FILE:vramtrace>
          $<TARGET_FILE:vt_gen_symcache> $<TARGET_FILE:vt_test_dlmod>)
 set_tests_properties(analyze.symcache PROPERTIES LABELS "analyze" TIMEOUT 300)
+# the sorted symbol table gives libdwfl's names (vt_symtab.c): the test's
+# own libraries, the dlmod, and the large CUDA ones where installed
+pkg_check_modules(VT_TEST_LIBDW REQUIRED IMPORTED_TARGET libdw)
+add_executable(test_symtab ${CMAKE_CURRENT_LIST_DIR}/test_symtab.c)
+target_link_libraries(test_symtab PRIVATE vt_analyze vt_core PkgConfig::VT_TEST_LIBDW stdc++)
+add_test(NAME analyze.symtab COMMAND sh -c "exec $<TARGET_FILE:test_symtab> $<TARGET_FILE:vt_test_dlmod> \
+         $(ls /usr/local/cuda/lib*/libnccl.so.2 /usr/local/cuda/lib*/libcublasLt.so.* 2>/dev/null | head -2)")
+set_tests_properties(analyze.symtab PROPERTIES LABELS "analyze" TIMEOUT 300)
 
 # who holds it: the holder walk (src/python) on stand-ins, and its file
 # joined to a trace's blocks by the report
