@@ -69,7 +69,8 @@ def find_libs():
     for p in pats:
         for f in sorted(glob.glob(p)):
             r = os.path.realpath(f)
-            if r in seen or not os.path.isfile(r) or os.path.getsize(r) < 20 << 20:
+            big = os.path.getsize(r) >= 50 << 20 or "libpython" in r  # libpython: DWARF
+            if r in seen or not os.path.isfile(r) or not big:
                 continue
             seen.add(r)
             out.append(r)
