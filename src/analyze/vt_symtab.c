@@ -62,12 +62,15 @@ static int cmp_ent(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* by start, then in section order (libdwfl's qsort, stable in glibc) */
+/* by start, then end, then section index: libdwfl's compare_secrefs
+ * (elfutils 0.188; .init_array sorts before the .tbss that starts with it) */
 static int cmp_sec(const void *a, const void *b)
 {
     const st_sec *x = a, *y = b;
     if (x->lo != y->lo)
         return x->lo < y->lo ? -1 : 1;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
     return x->ndx < y->ndx ? -1 : x->ndx > y->ndx;
 }
 
