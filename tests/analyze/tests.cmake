@@ -21,6 +21,10 @@ target_link_libraries(vt_gen_symcache PRIVATE vt_core)
 add_test(NAME analyze.symcache COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/symcache.sh $<TARGET_FILE:vramtrace>
          $<TARGET_FILE:vt_gen_symcache> $<TARGET_FILE:vt_test_dlmod>)
 set_tests_properties(analyze.symcache PROPERTIES LABELS "analyze" TIMEOUT 300)
+add_executable(test_symcache ${CMAKE_CURRENT_LIST_DIR}/test_symcache.c)
+target_link_libraries(test_symcache PRIVATE vt_analyze vt_core)
+add_test(NAME analyze.symcache.files COMMAND test_symcache)
+set_tests_properties(analyze.symcache.files PROPERTIES LABELS "analyze")
 # the sorted symbol table gives libdwfl's names (vt_symtab.c): the test's
 # own libraries, the dlmod, and the large CUDA ones where installed
 pkg_check_modules(VT_TEST_LIBDW REQUIRED IMPORTED_TARGET libdw)
