@@ -122,7 +122,8 @@ static char *next_line(char *buf, size_t n, size_t *pos, size_t *llen)
     return b;
 }
 
-int vt_symcache_read(const char *dir, const char *key, vt_symcache_add_fn add, void *arg, char *msg, size_t len)
+int vt_symcache_read(const char *dir, const char *key, vt_symcache_add_fn add, void *arg, char *msg,
+                     size_t len)
 {
     char path[4200];
     cache_path(path, sizeof(path), dir, key, ".cache");
@@ -167,9 +168,9 @@ int vt_symcache_read(const char *dir, const char *key, vt_symcache_add_fn add, v
     char magic[200];
     snprintf(magic, sizeof(magic), SC_MAGIC "%s\n", key);
     if (n < strlen(magic) || memcmp(buf, magic, strlen(magic))) {
-        why = strncmp(buf, "vramtrace-symcache ", 19) ? "not a vramtrace symbol cache file"
+        why = strncmp(buf, "vramtrace-symcache ", 19)    ? "not a vramtrace symbol cache file"
               : strncmp(buf, SC_MAGIC, strlen(SC_MAGIC)) ? "another version of the cache format"
-                                                          : "the file of another module";
+                                                         : "the file of another module";
         rc = VT_ERR_VERSION;
         goto out;
     }
@@ -284,7 +285,8 @@ static void put_name(FILE *f, const char *s)
         fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, f);
 }
 
-int vt_symcache_write(const char *dir, const char *key, const vt_symcache_ent *ents, size_t n, char *msg, size_t len)
+int vt_symcache_write(const char *dir, const char *key, const vt_symcache_ent *ents, size_t n, char *msg,
+                      size_t len)
 {
     char path[4200], tmp[4300];
     msg[0] = 0;

@@ -31,9 +31,9 @@
 typedef struct {
     uint64_t value, end; /* [value, end); end == value: no size */
     const char *name;
-    uint32_t idx;        /* in the table: libdwfl's order */
-    uint16_t shndx;      /* the section the value is in (this index's numbering), or an SHN_* >= LORESERVE */
-    uint8_t bind;        /* libdwfl's binding_value: global 3, weak 2, local 1, else 0 */
+    uint32_t idx;   /* in the table: libdwfl's order */
+    uint16_t shndx; /* the section the value is in (this index's numbering), or an SHN_* >= LORESERVE */
+    uint8_t bind;   /* libdwfl's binding_value: global 3, weak 2, local 1, else 0 */
 } st_ent;
 
 typedef struct {
@@ -48,9 +48,9 @@ typedef struct {
 } st_sec;
 
 struct vt_symtab {
-    st_phase g, l;   /* globals; locals (searched only as libdwfl does) */
+    st_phase g, l; /* globals; locals (searched only as libdwfl does) */
     int has_locals;
-    st_sec *sec;     /* the ELF's SHF_ALLOC sections, by address */
+    st_sec *sec; /* the ELF's SHF_ALLOC sections, by address */
     size_t nsec;
 };
 
@@ -98,10 +98,14 @@ static uint16_t sec_of(const vt_symtab *t, uint64_t addr)
 static int bind_value(unsigned char info)
 {
     switch (GELF_ST_BIND(info)) {
-    case STB_GLOBAL: return 3;
-    case STB_WEAK: return 2;
-    case STB_LOCAL: return 1;
-    default: return 0;
+    case STB_GLOBAL:
+        return 3;
+    case STB_WEAK:
+        return 2;
+    case STB_LOCAL:
+        return 1;
+    default:
+        return 0;
     }
 }
 
@@ -252,7 +256,7 @@ static const st_ent *containing(const st_phase *p, uint64_t addr, int *undecided
 
 /* the last (in table order) symbol without a size at exactly `value` whose
  * section is addr's (or absolute, when value == addr) */
-static const st_ent *label_at(const vt_symtab *t, const st_phase *p, uint64_t value, uint64_t addr, uint16_t asec)
+static const st_ent *label_at(const st_phase *p, uint64_t value, uint64_t addr, uint16_t asec)
 {
     size_t k = upto(p, value);
     const st_ent *best = NULL;
@@ -264,7 +268,6 @@ static const st_ent *label_at(const vt_symtab *t, const st_phase *p, uint64_t va
         if (same && (!best || e->idx > best->idx))
             best = e;
     }
-    (void)t;
     return best;
 }
 
@@ -281,7 +284,7 @@ const char *vt_symtab_lookup(const vt_symtab *t, uint64_t addr, int *decided)
     }
     uint16_t asec = sec_of(t, addr);
     /* the locals unless a global label sits exactly at the address */
-    int locals = t->has_locals && !label_at(t, &t->g, addr, addr, asec);
+    int locals = t->has_locals && !label_at(&t->g, addr, addr, asec);
     if (locals) {
         c = containing(&t->l, addr, &undecided);
         if (undecided)
@@ -299,8 +302,8 @@ const char *vt_symtab_lookup(const vt_symtab *t, uint64_t addr, int *decided)
     *decided = 1;
     if (!kg && !kl)
         return NULL;
-    const st_ent *e = locals ? label_at(t, &t->l, m, addr, asec) : NULL;
+    const st_ent *e = locals ? label_at(&t->l, m, addr, asec) : NULL;
     if (!e)
-        e = label_at(t, &t->g, m, addr, asec);
+        e = label_at(&t->g, m, addr, asec);
     return e ? e->name : NULL;
 }

@@ -59,8 +59,8 @@ static void on_done(void *arg, size_t i, int rc, uint64_t nframes, uint64_t nres
                (unsigned long long)nframes);
 }
 
-int vt_cli_symbolize(char *const *paths, size_t n, const char *sysroot, int use_cache, int quiet, const char *pfx,
-                     vt_symbols_stats *st)
+int vt_cli_symbolize(char *const *paths, size_t n, const char *sysroot, int use_cache, int quiet,
+                     const char *pfx, vt_symbols_stats *st)
 {
     char dir[4096] = "";
     if (use_cache)
@@ -163,9 +163,10 @@ int cmd_symbolize(int argc, char **argv)
             status = 1;
         printf("%u module%s, %u read (%.1f MiB); %llu address%s, %llu from the cache; "
                "%.2f s resolving on %u thread%s\n",
-               st.nmodules, st.nmodules == 1 ? "" : "s", st.nmodules_opened, (double)st.opened_bytes / (1 << 20),
-               (unsigned long long)st.naddrs, st.naddrs == 1 ? "" : "es",
-               (unsigned long long)st.naddrs_cached, st.resolve_seconds, st.threads, st.threads == 1 ? "" : "s");
+               st.nmodules, st.nmodules == 1 ? "" : "s", st.nmodules_opened,
+               (double)st.opened_bytes / (1 << 20), (unsigned long long)st.naddrs, st.naddrs == 1 ? "" : "es",
+               (unsigned long long)st.naddrs_cached, st.resolve_seconds, st.threads,
+               st.threads == 1 ? "" : "s");
     }
 out:
     for (size_t i = 0; i < l.n; i++)

@@ -27,7 +27,8 @@ static size_t parse_bid(const char *hex, uint8_t *bid, size_t cap)
 int main(int argc, char **argv)
 {
     if (argc < 5 || (argc - 2) % 3) {
-        fprintf(stderr, "usage: gen_symcache OUT MODULE BUILDID_HEX OFFSETS [MODULE BUILDID_HEX OFFSETS]...\n");
+        fprintf(stderr,
+                "usage: gen_symcache OUT MODULE BUILDID_HEX OFFSETS [MODULE BUILDID_HEX OFFSETS]...\n");
         return 2;
     }
     gen_proc gp = {.program = "symcache", .pid = 4322, .kernels = 0, .native = 1, .python = 1};

@@ -15,14 +15,14 @@
 #include "vt_error.h"
 
 static int fails;
-#define CHECK(c, ...)                                   \
-    do {                                                \
-        if (!(c)) {                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            fails++;                                    \
-        }                                               \
+#define CHECK(c, ...)                                                                                        \
+    do {                                                                                                     \
+        if (!(c)) {                                                                                          \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                      \
+            printf(__VA_ARGS__);                                                                             \
+            printf("\n");                                                                                    \
+            fails++;                                                                                         \
+        }                                                                                                    \
     } while (0)
 
 typedef struct {
@@ -85,7 +85,8 @@ static void test_key(const char *tmp)
 {
     char k[160], k2[160], f[600];
     static const uint8_t bid[4] = {0xde, 0xad, 0x00, 0x0f};
-    CHECK(vt_symcache_key(k, sizeof(k), "/nowhere", bid, 4) == 0 && !strcmp(k, "dead000f"), "build id: %s", k);
+    CHECK(vt_symcache_key(k, sizeof(k), "/nowhere", bid, 4) == 0 && !strcmp(k, "dead000f"), "build id: %s",
+          k);
     snprintf(f, sizeof(f), "%s/nobid.so", tmp);
     CHECK(vt_symcache_key(k, sizeof(k), f, NULL, 0) == -1, "no build id and no file: no key");
     FILE *fp = fopen(f, "w");
@@ -93,10 +94,12 @@ static void test_key(const char *tmp)
     fclose(fp);
     struct timeval tv[2] = {{1000000000, 0}, {1000000000, 0}};
     utimes(f, tv);
-    CHECK(vt_symcache_key(k, sizeof(k), f, NULL, 0) == 0 && k[0] == 'p' && strlen(k) == 17, "path key: %s", k);
+    CHECK(vt_symcache_key(k, sizeof(k), f, NULL, 0) == 0 && k[0] == 'p' && strlen(k) == 17, "path key: %s",
+          k);
     tv[1].tv_sec++;
     utimes(f, tv);
-    CHECK(vt_symcache_key(k2, sizeof(k2), f, NULL, 0) == 0 && strcmp(k, k2), "a new mtime, a new key: %s %s", k, k2);
+    CHECK(vt_symcache_key(k2, sizeof(k2), f, NULL, 0) == 0 && strcmp(k, k2), "a new mtime, a new key: %s %s",
+          k, k2);
     unlink(f);
 }
 
@@ -113,12 +116,14 @@ static void test_roundtrip(const char *dir)
     CHECK(rc == 0 && g.n == 3, "read back: rc %d, %d entries, %s", rc, g.n, msg);
     if (g.n == 3) {
         CHECK(g.rel[0] == 0x10 && g.r[0].nlines == 2 && !strcmp(g.r[0].lines[0].function, "inner()") &&
-                  g.r[0].lines[0].inlined && g.r[0].lines[1].line == 9 && !strcmp(g.r[0].lines[1].file, "b.c"),
+                  g.r[0].lines[0].inlined && g.r[0].lines[1].line == 9 &&
+                  !strcmp(g.r[0].lines[1].file, "b.c"),
               "entry 1");
         CHECK(g.r[1].status == VT_SYM_NO_DEBUG_INFO && g.r[1].nlines == 1 && !g.r[1].lines[0].function &&
                   !strcmp(g.r[1].lines[0].file, "c.c"),
               "entry 2: the empty function name");
-        CHECK(g.rel[2] == 0x400000 && g.r[2].status == VT_SYM_NO_SYMBOL && g.r[2].nlines == 0, "entry 3: no lines");
+        CHECK(g.rel[2] == 0x400000 && g.r[2].status == VT_SYM_NO_SYMBOL && g.r[2].nlines == 0,
+              "entry 3: no lines");
     }
     got_free(&g);
     CHECK(vt_symcache_read(dir, "k2", add, &g, msg, sizeof(msg)) == VT_ERR_NOT_FOUND && !msg[0],
@@ -130,7 +135,8 @@ static void test_roundtrip(const char *dir)
     stat(path, &st);
     CHECK(truncate(path, st.st_size - 3) == 0, "truncate");
     rc = vt_symcache_read(dir, "k1", add, &g, msg, sizeof(msg));
-    CHECK(rc == VT_ERR_CORRUPT && strstr(msg, "k1.cache: truncated") && g.n == 0, "truncated: %d %s", rc, msg);
+    CHECK(rc == VT_ERR_CORRUPT && strstr(msg, "k1.cache: truncated") && g.n == 0, "truncated: %d %s", rc,
+          msg);
     vt_symcache_write(dir, "k1", e, 3, msg, sizeof(msg));
     FILE *f = fopen(path, "r+");
     fseek(f, 40, SEEK_SET);

@@ -109,10 +109,11 @@ static int check_lib(const char *path)
         }
     }
     double t3 = now();
-    printf("%s: %d symbols, %zu addresses, %zu left to libdwfl%s; index %.1f ms to build + %.2f us an address, "
-           "libdwfl %.1f us an address%s\n",
-           path, nsym, n, undecided, t ? "" : " (no index: all)", (t1 - t0) * 1e3, n ? (t2 - t1) * 1e6 / (double)n : 0,
-           n ? (t3 - t2) * 1e6 / (double)n : 0, bad ? "; DIFFERENCES" : "");
+    printf(
+        "%s: %d symbols, %zu addresses, %zu left to libdwfl%s; index %.1f ms to build + %.2f us an address, "
+        "libdwfl %.1f us an address%s\n",
+        path, nsym, n, undecided, t ? "" : " (no index: all)", (t1 - t0) * 1e3,
+        n ? (t2 - t1) * 1e6 / (double)n : 0, n ? (t3 - t2) * 1e6 / (double)n : 0, bad ? "; DIFFERENCES" : "");
     free(mine);
     free(addrs);
     vt_symtab_free(t);
