@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "vt_analyze_int.h"
+#include "vt_scopes.h"
 #include "vt_error.h"
 #include "vt_grow.h"
 
@@ -35,6 +36,7 @@ typedef struct {
     Dwfl_Module *mod;
     vt_symtab *symtab; /* its symbol table sorted (vt_symtab.c), built at the first address */
     int symtab_tried;
+    vt_scopes *scopes; /* its units' scope trees (vt_scopes.c), each walked once */
     int status;      /* VT_SYM_OK or why the file cannot be used */
     int opened;      /* open_file ran (status is its answer) */
     int cached;      /* 1 the cache was read (key set), -1 no cache for it */
@@ -125,6 +127,7 @@ void vt_symbolizer_free(vt_symbolizer *s)
         free(s->files[i].path);
         free(s->files[i].bid);
         vt_symtab_free(s->files[i].symtab);
+        vt_scopes_free(s->files[i].scopes);
         if (s->files[i].dwfl)
             dwfl_end(s->files[i].dwfl);
         vt_map_free(&s->files[i].cache);
@@ -430,8 +433,17 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
         file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
     Dwarf_Die *cu = dwfl_module_addrdie(f->mod, addr, &bias);
     if (cu) {
-        Dwarf_Die *scopes = NULL;
-        int n = dwarf_getscopes(cu, addr - bias, &scopes);
+        /* dwarf_getscopes' answer from the unit's tree walked once; libdw
+         * itself where the index cannot tell */
+        Dwarf_Die path[256], *scopes = NULL;
+        if (!f->scopes)
+            f->scopes = vt_scopes_new();
+        int n = f->scopes ? vt_scopes_get(f->scopes, cu, addr - bias, path, 256) : -2;
+        int fast = n != -2;
+        if (fast)
+            scopes = path;
+        else
+            n = dwarf_getscopes(cu, addr - bias, &scopes);
         Dwarf_Files *files = NULL;
         size_t nfiles = 0;
         if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
@@ -453,7 +465,9 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
                  * definition; the physical callers come from the DIE's own
                  * nesting, each inline's caller at its DW_AT_call_* */
                 Dwarf_Die *chain = NULL;
-                int nc = dwarf_getscopes_die(&die, &chain);
+                int nc = fast ? n - i : dwarf_getscopes_die(&die, &chain);
+                if (fast)
+                    chain = scopes + i; /* the path is the DIE's own nesting */
                 Dwarf_Die prev = die;
                 for (int j = 1; j < nc; j++) {
                     int t2 = dwarf_tag(&chain[j]);
@@ -474,10 +488,12 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
                     if (t2 == DW_TAG_subprogram)
                         break;
                 }
-                free(chain);
+                if (!fast)
+                    free(chain);
             }
         }
-        free(scopes);
+        if (!fast)
+            free(scopes);
     }
     if (r->nlines == 0) {
         if (!symname && !file) {
