@@ -32,7 +32,8 @@ add_executable(test_symtab ${CMAKE_CURRENT_LIST_DIR}/test_symtab.c)
 target_link_libraries(test_symtab PRIVATE vt_analyze vt_core PkgConfig::VT_TEST_LIBDW stdc++)
 add_test(NAME analyze.symtab COMMAND sh -c "exec $<TARGET_FILE:test_symtab> $<TARGET_FILE:vt_test_dlmod> \
          $(ls /usr/local/cuda/lib*/libnccl.so.2 /usr/local/cuda/lib*/libcublasLt.so.* 2>/dev/null | head -2)")
-set_tests_properties(analyze.symtab PROPERTIES LABELS "analyze" TIMEOUT 300)
+set_tests_properties(analyze.symtab PROPERTIES LABELS "analyze" TIMEOUT 300
+                     ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/libdw.supp")
 
 # who holds it: the holder walk (src/python) on stand-ins, and its file
 # joined to a trace's blocks by the report
