@@ -1,6 +1,7 @@
 # src/analyze link settings: core, elfutils libdw (libdwfl) for
 # symbolization, zlib for the page's packed data (vt_page_pack.c),
-# libstdc++ for __cxa_demangle, libm for the statistics.
+# libstdc++ for __cxa_demangle, libm for the statistics, pthreads for
+# resolving several modules at once (vt_symbols.c).
 pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
 target_include_directories(vt_analyze PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 # elfutils statically, as protobuf-c and zstd, so that the binary (and the
@@ -38,7 +39,7 @@ if(vt_dw_static)
   target_include_directories(vt_analyze PRIVATE ${LIBDW_INCLUDE_DIRS})
   target_link_libraries(vt_analyze PRIVATE vt_core ${vt_dw_static} vt_zstd Threads::Threads ${CMAKE_DL_LIBS} ${vt_stdcxx} m)
 else()
-  target_link_libraries(vt_analyze PRIVATE vt_core PkgConfig::LIBDW ZLIB::ZLIB ${vt_stdcxx} m)
+  target_link_libraries(vt_analyze PRIVATE vt_core PkgConfig::LIBDW ZLIB::ZLIB ${vt_stdcxx} m Threads::Threads)
 endif()
 # The replay's batch loop without GCC's SLP vectorizer (on at -O2 since GCC
 # 12): it pairs neighbouring 64-bit counters into SSE registers, then needs
