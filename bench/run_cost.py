@@ -55,7 +55,7 @@ def command(build, cfg, work, tmp, cache):
 
 def after_exit(stderr):
     """seconds `vramtrace record` spent after the command ended"""
-    m = re.search(r"after the command:? ([\d.]+) s", stderr)
+    m = re.search(r"total after it ([\d.]+) s", stderr)
     return float(m.group(1)) if m else None
 
 
