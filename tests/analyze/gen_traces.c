@@ -745,34 +745,36 @@ static void gen_jax_platform(void)
 /* ---- a job of two ranks (issue 39): what torchrun leaves in one directory */
 
 #define NCCL SITE "/nvidia/nccl/lib/libnccl.so.2"
+#define DIST "/home/user/project/dist_job.py"
 enum { K_HIST = 60, K_FWD, K_OOM_STEP };
 
 /* One rank of a DDP job on its own GPU (device = rank), PyTorch's
  * caching allocator with its tensor events, 24 NVTX steps of 2 ms with an
  * all-reduce, and NCCL's own buffers (cudaMalloc from libnccl, outside
  * the allocator).  job_leak/: rank 1 keeps one 512 KiB output a step in
- * a module-level list (keep_outputs, train.py:50; holders.9101.txt names
- * __main__.history), rank 0 is clean.  job_oom/: both hold 2 GiB of
- * weights; at step 8 rank 1 asks for 4 GiB more (train_step, train.py:60;
+ * a module-level list (keep_outputs, dist_job.py:50; holders.9101.txt
+ * names __main__.history), rank 0 is clean.  job_oom/: both hold 2 GiB of
+ * weights; at step 8 rank 1 asks for 4 GiB more (train_step, dist_job.py:60;
  * holders.9201.oom.txt, the OOM walk) and exits; rank 0, left waiting in
  * the step's all-reduce, is killed by the launcher (signal 15). */
 static void gen_job_rank(int oom, int rank)
 {
-    char path[64];
-    snprintf(path, sizeof(path), "%s/rank%d.zst", oom ? "job_oom" : "job_leak", rank);
+    char path[96];
     uint32_t pid = (oom ? 9200u : 9100u) + (uint32_t)rank;
     uint32_t dev = (uint32_t)rank;
-    gen_proc gp = {.program = "train.py", .pid = pid, .rank = rank ? "1" : "0", .kernels = 1, .native = 1, .python = 1};
+    /* named as vramtrace record names a rank's trace */
+    snprintf(path, sizeof(path), "%s/vramtrace.dist_job.testhost.r%d.%u.zst", oom ? "job_oom" : "job_leak", rank, pid);
+    gen_proc gp = {.program = "dist_job.py", .pid = pid, .rank = rank ? "1" : "0", .kernels = 1, .native = 1, .python = 1};
     gen_open(P(path), &gp);
     gen_device(dev, "NVIDIA H200", 140 * GiB);
     gen_module(CUDART, 0x7f0000000000ull, 0x7f0000100000ull, 0x7f0000000000ull);
     gen_module(C10, 0x7f2000000000ull, 0x7f2000200000ull, 0x7f2000000000ull);
     gen_module(NCCL, 0x7f5000000000ull, 0x7f5001000000ull, 0x7f5000000000ull);
-    gen_code(K_MAIN, TRAIN, "main");
-    gen_code(K_BUILD, TRAIN, "build_model");
-    gen_code(K_KEEP, TRAIN, "keep_outputs");
-    gen_code(K_STEP, TRAIN, "train_step");
-    gen_code(K_FWD, TRAIN, "forward");
+    gen_code(K_MAIN, DIST, "main");
+    gen_code(K_BUILD, DIST, "build_model");
+    gen_code(K_KEEP, DIST, "keep_outputs");
+    gen_code(K_STEP, DIST, "train_step");
+    gen_code(K_FWD, DIST, "forward");
     gen_stack seg = {.n = 0}, w = {.n = 0}, tmp = {.n = 0}, keep = {.n = 0}, nccl = {.n = 0}, big = {.n = 0},
               drv = {.n = 0};
     gs_native(&seg, 0x7f0000001234ull); /* cudaMalloc from the allocator */
@@ -845,8 +847,12 @@ static void gen_job_rank(int oom, int rank)
     gen_close(VT_END_NORMAL, 0);
 }
 
-/* the holders files the walks wrote beside job_leak/ and job_oom/ */
-static void gen_job_holders(void)
+/* Beside job_leak/ and job_oom/: the holders files the walks wrote, and
+ * each rank's expect.rank{R}.json as tests/gpu/dist_job.py writes it
+ * (what torch said), so that tests/gpu/check_dist.py, the checker of the
+ * GPU run and of its fixtures, is itself tested here (ctest
+ * analyze.dist.synthetic). */
+static void gen_job_files(void)
 {
     FILE *f = fopen(P("job_leak/holders.9101.txt"), "w");
     if (!f)
@@ -861,6 +867,24 @@ static void gen_job_holders(void)
     fprintf(f, "vramtrace-holders 1\nW 20480 0.050000 0 -\nO 1 4294967296 2147483648 2147483648\n"
                "H 1 2147483648 0 Linear\t__main__.model.fc.weight\n");
     fclose(f);
+    for (int oom = 0; oom < 2; oom++)
+        for (int r = 0; r < 2; r++) {
+            char name[64];
+            snprintf(name, sizeof(name), "%s/expect.rank%d.json", oom ? "job_oom" : "job_leak", r);
+            f = fopen(P(name), "w");
+            if (!f)
+                gen_die(name, VT_ERR_IO);
+            /* allocated: the weights, and rank 1's kept outputs */
+            unsigned long long alloc = oom ? 2 * GiB : 8 * MiB + (r ? 12 * MiB : 0);
+            fprintf(f, "{\"mode\": \"%s\", \"rank\": %d, \"world\": 2, \"pid\": %u, \"steps\": %d, "
+                       "\"leak_rank\": %d, \"oom_rank\": %d, \"file\": \"dist_job.py\", "
+                       "\"leak_line\": 50, \"leak_function\": \"keep_outputs\", \"leak_holder\": \"__main__.history\", "
+                       "\"oom_line\": 60, \"oom_function\": \"train_step\", \"oom_holder\": \"__main__.model.fc.weight\", "
+                       "\"outcome\": \"%s\", \"allocated\": %llu, \"kept_bytes\": %llu}\n",
+                    oom ? "oom1" : "leak1", r, (oom ? 9200u : 9100u) + (unsigned)r, oom ? 8 : 24, oom ? -1 : 1, oom ? 1 : -1,
+                    oom ? (r ? "oom" : "started") : "done", alloc, (unsigned long long)(!oom && r ? 12 * MiB : 0));
+            fclose(f);
+        }
 }
 
 int main(int argc, char **argv)
@@ -890,7 +914,7 @@ int main(int argc, char **argv)
     for (int oom = 0; oom < 2; oom++)
         for (int r = 0; r < 2; r++)
             gen_job_rank(oom, r);
-    gen_job_holders();
+    gen_job_files();
     gen_frames();
     gen_cupy(0);
     gen_cupy(1);

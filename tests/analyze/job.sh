@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # job.sh VRAMTRACE TRACES - a job of two ranks (issue 39) on the synthetic
 # traces of gen_traces.c (gen_job_rank): job_leak/, where only rank 1
-# keeps a tensor a step (keep_outputs, train.py:50, held by
+# keeps a tensor a step (keep_outputs, dist_job.py:50, held by
 # __main__.history), and job_oom/, where rank 1 runs out of memory
-# (train_step, train.py:60) and rank 0, left waiting, is killed by
+# (train_step, dist_job.py:60) and rank 0, left waiting, is killed by
 # signal 15.  The merged verdict, in the text, the JSON and the page's
 # data, names the leaking rank with its line and holder, says rank 0 is
 # clean, and names the rank that ran out of memory and how the other ended.
@@ -22,11 +22,11 @@ sed -n '/^== all 2 processes merged/,$p' "$tmp/leak.txt" >"$tmp/leak-merged.txt"
 [ -s "$tmp/leak-merged.txt" ] || bad "no merged part"
 sed -n 2p "$tmp/leak-merged.txt" | grep -qx 'verdict: LEAK in rank 1 (1 of 2 processes); no leak in rank 0' ||
     bad "merged verdict: $(sed -n 2p "$tmp/leak-merged.txt")"
-sed -n 3p "$tmp/leak-merged.txt" | grep -q '^  rank 1 (pid 9101 on testhost): LEAK held by __main__.history (list, 24 tensors, 12.00 MiB), allocated at keep_outputs (/home/user/project/train.py:50): +11.00 MiB, 512.00 KiB per step over 24 steps' ||
+sed -n 3p "$tmp/leak-merged.txt" | grep -q '^  rank 1 (pid 9101 on testhost): LEAK held by __main__.history (list, 24 tensors, 12.00 MiB), allocated at keep_outputs (/home/user/project/dist_job.py:50): +11.00 MiB, 512.00 KiB per step over 24 steps' ||
     bad "rank 1's line: $(sed -n 3p "$tmp/leak-merged.txt")"
 grep -q '^  rank 0 ' "$tmp/leak-merged.txt" && bad "a clean rank has a verdict line of its own in the merged part"
 # each process's own part is titled by its rank too
-grep -q '^== process 2: train.py (pid 9101 on testhost, rank 1) ==$' "$tmp/leak.txt" || bad "rank 1's title"
+grep -q '^== process 2: dist_job.py (pid 9101 on testhost, rank 1) ==$' "$tmp/leak.txt" || bad "rank 1's title"
 # NCCL's buffers are listed (outside the allocator, with their library)
 grep -q 'libnccl.so.2' "$tmp/leak-merged.txt" || bad "NCCL's buffers are not in the merged rows"
 "$vt" report --no-symbols --json job_leak 2>/dev/null | python3 -c '
@@ -55,7 +55,7 @@ sed -n 2p "$tmp/oom-merged.txt" | grep -qx 'verdict: no leak in any of the 2 pro
     bad "merged verdict: $(sed -n 2p "$tmp/oom-merged.txt")"
 sed -n 3p "$tmp/oom-merged.txt" | grep -qx 'OUT OF MEMORY in rank 1 (1 of 2 processes); no request ran out of memory in rank 0' ||
     bad "OOM line: $(sed -n 3p "$tmp/oom-merged.txt")"
-sed -n 4p "$tmp/oom-merged.txt" | grep -q '^  rank 1 (pid 9201 on testhost): OUT OF MEMORY at train_step (/home/user/project/train.py:60): 4.00 GiB requested on device 1 ' ||
+sed -n 4p "$tmp/oom-merged.txt" | grep -q '^  rank 1 (pid 9201 on testhost): OUT OF MEMORY at train_step (/home/user/project/dist_job.py:60): 4.00 GiB requested on device 1 ' ||
     bad "rank 1's OOM: $(sed -n 4p "$tmp/oom-merged.txt")"
 sed -n 5p "$tmp/oom-merged.txt" | grep -q '^    held then: PyTorch allocated 2.00 GiB (tensors)' || bad "held then: $(sed -n 5p "$tmp/oom-merged.txt")"
 sed -n 6p "$tmp/oom-merged.txt" | grep -q "^    who held CUDA tensors (PyTorch's OOM observer): 1) __main__.model.fc.weight (Linear, 1 tensor, 2.00 GiB)$" ||
@@ -77,8 +77,8 @@ assert r0["out_of_memory"] is None and r0["complete"] and r0["end_reason"] == "s
 # -- a process without a rank is named by its pid; two jobs in one report
 # (the same rank twice) by rank and pid
 mkdir -p "$tmp/two"
-cp job_leak/rank1.zst "$tmp/two/a.zst"
-cp job_oom/rank1.zst "$tmp/two/b.zst"
+cp job_leak/vramtrace.*.r1.*.zst "$tmp/two/a.zst"
+cp job_oom/vramtrace.*.r1.*.zst "$tmp/two/b.zst"
 "$vt" report --no-symbols "$tmp/two" 2>/dev/null | grep -qx 'verdict: LEAK in rank 1 (pid 9101) (1 of 2 processes); no leak in rank 1 (pid 9201)' ||
     bad "the same rank twice: $("$vt" report --no-symbols "$tmp/two" 2>/dev/null | grep '^verdict: LEAK in')"
 

@@ -59,6 +59,15 @@ foreach(j job_leak job_oom)
 endforeach()
 add_test(NAME analyze.job COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/job.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES})
 set_tests_properties(analyze.job PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
+# The checker of the two-GPU run (tests/gpu/check_dist.py) on those
+# synthetic jobs, and on the real recordings once they are fixtures
+# (tests/data/ddp, tests/data/fsdp: skipped until then)
+add_test(NAME analyze.dist.synthetic COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/check_dist.py $<TARGET_FILE:vramtrace>
+                                             ${VT_ANALYZE_TRACES}/job_leak ${VT_ANALYZE_TRACES}/job_oom)
+set_tests_properties(analyze.dist.synthetic PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
+add_test(NAME analyze.dist.fixtures COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/check_dist.py $<TARGET_FILE:vramtrace>
+                                            ${VT_TEST_DATA}/ddp ${VT_TEST_DATA}/fsdp)
+set_tests_properties(analyze.dist.fixtures PROPERTIES LABELS "analyze" SKIP_RETURN_CODE 77)
 vt_analyze_golden(report_leak_at_end.txt 0 report --at end leak.zst)
 vt_analyze_golden(report_leak_at_time.txt 0 report --at 30ms leak.zst)
 vt_analyze_golden(report_growth_at_marker.txt 0 report --at step --top 2 growth_nvtx.zst)
