@@ -68,7 +68,11 @@ go() {
     local t0 rc
     t0=$(now)
     if [ "$how" = traced ]; then
-        timeout "${DIST_RUN_S:-170}" "$cli" record -o "$d" -- "${torchrun[@]}" "$here/dist_job.py" "$@" --expect "$d" \
+        # --no-symbolize where no check needs native names (the long leak
+        # and OOM runs); the fixtures and the overhead runs symbolize, as a
+        # user's record does
+        timeout "${DIST_RUN_S:-170}" "$cli" record ${NOSYM:+--no-symbolize} -o "$d" -- \
+            "${torchrun[@]}" "$here/dist_job.py" "$@" --expect "$d" \
             >"$W/logs/$n.out" 2>"$W/logs/$n.err"
     else
         timeout "${DIST_RUN_S:-170}" "${torchrun[@]}" "$here/dist_job.py" "$@" --expect "$d" \
@@ -90,6 +94,7 @@ checked() { # NAME DIR: check_dist.py on a recording
     summary+=("$1 $(tail -1 "$W/logs/$1.check" | sed 's/^check_dist: //')")
 }
 summary=()
+pack() { (cd "$W" && tar czf "${OUT:-/tmp}/dist-fixtures.tar.gz" fixtures log.txt logs $(ls overhead.md 2>/dev/null) 2>/dev/null); }
 
 # the fixtures first (small: 40 steps), then the leak and the OOM, then
 # the clean jobs with their untraced twins for the overhead
@@ -101,14 +106,15 @@ if want fixture-fsdp; then
     go fixture-fsdp "$W/fixtures/fsdp" traced fsdp --leak-rank 1 $(steps --steps 40) || echo "fixture-fsdp: exit $?" >>"$log"
     checked fixture-fsdp "$W/fixtures/fsdp"
 fi
+pack # the fixtures come back even if a later run outlives the call
 if want leak1; then
-    go leak1 "$W/leak1" traced leak1 $(steps) || echo "leak1: exit $?" >>"$log"
+    NOSYM=1 go leak1 "$W/leak1" traced leak1 $(steps) || echo "leak1: exit $?" >>"$log"
     checked leak1 "$W/leak1"
 fi
 if want oom1; then
     # rank 1 ends on its OOM (exit 3), torchrun then stops rank 0: a
     # non-zero exit is the expected one
-    go oom1 "$W/oom1" traced oom1 --oom-step 20 --pg-timeout 60 $(steps) && echo "oom1: exit 0, expected a failure" >>"$log"
+    NOSYM=1 go oom1 "$W/oom1" traced oom1 --oom-step 20 --pg-timeout 60 $(steps) && echo "oom1: exit 0, expected a failure" >>"$log"
     checked oom1 "$W/oom1"
 fi
 rows=()
@@ -156,7 +162,7 @@ for d in "$W"/leak1 "$W"/oom1 "$W"/ddp "$W"/fsdp; do
 done
 rm -rf "$W/cache" "$W"/*-untraced/*.zst
 du -sh "$W/fixtures"/* >>"$log" 2>&1
-(cd "$W" && tar czf "${OUT:-/tmp}/dist-fixtures.tar.gz" fixtures overhead.md log.txt logs 2>/dev/null)
+pack
 cat "$log"
 printf '%s\n' "${summary[@]}"
 if [ $bad -gt 0 ]; then

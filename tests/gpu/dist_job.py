@@ -112,7 +112,7 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--expect", default=None, help="write DIR/expect.rank{R}.json")
     a = ap.parse_args()
-    steps = a.steps if a.steps is not None else {"ddp": 300, "fsdp": 300, "leak1": 200, "oom1": 200}[a.mode]
+    steps = a.steps if a.steps is not None else {"ddp": 200, "fsdp": 200, "leak1": 100, "oom1": 100}[a.mode]
     leak_rank = a.leak_rank if a.leak_rank is not None else (1 if a.mode == "leak1" else -1)
 
     local = int(os.environ["LOCAL_RANK"])
