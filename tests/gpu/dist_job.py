@@ -7,14 +7,17 @@ trained one process per GPU over NCCL, in one of four modes:
           FullyShardedDataParallel where torch is older), clean
   leak1   ddp, and rank 1 keeps one tensor a step in the module-level list
           KEPT (keep_for_later); rank 0 stays clean
-  oom1    ddp; after --oom-step steps rank 1 fills its GPU (grab: 4 GiB
+  oom1    ddp; after --oom-step steps rank 1 (--oom-rank) fills its GPU (grab: 4 GiB
           blocks into the module-level list HOARD) until the allocator
           fails; rank 0 goes on into the next step's all-reduce and is left
           waiting there, until the launcher stops it or the process
           group's timeout (--pg-timeout s) ends it
 
   python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
-      dist_job.py MODE [--steps N] [--leak-rank R] [--expect DIR]
+      dist_job.py MODE [--steps N] [--leak-rank R] [--oom-rank R] [--expect DIR]
+
+On one GPU (--nproc_per_node=1) `leak1 --leak-rank 0` and `oom1
+--oom-rank 0` run the same code paths, as a smoke test of the script.
 
 Each step is an NVTX range "step" (the report's steps).  Each rank prints
 one line when it starts ("rank R pid P start MODE") and one at the end
@@ -107,6 +110,7 @@ def main():
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--leak-rank", type=int, default=None, help="this rank keeps a tensor a step (leak1: 1)")
     ap.add_argument("--oom-step", type=int, default=20)
+    ap.add_argument("--oom-rank", type=int, default=1, help="oom1: the rank that fills its GPU")
     ap.add_argument("--pg-timeout", type=float, default=60.0, help="the process group's timeout, s")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=128)
@@ -127,7 +131,7 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device=dev).manual_seed(1234 + rank)
     expect = {"mode": a.mode, "rank": rank, "world": world, "pid": os.getpid(), "wrapper": how, "steps": steps,
-              "leak_rank": leak_rank, "oom_rank": 1 if a.mode == "oom1" else -1, "oom_step": a.oom_step,
+              "leak_rank": leak_rank, "oom_rank": a.oom_rank if a.mode == "oom1" else -1, "oom_step": a.oom_step,
               "leak_line": line_of(keep_for_later, "KEPT.append"), "leak_function": "keep_for_later",
               "leak_holder": "__main__.KEPT", "oom_line": line_of(grab, "HOARD.append"), "oom_function": "grab",
               "oom_holder": "__main__.HOARD", "file": os.path.basename(__file__)}
@@ -145,7 +149,7 @@ def main():
     times = []
     t_block = time.perf_counter()
     for step in range(steps):
-        if a.mode == "oom1" and rank == 1 and step == a.oom_step:
+        if a.mode == "oom1" and rank == a.oom_rank and step == a.oom_step:
             try:
                 grab(dev)
             except torch.cuda.OutOfMemoryError:
