@@ -683,11 +683,16 @@
     $("range").textContent = "";
     var tb = $("tables");
     tb.textContent = "";
+    /* "1 (rank 1)": which processes a row is in, when not all and few */
+    var inProcs = function (x) {
+      var ns = x.process_names || [];
+      return x.processes < n && ns.length === x.processes ? x.processes + " (" + ns.join(", ") + ")" : String(x.processes);
+    };
     table(tb, "merged-growth-table", "Growing call sites, all processes", ["grown", "processes", "call site"],
-      (m.growth || []).map(function (x) { return [x.grown_bytes || x.bytes || 0, x.processes, userFrame(x)]; }),
+      (m.growth || []).map(function (x) { return [x.grown_bytes || x.bytes || 0, inProcs(x), userFrame(x)]; }),
       [true, false, false], null);
     table(tb, "merged-leaks-table", "Live at the view, all processes", ["bytes", "blocks", "processes", "call site", "kind"],
-      (m.leaks || []).map(function (x) { return [x.bytes, x.blocks, x.processes, userFrame(x), x.site ? x.site.kind : ""]; }),
+      (m.leaks || []).map(function (x) { return [x.bytes, x.blocks, inProcs(x), userFrame(x), x.site ? x.site.kind : ""]; }),
       [true, false, false, false, false], null);
   }
 

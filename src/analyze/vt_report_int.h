@@ -23,13 +23,15 @@
 #define VT_REPORT_INT_H
 
 typedef struct { uint32_t unit; int64_t bytes, count; } vt_row;
+#define VT_MROW_PROCS 4
 typedef struct {
     const char *key;
     uint32_t proc, unit;
     int64_t bytes, count;
     uint64_t grown;
     double rate;
-    uint32_t nproc;
+    uint32_t nproc, lastproc;
+    uint32_t procs[VT_MROW_PROCS]; /* the first processes (indices) the key is in */
 } vt_mrow;
 
 /* ---- shared between the parts */

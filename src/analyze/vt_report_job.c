@@ -127,6 +127,19 @@ static void job_verdict(vt_analysis *a, FILE *o)
         fprintf(o, "  (%zu more processes: their own parts above)\n", n - shown);
 }
 
+/* which processes a merged row is in, when it is not in all of them and
+ * they are few: " (rank 1)" */
+static void row_names(vt_analysis *a, const vt_mrow *m, FILE *o)
+{
+    char nb[96];
+    if (m->nproc >= a->nprocs || m->nproc > VT_MROW_PROCS)
+        return;
+    fputs(" (", o);
+    for (uint32_t k = 0; k < m->nproc; k++)
+        fprintf(o, "%s%s", k ? ", " : "", rep_proc_name(a, a->procs[m->procs[k]], nb, sizeof(nb)));
+    fputc(')', o);
+}
+
 void rep_text_merged(vt_analysis *a, FILE *o)
 {
     static const char *titles[] = {"leaks (each process at its own view time)", "peak live sets, summed",
@@ -149,12 +162,14 @@ void rep_text_merged(vt_analysis *a, FILE *o)
             const vt_proc *p = a->procs[r[i].proc];
             const vt_unit *u = &p->units[r[i].unit];
             if (w == 2)
-                fprintf(o, "#%zu +%s, %s/s in %u process%s\n", i + 1, rep_bytes(b1, (double)r[i].grown), rep_bytes(b2, r[i].rate),
+                fprintf(o, "#%zu +%s, %s/s in %u process%s", i + 1, rep_bytes(b1, (double)r[i].grown), rep_bytes(b2, r[i].rate),
                         r[i].nproc, r[i].nproc == 1 ? "" : "es");
             else
-                fprintf(o, "#%zu %s in %" PRId64 " block%s, %s, in %u process%s\n", i + 1, rep_bytes(b1, (double)r[i].bytes),
+                fprintf(o, "#%zu %s in %" PRId64 " block%s, %s, in %u process%s", i + 1, rep_bytes(b1, (double)r[i].bytes),
                         r[i].count, r[i].count == 1 ? "" : "s", vt_memkind_name((vt_memkind)u->kind), r[i].nproc,
                         r[i].nproc == 1 ? "" : "es");
+            row_names(a, &r[i], o);
+            fputc('\n', o);
             rep_text_unit_stack(a, p, u, o, "    ");
         }
         free(r);

@@ -597,6 +597,15 @@ int vt_report_json(vt_analysis *a, FILE *o)
                 vt_proc *p = a->procs[r[i].proc];
                 fprintf(o, "%s{\"processes\":%u,\"bytes\":%" PRId64 ",\"blocks\":%" PRId64, i ? "," : "", r[i].nproc,
                         r[i].bytes, r[i].count);
+                /* the first processes the key is in, named (merged.verdict.processes) */
+                fputs(",\"process_names\":[", o);
+                for (uint32_t k = 0; k < r[i].nproc && k < VT_MROW_PROCS; k++) {
+                    char nb[96];
+                    if (k)
+                        fputc(',', o);
+                    vt_json_str(o, rep_proc_name(a, a->procs[r[i].procs[k]], nb, sizeof(nb)));
+                }
+                fputc(']', o);
                 if (w == 2)
                     fprintf(o, ",\"rate_bytes_per_s\":%.1f", r[i].rate);
                 fprintf(o, ",\"site\":");

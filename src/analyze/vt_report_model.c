@@ -301,7 +301,7 @@ size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out)
             if (b <= 0)
                 continue;
             r[n++] = (vt_mrow){vt_unit_key(a, p, (uint32_t)k), (uint32_t)i, (uint32_t)k, b, c,
-                               u->grown, u->growth_rate, 1};
+                               u->grown, u->growth_rate, 1, (uint32_t)i, {(uint32_t)i}};
         }
     }
     qsort(r, n, sizeof(*r), mrow_key_cmp);
@@ -309,8 +309,13 @@ size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out)
     for (size_t i = 0; i < n; i++) {
         if (w && !strcmp(r[w - 1].key, r[i].key)) {
             vt_mrow *m = &r[w - 1];
-            if (m->proc != r[i].proc)
+            /* rows of one key come in process order (mrow_key_cmp) */
+            if (m->lastproc != r[i].proc) {
+                if (m->nproc < VT_MROW_PROCS)
+                    m->procs[m->nproc] = r[i].proc;
                 m->nproc++;
+                m->lastproc = r[i].proc;
+            }
             m->bytes += r[i].bytes;
             m->count += r[i].count;
             m->grown += r[i].grown;

@@ -27,6 +27,9 @@ sed -n 3p "$tmp/leak-merged.txt" | grep -q '^  rank 1 (pid 9101 on testhost): LE
 grep -q '^  rank 0 ' "$tmp/leak-merged.txt" && bad "a clean rank has a verdict line of its own in the merged part"
 # each process's own part is titled by its rank too
 grep -q '^== process 2: dist_job.py (pid 9101 on testhost, rank 1) ==$' "$tmp/leak.txt" || bad "rank 1's title"
+# the merged rows say which ranks a call site is in
+sed -n '/^-- merged growth/,$p' "$tmp/leak-merged.txt" | sed -n 2p | grep -q ' in 1 process (rank 1)$' ||
+    bad "the merged growth row does not name rank 1: $(sed -n '/^-- merged growth/,$p' "$tmp/leak-merged.txt" | sed -n 2p)"
 # NCCL's buffers are listed (outside the allocator, with their library)
 grep -q 'libnccl.so.2' "$tmp/leak-merged.txt" || bad "NCCL's buffers are not in the merged rows"
 "$vt" report --no-symbols --json job_leak 2>/dev/null | python3 -c '
@@ -42,6 +45,9 @@ assert r1["user_frame"]["function"] == "keep_outputs" and r1["user_frame"]["line
 assert r1["held_by"]["path"] == "__main__.history" and r1["held_by"]["tensors"] == 24, r1["held_by"]
 assert r1["grown_bytes"] > 10 << 20, r1
 assert r0["kind"] == "no_leak" and r0["user_frame"] is None and r0["held_by"] is None, r0
+g = d["merged"]["growth"]
+assert len(g) == 1 and g[0]["processes"] == 1 and g[0]["process_names"] == ["rank 1"], g
+assert all(len(x["process_names"]) == min(x["processes"], 4) for x in d["merged"]["leaks"]), d["merged"]["leaks"]
 # the same processes as the report lists, by index
 for p in v["processes"]:
     q = d["processes"][p["process"]]
