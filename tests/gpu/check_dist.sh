@@ -16,8 +16,20 @@
 # SKIPs (exit 0) with fewer than 2 GPUs or without torch's NCCL.  Run by
 # scripts/gpu-test.sh with VRAMTRACE_CLI, VRAMTRACE_LIB and OUT, or alone
 # with the same variables.  DIST_STEPS=N shortens every run; DIST_ONLY=REGEX
-# picks runs (fixture-ddp fixture-fsdp leak1 oom1 ddp fsdp).  Prints
-# "check_dist: ..." last.
+# picks runs (fixture-ddp fixture-fsdp leak1 oom1 ddp fsdp); DIST_RUN_S caps
+# each torchrun (170 s).  Prints "check_dist: ..." last.
+#
+# On the two-GPU machine (nvidia-h200-x2), in one call of about 6 minutes,
+# with the build carried (`cmake --build build --target vramtrace
+# vramtrace_inject`, libdw/libelf copied into build/extra-lib as
+# `scripts/gpu-all.sh --prepare` does):
+#   export LD_LIBRARY_PATH=$PWD/build/extra-lib VRAMTRACE_LIB=$PWD/build/libvramtrace.so \
+#     VRAMTRACE_CLI=$PWD/build/vramtrace PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 \
+#     TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+#   { timeout 90 bash tests/gpu/check_record_ddp.sh; timeout -k 10 470 bash tests/gpu/check_dist.sh; } \
+#     2>&1 | tee $OUT/dist.log
+#   tar czf $OUT/record_ddp.tar.gz -C $OUT record_ddp; cp $OUT/dist/overhead.md $OUT/
+#   rm -rf $OUT/record_ddp $OUT/dist   # what comes back: dist.log, dist-fixtures.tar.gz, ...
 set -u
 name=check_dist
 here=$(cd "$(dirname "$0")" && pwd)
