@@ -276,8 +276,11 @@ typedef struct {
     uint32_t nlines;
 } vt_symres;
 
+/* VT_SYM_UNRESOLVED_THERE: the binary is not here and the trace's .sym,
+ * which the recording host wrote, has nothing of it (that host did not
+ * resolve it either); never written into a .sym */
 enum { VT_SYM_OK = 0, VT_SYM_NO_MODULE, VT_SYM_NOT_FOUND, VT_SYM_BUILD_ID_MISMATCH,
-       VT_SYM_NO_SYMBOL, VT_SYM_DISABLED, VT_SYM_NO_DEBUG_INFO };
+       VT_SYM_NO_SYMBOL, VT_SYM_DISABLED, VT_SYM_NO_DEBUG_INFO, VT_SYM_UNRESOLVED_THERE };
 const char *vt_sym_status_name(int status);
 
 typedef struct vt_symbolizer vt_symbolizer;
@@ -294,6 +297,10 @@ uint64_t vt_symbols_bid_hash(const uint8_t *bid, uint32_t n);
 /* the key of (build-id hash, address) in maps of resolved addresses */
 uint64_t vt_symbols_key(uint64_t bidh, uint64_t rel);
 int vt_symbolizer_add_travel(vt_symbolizer *s, uint64_t bidh, uint64_t rel, const vt_symres *r);
+/* A .sym was read for the traces this symbolizer serves (even an empty
+ * one: its host resolved nothing): binaries not here are then never
+ * "binary not found" (vt_symbolizer_lookup). */
+void vt_symbolizer_saw_travel(vt_symbolizer *s);
 /* Load PATH (a trace's .sym file) into s: 0, or a vt_err (a missing file is
  * VT_ERR_NOT_FOUND and says nothing). */
 int vt_symbols_load(vt_symbolizer *s, const char *path, char *msg, size_t len);
@@ -490,6 +497,9 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev);
 /* ev[0 .. n) in order; stops at the first error and returns it */
 int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n);
 int vt_proc_finish(vt_analysis *a, vt_proc *p);
+/* Steps (p->steps, p->step_period_ns) and each unit's growth results over
+ * what was fed so far, for the live view; feeding may go on after it. */
+void vt_proc_live_growth(vt_analysis *a, vt_proc *p);
 /* Every block still live in p's tables (allocations, and VMM physical
  * allocations with their handle as the address): fn(ctx, address, size,
  * allocation time, unit); stops at fn's first nonzero return. */

@@ -43,7 +43,9 @@ struct vt_symbolizer {
     char *sysroot;
     vt_travel *travel;
     size_t ntravel, captravel;
-    vt_map travel_map; /* key -> index + 1 */
+    vt_map travel_map;  /* key -> index + 1 */
+    vt_map travel_bids; /* build-id hash | 1 -> 1: modules the .sym resolved anything in */
+    int travel_seen;    /* a .sym was read */
     vt_symfile *files;
     size_t nfiles, capfiles;
     vt_symres *res;
@@ -67,6 +69,7 @@ const char *vt_sym_status_name(int status)
     case VT_SYM_NO_SYMBOL: return "no symbol";
     case VT_SYM_DISABLED: return "not symbolized";
     case VT_SYM_NO_DEBUG_INFO: return "no debug info";
+    case VT_SYM_UNRESOLVED_THERE: return "not resolved where recorded";
     default: return "?";
     }
 }
@@ -114,6 +117,7 @@ void vt_symbolizer_free(vt_symbolizer *s)
         res_free(&s->travel[i].r);
     free(s->travel);
     vt_map_free(&s->travel_map);
+    vt_map_free(&s->travel_bids);
     for (size_t i = 0; i < s->nres; i++)
         res_free(&s->res[i]);
     free(s->res);
@@ -345,12 +349,18 @@ int vt_symbolizer_add_travel(vt_symbolizer *s, uint64_t bidh, uint64_t rel, cons
         l->line = r->lines[i].line;
         l->inlined = r->lines[i].inlined;
     }
-    if (vt_map_put(&s->travel_map, key, s->ntravel + 1)) {
+    if (vt_map_put(&s->travel_map, key, s->ntravel + 1) || vt_map_put(&s->travel_bids, bidh | 1, 1)) {
+        vt_map_del(&s->travel_map, key, NULL);
         res_free(&t->r);
         return VT_ERR_NOMEM;
     }
     s->ntravel++;
     return 0;
+}
+
+void vt_symbolizer_saw_travel(vt_symbolizer *s)
+{
+    s->travel_seen = 1;
 }
 
 /* what travelled for (bid, rel), or NULL */
@@ -378,6 +388,14 @@ const vt_symres *vt_symbolizer_lookup(vt_symbolizer *s, const char *path, const 
         const vt_symres *t = travel_find(s, bid, bid_len, rel);
         if (t)
             return t;
+        /* A .sym holds every address its host resolved: one absent from
+         * it had no symbol there when the module is in it, else the
+         * module was not resolved there at all.  Not "binary not found",
+         * which would send the reader looking for a binary in vain. */
+        if ((s->ntravel || s->travel_seen) && bid_len) {
+            int in_sym = vt_map_get(&s->travel_bids, vt_symbols_bid_hash(bid, bid_len) | 1) != NULL;
+            return &s->fail[in_sym ? VT_SYM_NO_SYMBOL : VT_SYM_UNRESOLVED_THERE];
+        }
         return &s->fail[f ? f->status : VT_SYM_NOT_FOUND];
     }
     uint64_t *v = vt_map_get(&f->cache, rel + 1);

@@ -194,6 +194,7 @@ int vt_symbols_load(vt_symbolizer *s, const char *path, char *msg, size_t len)
         return VT_ERR_VERSION;
     }
     ln = 1;
+    vt_symbolizer_saw_travel(s);
     vt_symline lines[SYM_MAX_LINES];
     while (fgets(line, sizeof(line), f)) {
         ln++;

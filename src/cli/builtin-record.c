@@ -79,6 +79,11 @@ static void usage(FILE *f)
             "                           the default allocator's tensors are recorded anyway\n"
             "      --clock MODE         time source of the events: auto (the TSC where\n"
             "                           invariant, else CLOCK_MONOTONIC), monotonic, cupti\n"
+            "      --live               show `vramtrace top`'s view of the traces while the\n"
+            "                           command runs: on a terminal (stdout) in the\n"
+            "                           alternate screen, the command's stdout and stderr\n"
+            "                           then going to DIR/output.log and its stdin being\n"
+            "                           /dev/null; else a plain screen on stderr every second\n"
             "  -q, --quiet              no per-process message from the library\n"
             "  -h, --help               this text\n"
             "\n"
@@ -594,6 +599,22 @@ int cmd_record(int argc, char **argv)
     /* Run it.  The forwarded signals are blocked across fork so that none
      * is lost between fork() and g_child being set; an exec failure comes
      * back through a close-on-exec pipe. */
+    /* --live on a terminal: the view takes the screen, so the command's
+     * output goes to a file beside the traces (said before and after) */
+    int live_tty = o.live && isatty(1);
+    char logpath[PATH_MAX + 16] = "";
+    int logfd = -1;
+    if (live_tty) {
+        snprintf(logpath, sizeof(logpath), "%s/output.log", absdir);
+        logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (logfd < 0) {
+            fprintf(stderr, PFX "%s: %s; no live view\n", logpath, strerror(errno));
+            live_tty = 0;
+            o.live = 0;
+        } else {
+            fprintf(stderr, PFX "the command's output goes to %s while the live view is up\n", logpath);
+        }
+    }
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC)) {
         fprintf(stderr, PFX "pipe: %s\n", strerror(errno));
@@ -623,6 +644,13 @@ int cmd_record(int argc, char **argv)
             signal(forwarded_signals[i], SIG_DFL);
         sigprocmask(SIG_SETMASK, &old, NULL);
         close(pfd[0]);
+        if (logfd >= 0) {
+            int nul = open("/dev/null", O_RDONLY);
+            if (nul >= 0)
+                dup2(nul, 0);
+            dup2(logfd, 1);
+            dup2(logfd, 2);
+        }
         execvp(cmd[0], cmd);
         int e = errno;
         ssize_t w = write(pfd[1], &e, sizeof(e));
@@ -641,11 +669,17 @@ int cmd_record(int argc, char **argv)
     close(pfd[0]);
 
     int ws = 0;
-    while (waitpid(pid, &ws, 0) < 0) {
-        if (errno != EINTR) {
-            fprintf(stderr, PFX "waitpid: %s\n", strerror(errno));
-            ws = 1 << 8;
-            break;
+    if (logfd >= 0)
+        close(logfd);
+    if (o.live && !got) { /* the command runs: watch its traces until it ends */
+        vt_top_watch(absdir, pid, &ws);
+    } else {
+        while (waitpid(pid, &ws, 0) < 0) {
+            if (errno != EINTR) {
+                fprintf(stderr, PFX "waitpid: %s\n", strerror(errno));
+                ws = 1 << 8;
+                break;
+            }
         }
     }
     g_child = 0;
@@ -671,6 +705,8 @@ int cmd_record(int argc, char **argv)
      * summary can be interrupted). */
     for (size_t i = 0; i < N_FORWARDED; i++)
         signal(forwarded_signals[i], SIG_DFL);
+    if (live_tty)
+        fprintf(stderr, PFX "the command's output: %s\n", logpath);
     summarize(shown, absdir, before, nbefore);
     if (o.symbolize)
         save_symbols(absdir, before, nbefore, o.quiet);

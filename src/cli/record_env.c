@@ -111,6 +111,7 @@ static const struct opt_def {
     {"no-holders", 0, OPT_FLAG, offsetof(vt_record_opts, holders), 0, 0, 0, 0, NULL, NULL},
     {"holders-signal", 0, OPT_STR, offsetof(vt_record_opts, holders_signal), 0, 0, 0, 0,
      "USR1, USR2, HUP, PWR, WINCH, URG, IO or a signal number", holders_signal_ok},
+    {"live", 0, OPT_FLAG, offsetof(vt_record_opts, live), 1, 0, 0, 0, NULL, NULL},
     {"help", 'h', OPT_FLAG, offsetof(vt_record_opts, help), 1, 0, 0, 0, NULL, NULL},
 };
 #define N_OPT_DEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))

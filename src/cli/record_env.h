@@ -40,6 +40,7 @@ typedef struct {
     int symbolize;      /* 0 with --no-symbolize: no TRACE.sym after the command (default 1) */
     int holders;        /* 0 with --no-holders: no holder walk in Python programs (default 1) */
     const char *holders_signal; /* --holders-signal SIG: also walk on that signal; NULL = not given */
+    int live;           /* --live: vramtrace top's view while the command runs */
     int help;           /* -h/--help */
     int cmd_index;      /* argv index of the command to run; argc when none */
 } vt_record_opts;

@@ -33,6 +33,8 @@ case "$out" in *"t.zst.sym: 1 of 2 native frames resolved"* | *"t.zst.sym: 2 of 
 mv "$tmp/lib/libvt_test_dlmod.so" "$tmp/gone.so"
 there=$(where)
 case "$there" in *vt_test_dlmod_fn@dlmod.c:ok*) ;; *) bad "elsewhere, with the .sym: $there" ;; esac
+# a frame the .sym has nothing of is never "binary not found" beside a .sym
+case "$there" in *"binary not found"*) bad "elsewhere, with the .sym, a frame says binary not found: $there" ;; esac
 mv "$tmp/t.zst.sym" "$tmp/keep.sym"
 none=$(where)
 case "$none" in *"binary not found"*) ;; *) bad "elsewhere, without the .sym: $none" ;; esac
