@@ -21,8 +21,9 @@
 #
 # On the two-GPU machine (nvidia-h200-x2), in one call of about 6 minutes,
 # with the build carried (`cmake --build build --target vramtrace
-# vramtrace_inject`, libdw/libelf copied into build/extra-lib as
-# `scripts/gpu-all.sh --prepare` does):
+# vramtrace_loader`: build/libvramtrace.so and libvramtrace_cupti.so beside
+# it; libdw/libelf copied into build/extra-lib as `scripts/gpu-all.sh
+# --prepare` does):
 #   export LD_LIBRARY_PATH=$PWD/build/extra-lib VRAMTRACE_LIB=$PWD/build/libvramtrace.so \
 #     VRAMTRACE_CLI=$PWD/build/vramtrace PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 \
 #     TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
