@@ -119,8 +119,8 @@ static void job_verdict(vt_analysis *a, FILE *o)
             if (!pass)
                 rep_text_oom_headline(a, p, o, lead, "    ");
             else /* left waiting: where its trace ends, and how */
-                fprintf(o, "%sno request ran out of memory; its trace ends at %.3f s, %s\n", lead, rep_rel_s(p, p->t_last),
-                        rep_end_text(p, eb, sizeof(eb)));
+                fprintf(o, "%sno request ran out of memory; its trace ends at %.3f s, %s\n", lead,
+                        rep_rel_s(p, p->t_last), rep_end_text(p, eb, sizeof(eb)));
             shown++;
         }
     if (n > shown)
@@ -153,7 +153,8 @@ void rep_text_merged(vt_analysis *a, FILE *o)
         for (uint32_t d = 0; d < VT_MAX_DEVICES; d++)
             pk += (uint64_t)a->procs[i]->dev[d].peak;
     }
-    fprintf(o, "leaked at the view: %s; sum of per-device peaks: %s\n", rep_bytes(b1, (double)lb), rep_bytes(b2, (double)pk));
+    fprintf(o, "leaked at the view: %s; sum of per-device peaks: %s\n", rep_bytes(b1, (double)lb),
+            rep_bytes(b2, (double)pk));
     for (int w = 0; w < 3; w++) {
         vt_mrow *r;
         size_t n = rep_merged_rows(a, w, &r);
@@ -162,12 +163,12 @@ void rep_text_merged(vt_analysis *a, FILE *o)
             const vt_proc *p = a->procs[r[i].proc];
             const vt_unit *u = &p->units[r[i].unit];
             if (w == 2)
-                fprintf(o, "#%zu +%s, %s/s in %u process%s", i + 1, rep_bytes(b1, (double)r[i].grown), rep_bytes(b2, r[i].rate),
-                        r[i].nproc, r[i].nproc == 1 ? "" : "es");
+                fprintf(o, "#%zu +%s, %s/s in %u process%s", i + 1, rep_bytes(b1, (double)r[i].grown),
+                        rep_bytes(b2, r[i].rate), r[i].nproc, r[i].nproc == 1 ? "" : "es");
             else
-                fprintf(o, "#%zu %s in %" PRId64 " block%s, %s, in %u process%s", i + 1, rep_bytes(b1, (double)r[i].bytes),
-                        r[i].count, r[i].count == 1 ? "" : "s", vt_memkind_name((vt_memkind)u->kind), r[i].nproc,
-                        r[i].nproc == 1 ? "" : "es");
+                fprintf(o, "#%zu %s in %" PRId64 " block%s, %s, in %u process%s", i + 1,
+                        rep_bytes(b1, (double)r[i].bytes), r[i].count, r[i].count == 1 ? "" : "s",
+                        vt_memkind_name((vt_memkind)u->kind), r[i].nproc, r[i].nproc == 1 ? "" : "es");
             row_names(a, &r[i], o);
             fputc('\n', o);
             rep_text_unit_stack(a, p, u, o, "    ");
