@@ -597,34 +597,65 @@
     st.proc = -1;
     document.body.className = "merged";
     box.textContent = "";
-    var leaking = [], tell = 0;
+    /* each process as the report names it (merged.verdict.processes:
+     * "rank 1"; a report without them: the selector's label) */
+    var mv = (m && m.verdict) || {}, named = mv.processes || [];
+    var nameOf = function (i) { return named[i] && named[i].name ? named[i].name : procLabel(ps[i], i); };
+    var list = function (ix) {
+      var n = ix.slice(0, 8).map(nameOf).join(", ");
+      return ix.length > 8 ? n + " and " + (ix.length - 8) + " more" : n;
+    };
+    var leaking = [], telling = [], clean = [], oomed = [], rest = [];
     ps.forEach(function (p, i) {
       var k = p.verdict && p.verdict.kind;
-      if (k === "leak") leaking.push(i);
-      if (k === "cannot_tell") tell++;
+      (k === "leak" ? leaking : k === "cannot_tell" ? telling : clean).push(i);
+      (p.oom_headline ? oomed : rest).push(i);
     });
-    var ooms = ps.filter(function (p) { return p.oom_headline; }).length;
+    var tell = telling.length, n = ps.length, of = function (k) { return " (" + k + " of " + n + " processes)"; };
     var kind = leaking.length ? "leak" : tell ? "cannot_tell" : "no_leak";
-    if (ooms) box.appendChild(el("div", { id: "oom-headline", "class": "verdict bad oom", "data-kind": "oom" },
-      "Out of memory in " + ooms + " of " + ps.length + " processes"));
-    var head = leaking.length ? "Leak in " + leaking.length + " of " + ps.length + " processes" :
-      tell ? "Cannot tell in " + tell + " of " + ps.length + " processes (the others: no leak)" :
-      "No leak in any of the " + ps.length + " processes";
+    var openProc = function (i) {
+      var a = el("a", { href: "#", "data-proc": String(i) }, nameOf(i));
+      a.addEventListener("click", function (ev) { ev.preventDefault(); $("proc").value = String(i); showProc(i); });
+      return a;
+    };
+    if (oomed.length) {
+      box.appendChild(el("div", { id: "oom-headline", "class": "verdict bad oom", "data-kind": "oom" },
+        "Out of memory in " + list(oomed) + of(oomed.length) +
+        (rest.length ? "; no request ran out of memory in " + list(rest) : "")));
+      var ol = el("ul", { id: "oom-processes", "class": "leaking" });
+      oomed.concat(rest).forEach(function (i) {
+        var p = ps[i], li = el("li", { "data-name": nameOf(i) }), end = named[i] || p;
+        li.appendChild(openProc(i));
+        li.appendChild(document.createTextNode(": " + (p.oom_headline ? oomHeadline(p) :
+          "no request ran out of memory; its trace ends at " + L.fmtTime(p.duration_s) + ", " +
+          (!end.complete ? "no End record (killed, or the file was cut)" : end.end_reason === "signal" ?
+            "killed by signal " + (end.end_signal !== undefined && end.end_signal !== null ? end.end_signal : "?") :
+            end.end_reason === "normal" ? "normal exit" : "tracing error"))));
+        ol.appendChild(li);
+      });
+      box.appendChild(ol);
+    }
+    var head = leaking.length ? "Leak in " + list(leaking) + of(leaking.length) +
+      (tell ? "; cannot tell in " + list(telling) : "") :
+      tell ? "Cannot tell in " + list(telling) + of(tell) : "No leak in any of the " + n + " processes (" + list(clean) + ")";
+    if ((leaking.length || tell) && clean.length) head += "; no leak in " + list(clean);
     var vd = el("div", { id: "verdict", "class": "verdict " + (leaking.length ? "bad" : tell ? "warn" : "ok"), "data-kind": kind },
       head + ": " + L.fmtBytes(m.grown_bytes) + " grown, " + L.fmtBytes(m.leaked_bytes) + " live at the view");
     box.appendChild(vd);
     if (leaking.length) {
       var ul = el("ul", { id: "leaking", "class": "leaking" });
       leaking.forEach(function (i) {
-        var p = ps[i], li = el("li"), dir = (p.file || "").replace(/\/+[^\/]*$/, "").split("/").pop();
-        var a = el("a", { href: "#", "data-proc": String(i) }, procLabel(p, i) + (dir ? " in " + dir : ""));
-        a.addEventListener("click", function (ev) { ev.preventDefault(); $("proc").value = String(i); showProc(i); });
+        var p = ps[i], li = el("li", { "data-name": nameOf(i) }), dir = (p.file || "").replace(/\/+[^\/]*$/, "").split("/").pop();
+        var a = openProc(i);
+        a.textContent = nameOf(i) + " (pid " + p.pid + (p.host ? " on " + p.host : "") + ")" + (dir ? " in " + dir : "");
         li.appendChild(a);
         li.appendChild(document.createTextNode(": " + verdict(p).text));
         ul.appendChild(li);
       });
       box.appendChild(ul);
     }
+    if ((leaking.length || tell) && clean.length)
+      box.appendChild(el("p", { id: "clean" }, "No leak in " + list(clean) + ": no call site keeps growing there."));
     $("timelines").textContent = "";
     $("timelines").appendChild(el("p", {}, "Timelines are per process: choose one in the list above, or a leaking process."));
     /* the icicle of the merged sites: what is live at the view, over all processes */
@@ -652,11 +683,16 @@
     $("range").textContent = "";
     var tb = $("tables");
     tb.textContent = "";
+    /* "1 (rank 1)": which processes a row is in, when not all and few */
+    var inProcs = function (x) {
+      var ns = x.process_names || [];
+      return x.processes < n && ns.length === x.processes ? x.processes + " (" + ns.join(", ") + ")" : String(x.processes);
+    };
     table(tb, "merged-growth-table", "Growing call sites, all processes", ["grown", "processes", "call site"],
-      (m.growth || []).map(function (x) { return [x.grown_bytes || x.bytes || 0, x.processes, userFrame(x)]; }),
+      (m.growth || []).map(function (x) { return [x.grown_bytes || x.bytes || 0, inProcs(x), userFrame(x)]; }),
       [true, false, false], null);
     table(tb, "merged-leaks-table", "Live at the view, all processes", ["bytes", "blocks", "processes", "call site", "kind"],
-      (m.leaks || []).map(function (x) { return [x.bytes, x.blocks, x.processes, userFrame(x), x.site ? x.site.kind : ""]; }),
+      (m.leaks || []).map(function (x) { return [x.bytes, x.blocks, inProcs(x), userFrame(x), x.site ? x.site.kind : ""]; }),
       [true, false, false, false, false], null);
   }
 

@@ -16,7 +16,10 @@ const path = require("node:path");
 const { chromium } = require("playwright-core");
 const L = require("./lib.js");
 
-const [bin, data, out] = process.argv.slice(2);
+// browser-test.js VRAMTRACE DATA OUT [--jobs|--only-jobs DIR...]: the job
+// directories are checked as jobs too (--only-jobs: nothing else)
+const [bin, data, out, jopt, ...jobs] = process.argv.slice(2);
+const onlyJobs = jopt === "--only-jobs";
 const CHROMIUM = process.env.VT_CHROMIUM || "/usr/bin/chromium";
 fs.mkdirSync(out, { recursive: true });
 
@@ -93,6 +96,23 @@ async function check(browser, name, html, rep, opts) {
     expect(kind === mv.kind, `the job page opens on '${kind}', the merged verdict is '${mv.kind}'`);
     const n = (await page.$$("#leaking li")).length;
     expect(n === (mv.processes_leaking || 0), `the job page lists ${n} leaking processes, the report ${mv.processes_leaking}`);
+    /* each process named as the report names it (rank 1): the leaking
+     * ones with their line (and holder), the clean ones said clean, the
+     * ones that ran out of memory in the OOM banner (issue 39) */
+    const leakNames = await page.$$eval("#leaking li", (ls) => ls.map((l) => [l.getAttribute("data-name"), l.textContent]));
+    const verdictText = (await page.textContent("#verdict")) || "", cleanText = (await page.textContent("#clean").catch(() => "")) || "";
+    const oomText = (await page.textContent("#oom-headline").catch(() => "")) || "";
+    for (const q of mv.processes || []) {
+      if (q.kind === "leak") {
+        const li = leakNames.find((x) => x[0] === q.name);
+        expect(li && verdictText.includes(q.name), `the leaking ${q.name} is not named in the verdict and its list`);
+        const f = q.user_frame;
+        if (li && f && f.kind === "python") expect(li[1].includes(f.file.split("/").pop() + ":" + f.line), `${q.name}'s line is not in its row: ${li[1]}`);
+        if (li && q.held_by) expect(li[1].includes(q.held_by.path), `${q.name}'s holder is not in its row`);
+      } else if (q.kind === "no_leak" && (mv.processes_leaking || mv.processes_cannot_tell) && (mv.processes || []).length <= 8)
+        expect(cleanText.includes(q.name) && verdictText.includes(q.name), `the clean ${q.name} is not said clean`);
+      if (q.out_of_memory && (mv.processes || []).length <= 8) expect(oomText.includes(q.name), `${q.name}'s OOM is not named in the OOM banner`);
+    }
     const fr = (await page.$$("#flame .fr:not(.root)")).length;
     expect(fr > 0 || !(rep.merged.leaks || []).length, "the merged flamegraph is empty");
     const nl = (await page.$$("#merged-leaks-table tbody tr")).length;
@@ -189,7 +209,7 @@ async function check(browser, name, html, rep, opts) {
 (async () => {
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
   let ok = true, n = 0;
-  const files = fs.readdirSync(data).filter((f) => f.endsWith(".zst")).sort();
+  const files = onlyJobs ? [] : fs.readdirSync(data).filter((f) => f.endsWith(".zst")).sort();
   for (const f of files) {
     const name = f.replace(/\.zst$/, ""), html = path.join(out, name + ".html");
     const rep = report([path.join(data, f)], html);
@@ -207,22 +227,31 @@ async function check(browser, name, html, rep, opts) {
       walk(full, r);
     }
   };
-  walk(data, "");
+  if (!onlyJobs) walk(data, "");
   for (const [d, name] of dirs) {
     const html = path.join(out, name + ".html");
     ok = (await check(browser, name, html, report([d], html), {})) && ok;
     n++;
   }
   const job = path.join(out, "job.html");
-  ok = (await check(browser, "job", job, report([data], job), { merged: true })) && ok;
-  const dh = path.join(out, "diff.html");
-  const a = path.join(data, "gpu-leaky-default.zst"), b = path.join(data, "gpu-leaky-tensors.zst");
-  try {
-    execFileSync(bin, ["diff", "--no-symbols", "--no-progress", "--html", dh, a, b], { stdio: "ignore" });
-  } catch (e) { /* exit status 1 on read errors */ }
-  const dj = JSON.parse(execFileSync(bin, ["diff", "--json", "--no-symbols", "--no-progress", a, b], { maxBuffer: 1 << 30 }).toString());
-  ok = (await check(browser, "diff", dh, dj, { diff: true })) && ok;
+  if (!onlyJobs) ok = (await check(browser, "job", job, report([data], job), { merged: true })) && ok;
+  // more jobs, each a directory of ranks (the analyzer's synthetic job_leak
+  // and job_oom: ctest viewer.browser_jobs passes them with --only-jobs)
+  for (const d of jobs) {
+    const jn = "job-" + path.basename(d), jh = path.join(out, jn + ".html");
+    ok = (await check(browser, jn, jh, report([d], jh), { merged: true })) && ok;
+    n++;
+  }
+  if (!onlyJobs) {
+    const dh = path.join(out, "diff.html");
+    const a = path.join(data, "gpu-leaky-default.zst"), b = path.join(data, "gpu-leaky-tensors.zst");
+    try {
+      execFileSync(bin, ["diff", "--no-symbols", "--no-progress", "--html", dh, a, b], { stdio: "ignore" });
+    } catch (e) { /* exit status 1 on read errors */ }
+    const dj = JSON.parse(execFileSync(bin, ["diff", "--json", "--no-symbols", "--no-progress", a, b], { maxBuffer: 1 << 30 }).toString());
+    ok = (await check(browser, "diff", dh, dj, { diff: true })) && ok;
+  }
   await browser.close();
-  console.log(`browser: ${n + 2} pages, ${ok ? "all passed" : "FAILURES"}`);
+  console.log(`browser: ${n + (onlyJobs ? 0 : 2)} pages, ${ok ? "all passed" : "FAILURES"}`);
   process.exit(ok ? 0 : 1);
 })().catch((e) => { console.error(e); process.exit(1); });

@@ -3,6 +3,8 @@
  *   vt_report_model.c  the report model: units, the view, peak rows, the
  *                      allocator mode, rows merged over processes
  *   vt_report_text.c   text for people
+ *   vt_report_job.c    text of the job: the merged verdict naming each
+ *                      rank, the rows merged over processes
  *   vt_report_json.c   JSON for tools (schema "vramtrace.report/1",
  *                      docs/REPORT.md)
  *
@@ -21,13 +23,15 @@
 #define VT_REPORT_INT_H
 
 typedef struct { uint32_t unit; int64_t bytes, count; } vt_row;
+#define VT_MROW_PROCS 4
 typedef struct {
     const char *key;
     uint32_t proc, unit;
     int64_t bytes, count;
     uint64_t grown;
     double rate;
-    uint32_t nproc;
+    uint32_t nproc, lastproc;
+    uint32_t procs[VT_MROW_PROCS]; /* the first processes (indices) the key is in */
 } vt_mrow;
 
 /* ---- shared between the parts */
@@ -102,5 +106,32 @@ int rep_oom_headline(const vt_proc *p, rep_oom_head *h);
 /* A known probe's name (VT_PROBES: "handle_type") and what it is */
 const char *rep_probe_name(int k);
 const char *rep_probe_what(int k);
+
+/* ---- a job of several processes (ranks) */
+
+/* How the job's parts name a process: "rank R" (the traced process's
+ * RANK), "rank R (pid P)" when another process of the report has the same
+ * rank (two jobs in one report), "pid P" without a rank.  Into buf. */
+const char *rep_proc_name(const vt_analysis *a, const vt_proc *p, char *buf, size_t len);
+/* The same with where it ran: "rank R (pid P on HOST)" */
+const char *rep_proc_label(const vt_analysis *a, const vt_proc *p, char *buf, size_t len);
+
+/* The job's verdict: a leak anywhere, else cannot tell anywhere, else
+ * none; how many processes leak, cannot tell, ran out of memory. */
+typedef struct {
+    rep_verdict_kind kind;
+    size_t leaking, cannot_tell, oom;
+} rep_job;
+void rep_job_of(vt_analysis *a, rep_job *j);
+/* How a process's trace ends, for a job where another ran out of memory:
+ * "normal exit", "killed by signal 15", "no End record (killed or cut)" */
+const char *rep_end_text(const vt_proc *p, char *buf, size_t len);
+
+/* Text parts that the job's text shares with each process's (the lead
+ * replaces "verdict: " / nothing, continuation lines get indent) */
+void rep_text_verdict(vt_analysis *a, vt_proc *p, FILE *o, const char *lead, const char *indent);
+int rep_text_oom_headline(vt_analysis *a, vt_proc *p, FILE *o, const char *lead, const char *indent);
+void rep_text_unit_stack(vt_analysis *a, const vt_proc *p, const vt_unit *u, FILE *o, const char *indent);
+void rep_text_merged(vt_analysis *a, FILE *o);
 
 #endif

@@ -486,6 +486,83 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, "]}}");
 }
 
+/* The user frame of a stack, or null (none of the user's) */
+static void json_user_frame(vt_analysis *a, vt_proc *p, uint32_t stack, FILE *o)
+{
+    vt_xframe fr[VT_MAX_STACK];
+    int user = -1;
+    uint32_t n = vt_site_frames(a, p, stack, fr, VT_MAX_STACK, &user);
+    if (n && user >= 0 && !fr[user].internal)
+        json_frame(o, &fr[user], 1);
+    else
+        fputs("null", o);
+}
+
+/* merged.verdict.processes: each process of the job named as the text
+ * names it (rep_proc_name), its verdict's kind, the leading growing
+ * site's user frame and holder, its out-of-memory request, how its trace
+ * ends (docs/REPORT.md, "A job's ranks") */
+static void json_job_procs(vt_analysis *a, FILE *o)
+{
+    char nb[128];
+    fputs(",\"processes\":[", o);
+    for (size_t i = 0; i < a->nprocs; i++) {
+        vt_proc *p = a->procs[i];
+        rep_verdict v;
+        rep_oom_head h;
+        rep_verdict_of(a, p, &v);
+        fprintf(o, "%s{\"process\":%zu,\"name\":", i ? "," : "", i);
+        vt_json_str(o, rep_proc_name(a, p, nb, sizeof(nb)));
+        fputs(",\"rank\":", o);
+        vt_json_str(o, p->env_rank);
+        fprintf(o, ",\"pid\":%u,\"host\":", p->pid);
+        vt_json_str(o, p->host);
+        fprintf(o, ",\"kind\":\"%s\",\"grown_bytes\":%" PRIu64 ",\"user_frame\":", rep_verdict_name(v.kind), v.grown);
+        const vt_unit *u = v.kind == REP_LEAK && v.have_unit ? &p->units[v.unit] : NULL;
+        if (u)
+            json_user_frame(a, p, u->stack, o);
+        else
+            fputs("null", o);
+        fputs(",\"held_by\":", o);
+        if (u && p->holders_file && u->holder && u->holder <= p->nholders) {
+            json_holder_open(o, &p->holders[u->holder - 1]);
+            fputc('}', o);
+        } else {
+            fputs("null", o);
+        }
+        fputs(",\"out_of_memory\":", o);
+        if (rep_oom_headline(p, &h)) {
+            fprintf(o, "{\"requested_bytes\":%" PRIu64 ",\"device\":%u,\"time_s\":%.6f,\"user_frame\":", h.o->size,
+                    h.o->device, rep_rel_s(p, h.o->t_first));
+            json_user_frame(a, p, h.o->stack, o);
+            fputs(",\"walk_holders\":", o);
+            if (h.walk) {
+                fputc('[', o);
+                for (uint32_t k = 0; k < h.walk->nh && k < 3; k++) {
+                    if (k)
+                        fputc(',', o);
+                    json_holder_open(o, &h.walk->h[k]);
+                    fputc('}', o);
+                }
+                fputc(']', o);
+            } else {
+                fputs("null", o);
+            }
+            fputc('}', o);
+        } else {
+            fputs("null", o);
+        }
+        fprintf(o, ",\"complete\":%s,\"end_reason\":%s,\"end_signal\":", p->complete ? "true" : "false",
+                !p->complete ? "null" : p->end_reason == VT_END_NORMAL ? "\"normal\"" : p->end_reason == VT_END_SIGNAL ? "\"signal\"" : "\"error\"");
+        if (p->complete && p->end_reason == VT_END_SIGNAL)
+            fprintf(o, "%d", p->end_signal);
+        else
+            fputs("null", o);
+        fprintf(o, ",\"duration_s\":%.6f}", rep_rel_s(p, p->t_last));
+    }
+    fputc(']', o);
+}
+
 int vt_report_json(vt_analysis *a, FILE *o)
 {
     if (!a->finished)
@@ -502,20 +579,15 @@ int vt_report_json(vt_analysis *a, FILE *o)
         for (size_t i = 0; i < a->nprocs; i++)
             lb += a->procs[i]->leak_bytes;
         fprintf(o, "{\"leaked_bytes\":%" PRIu64 ",\"grown_bytes\":%" PRIu64, lb, vt_analysis_grown_bytes(a));
-        /* the job's verdict: a leak anywhere, else cannot tell anywhere, else none */
-        int worst = REP_NO_LEAK, leaks = 0;
-        for (size_t i = 0; i < a->nprocs; i++) {
-            rep_verdict v;
-            rep_verdict_of(a, a->procs[i], &v);
-            if (v.kind == REP_LEAK) {
-                worst = REP_LEAK;
-                leaks++;
-            } else if (v.kind == REP_CANNOT_TELL && worst != REP_LEAK) {
-                worst = REP_CANNOT_TELL;
-            }
-        }
-        fprintf(o, ",\"verdict\":{\"kind\":\"%s\",\"processes_leaking\":%d}", rep_verdict_name((rep_verdict_kind)worst),
-                leaks);
+        /* the job's verdict: a leak anywhere, else cannot tell anywhere,
+         * else none; each process named (vt_report_job.c says the same) */
+        rep_job j;
+        rep_job_of(a, &j);
+        fprintf(o, ",\"verdict\":{\"kind\":\"%s\",\"processes_leaking\":%zu,\"processes_cannot_tell\":%zu"
+                   ",\"processes_out_of_memory\":%zu",
+                rep_verdict_name(j.kind), j.leaking, j.cannot_tell, j.oom);
+        json_job_procs(a, o);
+        fputc('}', o);
         static const char *names[] = {"leaks", "peak", "growth"};
         for (int w = 0; w < 3; w++) {
             vt_mrow *r;
@@ -525,6 +597,15 @@ int vt_report_json(vt_analysis *a, FILE *o)
                 vt_proc *p = a->procs[r[i].proc];
                 fprintf(o, "%s{\"processes\":%u,\"bytes\":%" PRId64 ",\"blocks\":%" PRId64, i ? "," : "", r[i].nproc,
                         r[i].bytes, r[i].count);
+                /* the first processes the key is in, named (merged.verdict.processes) */
+                fputs(",\"process_names\":[", o);
+                for (uint32_t k = 0; k < r[i].nproc && k < VT_MROW_PROCS; k++) {
+                    char nb[96];
+                    if (k)
+                        fputc(',', o);
+                    vt_json_str(o, rep_proc_name(a, a->procs[r[i].procs[k]], nb, sizeof(nb)));
+                }
+                fputc(']', o);
                 if (w == 2)
                     fprintf(o, ",\"rate_bytes_per_s\":%.1f", r[i].rate);
                 fprintf(o, ",\"site\":");

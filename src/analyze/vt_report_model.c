@@ -301,7 +301,7 @@ size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out)
             if (b <= 0)
                 continue;
             r[n++] = (vt_mrow){vt_unit_key(a, p, (uint32_t)k), (uint32_t)i, (uint32_t)k, b, c,
-                               u->grown, u->growth_rate, 1};
+                               u->grown, u->growth_rate, 1, (uint32_t)i, {(uint32_t)i}};
         }
     }
     qsort(r, n, sizeof(*r), mrow_key_cmp);
@@ -309,8 +309,13 @@ size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out)
     for (size_t i = 0; i < n; i++) {
         if (w && !strcmp(r[w - 1].key, r[i].key)) {
             vt_mrow *m = &r[w - 1];
-            if (m->proc != r[i].proc)
+            /* rows of one key come in process order (mrow_key_cmp) */
+            if (m->lastproc != r[i].proc) {
+                if (m->nproc < VT_MROW_PROCS)
+                    m->procs[m->nproc] = r[i].proc;
                 m->nproc++;
+                m->lastproc = r[i].proc;
+            }
             m->bytes += r[i].bytes;
             m->count += r[i].count;
             m->grown += r[i].grown;
@@ -450,4 +455,66 @@ const char *rep_probe_what(int k)
 #undef VT_PROBE_WHAT
     };
     return k >= 0 && k < VT_PROBE__COUNT ? what[k] : "";
+}
+
+/* ------------------------------------------------------------ a job */
+
+const char *rep_proc_name(const vt_analysis *a, const vt_proc *p, char *buf, size_t len)
+{
+    if (!p->env_rank) {
+        snprintf(buf, len, "pid %u", p->pid);
+        return buf;
+    }
+    int dup = 0; /* the same rank twice: two jobs in one report */
+    for (size_t i = 0; i < a->nprocs && !dup; i++)
+        dup = a->procs[i] != p && a->procs[i]->env_rank && !strcmp(a->procs[i]->env_rank, p->env_rank);
+    if (dup)
+        snprintf(buf, len, "rank %s (pid %u)", p->env_rank, p->pid);
+    else
+        snprintf(buf, len, "rank %s", p->env_rank);
+    return buf;
+}
+
+const char *rep_proc_label(const vt_analysis *a, const vt_proc *p, char *buf, size_t len)
+{
+    if (!p->env_rank)
+        snprintf(buf, len, "pid %u%s%s", p->pid, p->host ? " on " : "", p->host ? p->host : "");
+    else {
+        (void)a;
+        snprintf(buf, len, "rank %s (pid %u%s%s)", p->env_rank, p->pid, p->host ? " on " : "", p->host ? p->host : "");
+    }
+    return buf;
+}
+
+void rep_job_of(vt_analysis *a, rep_job *j)
+{
+    memset(j, 0, sizeof(*j));
+    j->kind = REP_NO_LEAK;
+    for (size_t i = 0; i < a->nprocs; i++) {
+        rep_verdict v;
+        rep_oom_head h;
+        rep_verdict_of(a, a->procs[i], &v);
+        if (v.kind == REP_LEAK) {
+            j->kind = REP_LEAK;
+            j->leaking++;
+        } else if (v.kind == REP_CANNOT_TELL) {
+            if (j->kind != REP_LEAK)
+                j->kind = REP_CANNOT_TELL;
+            j->cannot_tell++;
+        }
+        j->oom += (size_t)rep_oom_headline(a->procs[i], &h);
+    }
+}
+
+const char *rep_end_text(const vt_proc *p, char *buf, size_t len)
+{
+    if (!p->complete)
+        snprintf(buf, len, "no End record (killed, or the file was cut)");
+    else if (p->end_reason == VT_END_SIGNAL)
+        snprintf(buf, len, "killed by signal %d", p->end_signal);
+    else if (p->end_reason == VT_END_NORMAL)
+        snprintf(buf, len, "normal exit");
+    else
+        snprintf(buf, len, "tracing error");
+    return buf;
 }

@@ -1,12 +1,13 @@
 /* vt_report_text.c - `vramtrace report` as text: per process the summary,
- * leaks, growth, peak, OOM and allocator view, then the merged view. */
+ * leaks, growth, peak, OOM and allocator view (the job's merged part:
+ * vt_report_job.c). */
 #include "vt_report_int.h"
 /* ------------------------------------------------------------ text */
 
 /* The answer first: leak (where, how fast), no leak, or cannot tell in
  * this mode (and the command that can). */
 static const char *holder_text(const vt_proc *p, const vt_unit *u, char *buf, size_t len);
-static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
+void rep_text_verdict(vt_analysis *a, vt_proc *p, FILE *o, const char *lead, const char *indent)
 {
     rep_verdict v;
     char b1[32], b2[32], b3[32], at[1200];
@@ -21,10 +22,10 @@ static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
             snprintf(at, sizeof(at), "(no call stack recorded)");
         char hb[600];
         if (p->units[v.unit].holder) /* the keeper first, then where it was allocated */
-            fprintf(o, "verdict: LEAK %s, allocated at %s: +%s", holder_text(p, &p->units[v.unit], hb, sizeof(hb)), at,
+            fprintf(o, "%sLEAK %s, allocated at %s: +%s", lead, holder_text(p, &p->units[v.unit], hb, sizeof(hb)), at,
                     rep_bytes(b1, (double)p->units[v.unit].grown));
         else
-            fprintf(o, "verdict: LEAK at %s: +%s", at, rep_bytes(b1, (double)p->units[v.unit].grown));
+            fprintf(o, "%sLEAK at %s: +%s", lead, at, rep_bytes(b1, (double)p->units[v.unit].grown));
         if (v.per_step >= 0)
             fprintf(o, ", %s per step over %" PRIu64 " step%s", rep_bytes(b2, v.per_step), v.steps, v.steps == 1 ? "" : "s");
         fprintf(o, ", %s/s, confidence %.2f", rep_bytes(b3, v.rate), v.confidence);
@@ -32,16 +33,16 @@ static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, " (%zu growing call sites, %s in all)", p->ngrowth, rep_bytes(b1, (double)v.grown));
         fputc('\n', o);
     } else if (v.kind == REP_CANNOT_TELL && v.pool) { /* a pool the trace cannot see into (vt_pools.c) */
-        fprintf(o, "verdict: CANNOT TELL: %s", v.reason);
+        fprintf(o, "%sCANNOT TELL: %s", lead, v.reason);
         if (v.segments_grown)
             fprintf(o, " (its chunks grew by %s)", rep_bytes(b1, (double)v.segments_grown));
-        fprintf(o, "\n  to see its blocks: %s\n", v.command);
+        fprintf(o, "\n%sto see its blocks: %s\n", indent, v.command);
     } else if (v.kind == REP_CANNOT_TELL) {
-        fprintf(o, "verdict: CANNOT TELL in this mode: the caching allocator's segments grew by %s; %s\n",
+        fprintf(o, "%sCANNOT TELL in this mode: the caching allocator's segments grew by %s; %s\n", lead,
                 rep_bytes(b1, (double)v.segments_grown), v.reason);
-        fprintf(o, "  to find the line: %s\n", v.command);
+        fprintf(o, "%sto find the line: %s\n", indent, v.command);
     } else {
-        fprintf(o, "verdict: no leak: no call site's live bytes keep rising");
+        fprintf(o, "%sno leak: no call site's live bytes keep rising", lead);
         if (v.steps)
             fprintf(o, " over %" PRIu64 " step%s", v.steps, v.steps == 1 ? "" : "s");
         if (p->leak_bytes)
@@ -56,11 +57,11 @@ static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
 /* OOM first: the request that ran out of memory, its line, what the
  * allocator held then and who held the tensors (the OOM walk; else the
  * largest call sites live then), before the verdict. */
-static void text_oom_headline(vt_analysis *a, vt_proc *p, FILE *o)
+int rep_text_oom_headline(vt_analysis *a, vt_proc *p, FILE *o, const char *lead, const char *indent)
 {
     rep_oom_head h;
     if (!rep_oom_headline(p, &h))
-        return;
+        return 0;
     const vt_oom *e = h.o;
     char b1[32], b2[32], b3[32], b4[32], at[1200];
     vt_xframe fr[VT_MAX_STACK];
@@ -70,7 +71,7 @@ static void text_oom_headline(vt_analysis *a, vt_proc *p, FILE *o)
         vt_xframe_format(&fr[user >= 0 ? user : 0], at, sizeof(at));
     else
         snprintf(at, sizeof(at), "(no call stack recorded)");
-    fprintf(o, "OUT OF MEMORY at %s: %s requested on device %u at %.3f s (%s", at, rep_bytes(b1, (double)e->size),
+    fprintf(o, "%sOUT OF MEMORY at %s: %s requested on device %u at %.3f s (%s", lead, at, rep_bytes(b1, (double)e->size),
             e->device, rep_rel_s(p, e->t_first), e->error_name ? e->error_name : "out of memory");
     if (e->attempts > 1)
         fprintf(o, "; one request, %u failed calls: the allocator's retries", e->attempts);
@@ -78,7 +79,7 @@ static void text_oom_headline(vt_analysis *a, vt_proc *p, FILE *o)
     if (h.more)
         fprintf(o, "; %" PRIu64 " more request%s ran out of memory (oom section)", h.more, h.more == 1 ? "" : "s");
     fputc('\n', o);
-    fprintf(o, "  held then:");
+    fprintf(o, "%sheld then:", indent);
     if (e->have_tensors) {
         int64_t cached = e->reserved > e->allocated ? e->reserved - e->allocated : 0;
         fprintf(o, " PyTorch allocated %s (tensors), reserved %s (%s cached", rep_bytes(b1, (double)e->allocated),
@@ -100,7 +101,7 @@ static void text_oom_headline(vt_analysis *a, vt_proc *p, FILE *o)
     fputc('\n', o);
     if (h.walk) {
         const vt_walk *k = h.walk;
-        fprintf(o, "  who held CUDA tensors (PyTorch's OOM observer):");
+        fprintf(o, "%swho held CUDA tensors (PyTorch's OOM observer):", indent);
         if (!k->nh)
             fprintf(o, " no Python object reachable from module globals or the running frames");
         for (uint32_t i = 0; i < k->nh && i < 3; i++)
@@ -108,7 +109,7 @@ static void text_oom_headline(vt_analysis *a, vt_proc *p, FILE *o)
                     k->h[i].tensors, k->h[i].tensors == 1 ? "" : "s", rep_bytes(b1, (double)(k->h[i].bytes + k->h[i].graph_bytes)));
         fputc('\n', o);
     } else if (e->ntop) {
-        fprintf(o, "  largest call sites live then:");
+        fprintf(o, "%slargest call sites live then:", indent);
         for (uint32_t i = 0; i < e->ntop && i < 3; i++) {
             n = vt_site_frames(a, p, p->units[e->top_unit[i]].stack, fr, VT_MAX_STACK, &user);
             if (n && user >= 0 && !fr[user].internal)
@@ -119,6 +120,7 @@ static void text_oom_headline(vt_analysis *a, vt_proc *p, FILE *o)
         }
         fputc('\n', o);
     }
+    return 1;
 }
 
 static void text_allocated_reserved(const vt_proc *p, const vt_devstate *s, FILE *o);
@@ -137,7 +139,7 @@ static int g_headline_only; /* the headline and nothing more */
 
 /* A unit's stack: a caching-allocator segment's call site is where the
  * pool grew, never presented as the line that holds the memory. */
-static void text_unit_stack(vt_analysis *a, const vt_proc *p, const vt_unit *u, FILE *o, const char *indent)
+void rep_text_unit_stack(vt_analysis *a, const vt_proc *p, const vt_unit *u, FILE *o, const char *indent)
 {
     text_stack_lead(a, p, u->stack, o, indent,
                     u->segment ? "triggered the pool to grow at" : u->holder ? "allocated at" : "at", u->thread);
@@ -152,7 +154,7 @@ static void text_unit_stack_once(vt_analysis *a, const vt_proc *p, const vt_unit
             g_leak_ref = i + 1;
             break;
         }
-    text_unit_stack(a, p, u, o, indent);
+    rep_text_unit_stack(a, p, u, o, indent);
     g_leak_ref = 0;
 }
 
@@ -494,7 +496,7 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
         /* what was held since the start, and what teardown freed: the
          * headline only (--native: the stacks too) */
         g_headline_only = !a->cfg.native && (u->since_start || u->never_bytes <= 0);
-        text_unit_stack(a, p, u, o, "    ");
+        rep_text_unit_stack(a, p, u, o, "    ");
         g_headline_only = 0;
     }
     if (p->nleak > a->cfg.top)
@@ -661,7 +663,7 @@ static void text_oom(vt_analysis *a, vt_proc *p, FILE *o)
                 fprintf(o, "    %u) ", k + 1);
                 unit_line(p, u, e->top_bytes[k], e->top_count[k], o);
                 fprintf(o, "\n");
-                text_unit_stack(a, p, u, o, "        ");
+                rep_text_unit_stack(a, p, u, o, "        ");
             }
         }
     }
@@ -759,39 +761,6 @@ static void text_allocator(vt_analysis *a, vt_proc *p, FILE *o)
     }
 }
 
-static void text_merged(vt_analysis *a, FILE *o)
-{
-    static const char *titles[] = {"leaks (each process at its own view time)", "peak live sets, summed",
-                                   "growth (call sites flagged in any process)"};
-    char b1[32], b2[32];
-    fprintf(o, "\n== all %zu processes merged, by call site ==\n", a->nprocs);
-    uint64_t lb = 0, pk = 0;
-    for (size_t i = 0; i < a->nprocs; i++) {
-        lb += a->procs[i]->leak_bytes;
-        for (uint32_t d = 0; d < VT_MAX_DEVICES; d++)
-            pk += (uint64_t)a->procs[i]->dev[d].peak;
-    }
-    fprintf(o, "leaked at the view: %s; sum of per-device peaks: %s\n", rep_bytes(b1, (double)lb), rep_bytes(b2, (double)pk));
-    for (int w = 0; w < 3; w++) {
-        vt_mrow *r;
-        size_t n = rep_merged_rows(a, w, &r);
-        fprintf(o, "\n-- merged %s: %zu call site%s --\n", titles[w], n, n == 1 ? "" : "s");
-        for (size_t i = 0; i < n && i < a->cfg.top; i++) {
-            const vt_proc *p = a->procs[r[i].proc];
-            const vt_unit *u = &p->units[r[i].unit];
-            if (w == 2)
-                fprintf(o, "#%zu +%s, %s/s in %u process%s\n", i + 1, rep_bytes(b1, (double)r[i].grown), rep_bytes(b2, r[i].rate),
-                        r[i].nproc, r[i].nproc == 1 ? "" : "es");
-            else
-                fprintf(o, "#%zu %s in %" PRId64 " block%s, %s, in %u process%s\n", i + 1, rep_bytes(b1, (double)r[i].bytes),
-                        r[i].count, r[i].count == 1 ? "" : "s", vt_memkind_name((vt_memkind)u->kind), r[i].nproc,
-                        r[i].nproc == 1 ? "" : "es");
-            text_unit_stack(a, p, u, o, "    ");
-        }
-        free(r);
-    }
-}
-
 static void proc_title(const vt_proc *p, size_t i, FILE *o)
 {
     fprintf(o, "== process %zu: %s (pid %u", i + 1, p->program ? p->program : "?", p->pid);
@@ -811,8 +780,8 @@ int vt_report_text(vt_analysis *a, FILE *o)
         vt_proc *p = a->procs[i];
         fprintf(o, "\n");
         proc_title(p, i, o);
-        text_oom_headline(a, p, o);
-        text_verdict(a, p, o);
+        rep_text_oom_headline(a, p, o, "", "  ");
+        rep_text_verdict(a, p, o, "verdict: ", "  ");
         text_summary(a, p, o);
         text_leaks(a, p, o);
         text_growth(a, p, o);
@@ -822,6 +791,6 @@ int vt_report_text(vt_analysis *a, FILE *o)
         text_allocator(a, p, o);
     }
     if (a->nprocs > 1)
-        text_merged(a, o);
+        rep_text_merged(a, o);
     return ferror(o) ? VT_ERR_IO : 0;
 }

@@ -385,14 +385,15 @@ static void gen_caching_tensors(void)
     gen_close(VT_END_NORMAL, 0);
 }
 
-static void failed_call(uint64_t t, uint64_t size, vt_memkind kind, vt_allocapi api, int error, const char *name,
-                        const gen_stack *s)
+static void failed_call_on(uint32_t dev, uint64_t t, uint64_t size, vt_memkind kind, vt_allocapi api, int error,
+                           const char *name, const gen_stack *s)
 {
     vt_event ev;
     memset(&ev, 0, sizeof(ev));
     ev.type = VT_EV_ALLOC_FAILED;
     ev.time_ns = t;
     ev.u.alloc_failed.size = size;
+    ev.u.alloc_failed.device = dev;
     ev.u.alloc_failed.kind = kind;
     ev.u.alloc_failed.api = api;
     ev.u.alloc_failed.error = error;
@@ -400,6 +401,12 @@ static void failed_call(uint64_t t, uint64_t size, vt_memkind kind, vt_allocapi 
     ev.u.alloc_failed.site.frames = s->f;
     ev.u.alloc_failed.site.nframes = s->n;
     gen_emit(&ev);
+}
+
+static void failed_call(uint64_t t, uint64_t size, vt_memkind kind, vt_allocapi api, int error, const char *name,
+                        const gen_stack *s)
+{
+    failed_call_on(0, t, size, kind, api, error, name, s);
 }
 
 /* OOM first (issue 33): PyTorch's caching allocator with its tensor
@@ -735,6 +742,151 @@ static void gen_jax_platform(void)
     gen_close(VT_END_NORMAL, 0);
 }
 
+/* ---- a job of two ranks (issue 39): what torchrun leaves in one directory */
+
+#define NCCL SITE "/nvidia/nccl/lib/libnccl.so.2"
+#define DIST "/home/user/project/dist_job.py"
+enum { K_HIST = 60, K_FWD, K_OOM_STEP };
+
+/* One rank of a DDP job on its own GPU (device = rank), PyTorch's
+ * caching allocator with its tensor events, 24 NVTX steps of 2 ms with an
+ * all-reduce, and NCCL's own buffers (cudaMalloc from libnccl, outside
+ * the allocator).  job_leak/: rank 1 keeps one 512 KiB output a step in
+ * a module-level list (keep_outputs, dist_job.py:50; holders.9101.txt
+ * names __main__.history), rank 0 is clean.  job_oom/: both hold 2 GiB of
+ * weights; at step 8 rank 1 asks for 4 GiB more (train_step, dist_job.py:60;
+ * holders.9201.oom.txt, the OOM walk) and exits; rank 0, left waiting in
+ * the step's all-reduce, is killed by the launcher (signal 15). */
+static void gen_job_rank(int oom, int rank)
+{
+    char path[96];
+    uint32_t pid = (oom ? 9200u : 9100u) + (uint32_t)rank;
+    uint32_t dev = (uint32_t)rank;
+    /* named as vramtrace record names a rank's trace */
+    snprintf(path, sizeof(path), "%s/vramtrace.dist_job.testhost.r%d.%u.zst", oom ? "job_oom" : "job_leak", rank, pid);
+    gen_proc gp = {.program = "dist_job.py", .pid = pid, .rank = rank ? "1" : "0", .kernels = 1, .native = 1, .python = 1};
+    gen_open(P(path), &gp);
+    gen_device(dev, "NVIDIA H200", 140 * GiB);
+    gen_module(CUDART, 0x7f0000000000ull, 0x7f0000100000ull, 0x7f0000000000ull);
+    gen_module(C10, 0x7f2000000000ull, 0x7f2000200000ull, 0x7f2000000000ull);
+    gen_module(NCCL, 0x7f5000000000ull, 0x7f5001000000ull, 0x7f5000000000ull);
+    gen_code(K_MAIN, DIST, "main");
+    gen_code(K_BUILD, DIST, "build_model");
+    gen_code(K_KEEP, DIST, "keep_outputs");
+    gen_code(K_STEP, DIST, "train_step");
+    gen_code(K_FWD, DIST, "forward");
+    gen_stack seg = {.n = 0}, w = {.n = 0}, tmp = {.n = 0}, keep = {.n = 0}, nccl = {.n = 0}, big = {.n = 0},
+              drv = {.n = 0};
+    gs_native(&seg, 0x7f0000001234ull); /* cudaMalloc from the allocator */
+    gs_native(&seg, 0x7f2000004000ull);
+    gs_py(&seg, K_BUILD, 20);
+    gs_py(&seg, K_MAIN, 80);
+    gs_native(&w, 0x7f2000008000ull); /* the tracker's callback in the allocator */
+    gs_py(&w, K_BUILD, 20);
+    gs_py(&w, K_MAIN, 80);
+    gs_native(&tmp, 0x7f2000008000ull);
+    gs_py(&tmp, K_FWD, 91);
+    gs_py(&tmp, K_MAIN, 80);
+    gs_native(&keep, 0x7f2000008000ull);
+    gs_py(&keep, K_KEEP, 50);
+    gs_py(&keep, K_MAIN, 80);
+    gs_native(&nccl, 0x7f0000001234ull); /* NCCL's communicator init: no frame of the user's */
+    gs_native(&nccl, 0x7f5000010000ull);
+    gs_native(&nccl, 0x7f5000020000ull);
+    gs_native(&big, 0x7f2000008000ull);
+    gs_py(&big, K_STEP, 60);
+    gs_py(&big, K_MAIN, 80);
+    gs_native(&drv, 0x7f0000001234ull);
+    gs_native(&drv, 0x7f2000004000ull);
+    gs_py(&drv, K_STEP, 60);
+    gs_py(&drv, K_MAIN, 80);
+    const uint64_t A = 0x800000000ull, B = 0x900000000ull, N = 0xa00000000ull;
+    uint64_t wbytes = oom ? 2 * GiB : 8 * MiB;
+    gen_alloc(T(1 * MS), A, wbytes + 4 * MiB, dev, VT_MEM_DEVICE, VT_API_MALLOC, &seg);
+    gen_alloc(T(1 * MS + 1000), A, wbytes, dev, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &w);
+    for (int i = 0; i < 3; i++) /* NCCL's channels and proxy buffers */
+        gen_alloc(T(1 * MS + 5000 + (uint64_t)i * 1000), N + (uint64_t)i * 8 * MiB, 4 * MiB, dev, VT_MEM_DEVICE,
+                  VT_API_MALLOC, &nccl);
+    gen_memusage(T(1 * MS + 9000), dev, 139 * GiB - wbytes, 140 * GiB);
+    int steps = oom ? 8 : 24;
+    uint64_t kept = 0;
+    for (int i = 0; i < steps; i++) {
+        uint64_t t0 = T(2 * MS + (uint64_t)i * 2 * MS);
+        gen_nvtx(t0, VT_NVTX_PUSH, "step");
+        gen_alloc(t0 + 2000, A + wbytes, 1 * MiB, dev, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &tmp);
+        gen_kernel(t0 + 3000, "gemm", dev, 400000);
+        gen_kernel(t0 + 500000, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", dev, 100000);
+        gen_free_tensor(t0 + 600000, A + wbytes, dev);
+        if (!oom && rank == 1) {
+            if (i % 4 == 0) /* the kept outputs' segment grows */
+                gen_alloc(t0 + 650000, B + (uint64_t)i / 4 * 2 * MiB, 2 * MiB, dev, VT_MEM_DEVICE, VT_API_MALLOC, &seg);
+            gen_alloc(t0 + 700000, B + kept, 512 * KiB, dev, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &keep);
+            kept += 512 * KiB;
+        }
+        gen_nvtx(t0 + 1 * MS, VT_NVTX_POP, NULL);
+    }
+    uint64_t t = T(2 * MS + (uint64_t)steps * 2 * MS);
+    if (oom && rank == 1) { /* step 8 asks for 4 GiB: the allocator's cudaMalloc fails, then the request */
+        gen_nvtx(t, VT_NVTX_PUSH, "step");
+        gen_memusage(t + 1000, dev, 1 * GiB, 140 * GiB);
+        failed_call_on(dev, t + 2000, 4 * GiB, VT_MEM_DEVICE, VT_API_MALLOC, 2, "CUDA_ERROR_OUT_OF_MEMORY", &drv);
+        failed_call_on(dev, t + 3000, 4 * GiB, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, 2, "CUDA_ERROR_OUT_OF_MEMORY", &big);
+        gen_close(VT_END_NORMAL, 0); /* the exception ends the program */
+        return;
+    }
+    if (oom) { /* rank 0: step 8's all-reduce waits for rank 1 until the launcher kills it */
+        gen_nvtx(t, VT_NVTX_PUSH, "step");
+        gen_kernel(t + 3000, "gemm", dev, 400000);
+        g_now = t + 30 * MS;
+        gen_close(VT_END_SIGNAL, 15);
+        return;
+    }
+    /* teardown after the last kernel: NCCL's buffers, the weights */
+    for (int i = 0; i < 3; i++)
+        gen_free(t + 5 * MS + (uint64_t)i * 1000, N + (uint64_t)i * 8 * MiB, dev);
+    gen_close(VT_END_NORMAL, 0);
+}
+
+/* Beside job_leak/ and job_oom/: the holders files the walks wrote, and
+ * each rank's expect.rank{R}.json as tests/gpu/dist_job.py writes it
+ * (what torch said), so that tests/gpu/check_dist.py, the checker of the
+ * GPU run and of its fixtures, is itself tested here (ctest
+ * analyze.dist.synthetic). */
+static void gen_job_files(void)
+{
+    FILE *f = fopen(P("job_leak/holders.9101.txt"), "w");
+    if (!f)
+        gen_die("job_leak/holders.9101.txt", VT_ERR_IO);
+    fprintf(f, "vramtrace-holders 1\nW 20480 0.080000 0 -\nH 24 12582912 0 list\t__main__.history\n");
+    for (int k = 0; k < 24; k++)
+        fprintf(f, "P %llx %u 0\n", 0x900000000ull + (unsigned long long)k * 512 * KiB, (unsigned)(512 * KiB));
+    fclose(f);
+    f = fopen(P("job_oom/holders.9201.oom.txt"), "w");
+    if (!f)
+        gen_die("job_oom/holders.9201.oom.txt", VT_ERR_IO);
+    fprintf(f, "vramtrace-holders 1\nW 20480 0.050000 0 -\nO 1 4294967296 2147483648 2147483648\n"
+               "H 1 2147483648 0 Linear\t__main__.model.fc.weight\n");
+    fclose(f);
+    for (int oom = 0; oom < 2; oom++)
+        for (int r = 0; r < 2; r++) {
+            char name[64];
+            snprintf(name, sizeof(name), "%s/expect.rank%d.json", oom ? "job_oom" : "job_leak", r);
+            f = fopen(P(name), "w");
+            if (!f)
+                gen_die(name, VT_ERR_IO);
+            /* allocated: the weights, and rank 1's kept outputs */
+            unsigned long long alloc = oom ? 2 * GiB : 8 * MiB + (r ? 12 * MiB : 0);
+            fprintf(f, "{\"mode\": \"%s\", \"rank\": %d, \"world\": 2, \"pid\": %u, \"steps\": %d, "
+                       "\"leak_rank\": %d, \"oom_rank\": %d, \"file\": \"dist_job.py\", "
+                       "\"leak_line\": 50, \"leak_function\": \"keep_outputs\", \"leak_holder\": \"__main__.history\", "
+                       "\"oom_line\": 60, \"oom_function\": \"train_step\", \"oom_holder\": \"__main__.model.fc.weight\", "
+                       "\"outcome\": \"%s\", \"allocated\": %llu, \"kept_bytes\": %llu}\n",
+                    oom ? "oom1" : "leak1", r, (oom ? 9200u : 9100u) + (unsigned)r, oom ? 8 : 24, oom ? -1 : 1, oom ? 1 : -1,
+                    oom ? (r ? "oom" : "started") : "done", alloc, (unsigned long long)(!oom && r ? 12 * MiB : 0));
+            fclose(f);
+        }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -744,6 +896,8 @@ int main(int argc, char **argv)
     g_dir = argv[1];
     mkdir(g_dir, 0755);
     mkdir(P("ranks"), 0755);
+    mkdir(P("job_leak"), 0755);
+    mkdir(P("job_oom"), 0755);
     gen_leak("leak.zst", 0);
     gen_leak("leak2.zst", 1);
     gen_growth("growth_nvtx.zst", 1, 600 * MS);
@@ -757,6 +911,10 @@ int main(int argc, char **argv)
     gen_oddities();
     gen_rank(0);
     gen_rank(1);
+    for (int oom = 0; oom < 2; oom++)
+        for (int r = 0; r < 2; r++)
+            gen_job_rank(oom, r);
+    gen_job_files();
     gen_frames();
     gen_cupy(0);
     gen_cupy(1);

@@ -72,6 +72,23 @@ add_test(NAME analyze.damaged COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/damaged.sh 
 set_tests_properties(analyze.damaged PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
 vt_analyze_golden(report_ranks.txt 0 report ranks)
 vt_analyze_golden(report_ranks.json 0 report --json ranks)
+# A job of two ranks (issue 39): one rank leaks, one runs out of memory;
+# the merged verdict names the rank, its line and holder, the clean one
+foreach(j job_leak job_oom)
+  vt_analyze_golden(report_${j}.txt 0 report ${j})
+  vt_analyze_golden(report_${j}.json 0 report --json ${j})
+endforeach()
+add_test(NAME analyze.job COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/job.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES})
+set_tests_properties(analyze.job PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
+# The checker of the two-GPU run (tests/gpu/check_dist.py) on those
+# synthetic jobs, and on the real recordings once they are fixtures
+# (tests/data/ddp, tests/data/fsdp: skipped until then)
+add_test(NAME analyze.dist.synthetic COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/check_dist.py $<TARGET_FILE:vramtrace>
+                                             ${VT_ANALYZE_TRACES}/job_leak ${VT_ANALYZE_TRACES}/job_oom)
+set_tests_properties(analyze.dist.synthetic PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
+add_test(NAME analyze.dist.fixtures COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/check_dist.py $<TARGET_FILE:vramtrace>
+                                            ${VT_TEST_DATA}/ddp ${VT_TEST_DATA}/fsdp)
+set_tests_properties(analyze.dist.fixtures PROPERTIES LABELS "analyze" SKIP_RETURN_CODE 77)
 vt_analyze_golden(report_leak_at_end.txt 0 report --at end leak.zst)
 vt_analyze_golden(report_leak_at_time.txt 0 report --at 30ms leak.zst)
 vt_analyze_golden(report_growth_at_marker.txt 0 report --at step --top 2 growth_nvtx.zst)
@@ -145,8 +162,6 @@ add_test(NAME analyze.page_data
          COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/page_data.py $<TARGET_FILE:vramtrace> ${VT_TEST_DATA})
 set_tests_properties(analyze.page_data PROPERTIES LABELS "analyze")
 
-# ZLIB::ZLIB is imported in src/analyze's scope only: import it here too
-find_package(ZLIB REQUIRED)
 add_executable(test_analyze ${CMAKE_CURRENT_LIST_DIR}/test_analyze.c ${CMAKE_CURRENT_LIST_DIR}/cxx_frame.cc)
 target_link_libraries(test_analyze PRIVATE vt_analyze vt_core vt_cmocka ZLIB::ZLIB ${CMAKE_DL_LIBS})
 set_target_properties(test_analyze PROPERTIES LINKER_LANGUAGE CXX)

@@ -39,6 +39,8 @@ if ! python3 -c 'import torch.distributed as d, sys; sys.exit(0 if d.is_nccl_ava
     exit 0
 fi
 
+# NVLink multicast off in every environment built here
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 traces=$work/traces
 timeout 300 "$cli" record -o "$traces" -- \
     python3 -m torch.distributed.run --standalone --nnodes=1 --nproc_per_node=2 \

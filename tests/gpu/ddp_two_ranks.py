@@ -8,6 +8,10 @@ end, so those buffers are live during the whole training loop.  Prints
 import os
 import sys
 
+# NVLink multicast off, before torch loads NCCL
+for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ.setdefault(_k, _v)
+
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP

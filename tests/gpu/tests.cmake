@@ -19,3 +19,14 @@ endforeach()
 # and their arguments, and prog.py's --help.
 add_test(NAME gpu.matrix.dry-run COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/matrix/run.py --dry-run)
 add_test(NAME gpu.matrix.prog-help COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/matrix/prog.py --help)
+
+# The two-GPU job check (issue 39, tests/gpu/check_dist.sh) without a GPU:
+# stand-ins for nvidia-smi and torchrun (tests/gpu/dist_fake/) leave the
+# analyzer's synthetic jobs where the job would record, so every step of
+# the check runs here as it will on nvidia-h200-x2.
+if(TARGET vramtrace_loader)
+  add_test(NAME gpu.check_dist.plumbing
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/dist_fake.sh $<TARGET_FILE:vramtrace>
+                   $<TARGET_FILE:vramtrace_loader> ${VT_ANALYZE_TRACES})
+  set_tests_properties(gpu.check_dist.plumbing PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
+endif()

@@ -15,4 +15,12 @@ if(VT_NODE)
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/browser.sh ${VT_NODE} $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
             ${CMAKE_BINARY_DIR}/viewer-pages ${PROJECT_SOURCE_DIR}/viewer)
   set_tests_properties(viewer.browser PROPERTIES LABELS "viewer" TIMEOUT 900 SKIP_RETURN_CODE 77)
+  # a job of two ranks (issue 39): the page names the leaking rank with its
+  # line and holder, the clean one, the one that ran out of memory
+  add_test(NAME viewer.browser_jobs
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/browser.sh ${VT_NODE} $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
+            ${CMAKE_BINARY_DIR}/viewer-jobs ${PROJECT_SOURCE_DIR}/viewer --only-jobs
+            ${VT_ANALYZE_TRACES}/job_leak ${VT_ANALYZE_TRACES}/job_oom)
+  set_tests_properties(viewer.browser_jobs PROPERTIES LABELS "viewer" TIMEOUT 300 SKIP_RETURN_CODE 77
+                       FIXTURES_REQUIRED analyze_traces)
 endif()
