@@ -7,14 +7,17 @@
  * block, a caching-allocator segment), alloc / free_requested /
  * free_completed for every tensor and for every segment of one block (a
  * driver block; a caching-allocator segment of a trace without tensor
- * events), segment_map / segment_unmap for VMM mappings, oom only for
+ * events), segment_map / segment_unmap for VMM mappings (in a process
+ * without tensor events each mapping also the alloc / free of its one
+ * block, or the Active Memory Timeline leaves it out), oom only for
  * allocations that failed with out-of-memory (as torch records them);
  * frames innermost first (Python frames where recorded, then native
  * ones).  Segments: the state after each process's last entry (the
  * trace's end, or --end's), as torch's snapshot is the state when it is
  * taken: a caching-allocator segment holds the tensors live inside it
  * and a run of adjacent live VMM mappings is one (expandable) segment
- * holding its tensors, gaps as inactive blocks so that the blocks tile
+ * holding its tensors (without tensor events: its mappings as blocks),
+ * gaps as inactive blocks so that the blocks tile
  * each segment; every other driver block is a segment of one block.  No
  * grouping by distance: the viewer needs every block inside a segment
  * the trace also allocates.  Each (process, device) of a job is a device
@@ -407,7 +410,8 @@ static void mv_segment_write(mv *m, const vt_proc *p, unsigned proc, int device,
  * entries (torch's snapshot: the segments when it is taken, the trace up
  * to then).  A caching-allocator segment holds the tensors inside it; a
  * run of adjacent VMM mappings is one expandable segment with the tensors
- * inside it; every other driver block is a segment of one block, as the
+ * inside it, or, without tensor events, with each mapping as a block;
+ * every other driver block is a segment of one block, as the
  * trace's segment_alloc before its alloc says. */
 static void mv_snapshot(mv *m, unsigned proc)
 {
@@ -448,6 +452,8 @@ static void mv_snapshot(mv *m, unsigned proc)
                 te++;
             if (b->role == MV_RAW || (b->role == MV_SEGMENT && !p->tensor_units)) /* its own block */
                 mv_segment_write(m, p, proc, sd, b->addr, end, b->stack, 0, b, 1);
+            else if (b->role == MV_MAPPING && !p->tensor_units) /* each mapping its own block */
+                mv_segment_write(m, p, proc, sd, b->addr, end, b->stack, 1, b, nk - k);
             else
                 mv_segment_write(m, p, proc, sd, b->addr, end, b->stack, b->role == MV_MAPPING, &m->live[ti],
                                  te - ti);
@@ -490,8 +496,13 @@ static int mv_on_event(void *ctx, const vt_replay_event *re)
         return m->err;
     for (unsigned k = 0; k < re->nblocks; k++) {
         const vt_replay_block *b = &re->blocks[k];
-        if (b->api == VT_API_VMM)
-            continue; /* physical handles: their mappings are the segments */
+        /* physical handles: their mappings are the segments.  A block's
+         * api is its call site's first allocation's: a site that also
+         * called cudaMalloc makes a handle look like a driver block at
+         * the handle's value, so the VMM events that note them say it */
+        if (b->api == VT_API_VMM || ev->type == VT_EV_VMM_CREATE || ev->type == VT_EV_VMM_RELEASE ||
+            ev->type == VT_EV_VMM_UNMAP)
+            continue;
         if (b->kind == VT_MEM_PINNED_HOST || b->kind == VT_MEM_HOST_REGISTERED)
             continue; /* host memory: not the device's */
         const vt_unit *u = b->unit < lp->nunits ? &lp->units[b->unit] : NULL;
@@ -560,8 +571,19 @@ static int mv_on_event(void *ctx, const vt_replay_event *re)
                 dev = (uint32_t)(d - 1);
             mv_live_del(m, addr, MV_MAPPING);
         }
-        if (inw)
-            mv_entry(m, proc, p, dev, map ? "segment_map" : "segment_unmap", addr, size, t, stack, -1);
+        if (!inw)
+            break;
+        /* a segment-level trace (no tensor events): each mapping is also
+         * the block inside it, alloc after its segment_map, free before
+         * its segment_unmap, as a driver block's; else the Active Memory
+         * Timeline has none of the mapped memory */
+        if (!map && !p->tensor_units) {
+            mv_entry(m, proc, p, dev, "free_requested", addr, size, t, stack, -1);
+            mv_entry(m, proc, p, dev, "free_completed", addr, size, t, stack, -1);
+        }
+        mv_entry(m, proc, p, dev, map ? "segment_map" : "segment_unmap", addr, size, t, stack, -1);
+        if (map && !p->tensor_units)
+            mv_entry(m, proc, p, dev, "alloc", addr, size, t, stack, -1);
         break;
     }
     default:

@@ -6,6 +6,13 @@
 // and MemoryView(...).draw(idx) as the Allocator State History calls it at
 // every event index (evenly sampled above MEMVIZ_MAX_IDX indices per
 // device, default 4000: each draw replays the trace back from the end).
+// What the browser also runs on these data: create_trace_view for both
+// timelines (MemoryPlot's polygons, the minimap, the legend), the text of
+// every event of the Allocator State History's list (formatEvent) and of
+// the selected one (eventStack), and the hover texts: the timeline's
+// context_for_id of every element, the segment, block and rounding texts
+// of every drawn rect (their register callbacks, at every
+// MEMVIZ_HOVER_EVERY-th draw, default 16, and the last).
 // d3 is replaced by a stub that runs every attribute callback over the
 // bound data (where a missing segment would throw in the browser) and
 // draws nothing.  With =PEAK_BYTES the timeline's peak (max_size, summed
@@ -37,7 +44,7 @@ class Sel {
   on() { return this; }
   call() { return this; }
   remove() { return this; }
-  datum() { return null; }
+  datum() { return this.d && this.d.length === 1 ? this.d[0] : null; }
   node() { return {children: [], value: '', options: [], scrollIntoViewIfNeeded() {}}; }
 }
 function scaleLinear() {
@@ -68,7 +75,8 @@ async function loadViewer(jsPath) {
   src = src.replace(/^import\s+\*\s+as\s+d3\s+from\s+["'][^"']*["'];?$/m, 'const d3 = globalThis.__vt_d3.d3;');
   src = src.replace(/^import\s+\{([^}]*)\}\s+from\s+["'][^"']*["'];?$/gm, (_m, names) =>
     `const {${names}} = globalThis.__vt_d3;`);
-  src += '\nexport {unpickle, annotate_snapshot, process_alloc_data, MemoryView};\n';
+  src += '\nexport {unpickle, annotate_snapshot, process_alloc_data, MemoryView, create_trace_view, formatEvent, ' +
+    'eventStack};\n';
   const tmp = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'memviz-')), 'MemoryViz.mjs');
   fs.writeFileSync(tmp, src);
   return import(pathToFileURL(tmp).href);
@@ -89,32 +97,55 @@ function checkOne(V, file, want, maxIdx) {
   const faults = [];
   for (const dev of devicesOf(snap)) {
     const where = w => `device ${dev} ${w}`;
-    try {
-      peak += V.process_alloc_data(snap, dev, false, 15000).max_size;
-    } catch (e) {
-      faults.push(where(`Active Memory Timeline: ${e.message}`));
+    for (const [name, segs] of [['Active Memory Timeline', false], ['Active Cached Segment Timeline', true]]) {
+      try {
+        const data = V.process_alloc_data(snap, dev, segs, 15000);
+        if (!segs) peak += data.max_size;
+        for (let id = 0; id < data.elements_length; id++) data.context_for_id(id); // hover
+        V.create_trace_view(new Sel(), snap, dev, segs);
+      } catch (e) {
+        faults.push(where(`${name}: ${e.message}`));
+      }
     }
+    const events = snap.device_traces[dev] || [];
+    const n = events.length;
     try {
-      V.process_alloc_data(snap, dev, true, 15000);
+      events.forEach(e => V.formatEvent(e)); // EventSelector's list
     } catch (e) {
-      faults.push(where(`Active Cached Segment Timeline: ${e.message}`));
+      faults.push(where(`Allocator State History's event list: ${e.message}`));
     }
-    const n = (snap.device_traces[dev] || []).length;
+    // StackInfo.register: what a mouseover runs on each drawn rect
+    let hover = false;
+    const stackInfo = {
+      register(dom, enter, leave = () => {}) {
+        if (!hover || !dom.d) return;
+        for (const x of dom.d) {
+          const t = new Sel([x]);
+          enter(t);
+          leave(t);
+        }
+      },
+      highlight() {},
+    };
     let view;
     try {
-      view = V.MemoryView(new Sel(), {register() {}, highlight() {}}, snap, dev);
+      view = V.MemoryView(new Sel(), stackInfo, snap, dev);
     } catch (e) {
       faults.push(where(`Allocator State History: ${e.message}`));
       continue;
     }
     const step = n > maxIdx ? n / maxIdx : 1;
     const seen = new Set();
+    const hoverEvery = Number(process.env.MEMVIZ_HOVER_EVERY || 16);
     for (let k = 0; k < Math.min(n, maxIdx) + 1; k++) {
-      const idx = Math.min(n - 1, Math.floor(k * step));
-      if (idx < 0 || seen.has(idx)) continue;
+      // no events: the browser draws index 0 (select(null))
+      const idx = n === 0 ? 0 : Math.min(n - 1, Math.floor(k * step));
+      if (seen.has(idx)) continue;
       seen.add(idx);
+      hover = (seen.size - 1) % hoverEvery === 0 || idx === n - 1 || n === 0;
       try {
-        view.draw(idx);
+        const [reserved, allocated] = view.draw(idx);
+        if (n > 0) V.eventStack(events[idx], allocated, reserved); // the selected event's text
         draws++;
       } catch (e) {
         faults.push(where(`Allocator State History at event ${idx} of ${n}: ${e.message}`));
