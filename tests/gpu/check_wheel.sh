@@ -31,6 +31,10 @@ mkdir -p "$work"
 fail() { echo "$name: FAIL: $*"; exit 1; }
 
 "$py" -m venv --system-site-packages "$work/venv" >"$work/venv.log" 2>&1 || fail "venv: $(tail -1 "$work/venv.log")"
+# torch is often itself in a venv (the GPU machine's /opt/torch/.venv), whose
+# packages --system-site-packages does not see: a .pth names them
+"$py" -c 'import site; print("\n".join(site.getsitepackages()))' \
+    >"$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/torch-env.pth"
 "$work/venv/bin/python" -m pip install -q --no-index --disable-pip-version-check "$whl" >"$work/pip.log" 2>&1 ||
     fail "pip install: $(tail -1 "$work/pip.log")"
 # no toolkit: only the venv and the system's own directories
