@@ -4,7 +4,7 @@
 pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
 find_package(ZLIB REQUIRED)
 target_include_directories(vt_analyze PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(vt_analyze PRIVATE vt_core PkgConfig::LIBDW ZLIB::ZLIB stdc++ m)
+target_link_libraries(vt_analyze PRIVATE vt_core vt_zstd PkgConfig::LIBDW ZLIB::ZLIB stdc++ m)
 # The replay's batch loop without GCC's SLP vectorizer (on at -O2 since GCC
 # 12): it pairs neighbouring 64-bit counters into SSE registers, then needs
 # shuffles to take them apart again (-2.3 instructions per record for
