@@ -72,10 +72,11 @@ static const vt_pq_col step_cols[T__N] = {
     {"pid", I64, 0}, {"step", I64, 0}, {"steps", I64, 0}, {"start_time", TS, 0}, {"end_time", TS, 0}, {"source", STR, 1},
 };
 
-enum { F_PID, F_TIME, F_DEVICE, F_SIZE, F_KIND, F_API, F_ERROR, F_ERROR_NAME, F_SITE, F_THREAD, F_STEP, F__N };
+enum { F_PID, F_TIME, F_DEVICE, F_SIZE, F_KIND, F_API, F_ERROR, F_ERROR_NAME, F_OOM, F_PROBE, F_SITE, F_THREAD, F_STEP,
+       F__N };
 static const vt_pq_col fail_cols[F__N] = {
     {"pid", I64, 0},  {"time", TS, 0}, {"device", I32, 0}, {"size", I64, 0},   {"kind", STR, 0},  {"api", STR, 0},
-    {"error", I32, 0}, {"error_name", STR, 1}, {"site", I64, 0}, {"thread", I64, 1}, {"step", I64, 1},
+    {"error", I32, 0}, {"error_name", STR, 1}, {"out_of_memory", I32, 0}, {"probe", STR, 1}, {"site", I64, 0}, {"thread", I64, 1}, {"step", I64, 1},
 };
 
 enum { P_PID, P_PPID, P_PROGRAM, P_ARGV, P_RANK_ENV, P_TRACE, P_VERDICT, P_START, P_END, P_COMPLETE, P_RECORDS,
@@ -248,6 +249,10 @@ static int px_event(void *ctx, const vt_replay_event *re)
         vt_pq_str(w, F_API, vt_allocapi_name(f->api));
         vt_pq_int(w, F_ERROR, f->error);
         vt_pq_str(w, F_ERROR_NAME, f->error_name);
+        vt_pq_int(w, F_OOM, f->error == 2); /* CUDA_ERROR_OUT_OF_MEMORY, cudaErrorMemoryAllocation */
+        int probe = vt_failed_probe(f);
+        if (probe)
+            vt_pq_str(w, F_PROBE, rep_probe_name(probe));
         vt_pq_int(w, F_SITE, f->site.stack);
         int64_t tid = tid_of(x, f->site.thread);
         if (tid)
@@ -550,8 +555,8 @@ static void px_free(px *x, int keep)
     free(x->tid);
 }
 
-static int export_trace(const vt_export_config *cfg, const char *trace, const char *dir, char *err, size_t errlen,
-                        int *damaged)
+static int export_trace(const vt_export_config *cfg, const char *trace, const char *name, const char *dir, char *err,
+                        size_t errlen, int *damaged)
 {
     px x = {.cfg = cfg};
     vt_analysis *live = NULL;
@@ -575,12 +580,11 @@ static int export_trace(const vt_export_config *cfg, const char *trace, const ch
     x.pid = x.m->pid;
     char host[128], stem[256];
     part_value(x.m->host ? x.m->host : "unknown", host, sizeof(host));
-    const char *base = strrchr(trace, '/');
-    base = base ? base + 1 : trace;
+    const char *base = name; /* its path under the directory given, or its file name */
     size_t bl = strlen(base);
     if (bl > 4 && !strcmp(base + bl - 4, ".zst"))
         bl -= 4;
-    snprintf(stem, sizeof(stem), "%.*s", (int)(bl < 200 ? bl : 200), base);
+    snprintf(stem, sizeof(stem), "%.*s", (int)(bl < 200 ? bl : 200), bl > 200 ? base + bl - 200 : base);
     part_value(stem, stem, sizeof(stem));
     long rank = rank_of(x.m);
     for (int k = 0; k < TB__N && !rc; k++) {
@@ -667,12 +671,18 @@ int vt_export_parquet(const vt_export_config *cfg, char *const *inputs, int ninp
             }
             if (!n)
                 fprintf(stderr, "vramtrace export: %s: no trace\n", inputs[i]), damaged = 1;
-            for (size_t k = 0; k < n && !rc; k++, any++)
-                rc = export_trace(cfg, names[k], dir, err, errlen, &damaged);
+            size_t dl = strlen(inputs[i]);
+            for (size_t k = 0; k < n && !rc; k++, any++) {
+                const char *rel = names[k];
+                if (!strncmp(rel, inputs[i], dl) && rel[dl] == '/')
+                    rel += dl + 1;
+                rc = export_trace(cfg, names[k], rel, dir, err, errlen, &damaged);
+            }
             vt_tracedir_free(names, n);
         } else {
             any++;
-            rc = export_trace(cfg, inputs[i], dir, err, errlen, &damaged);
+            const char *base = strrchr(inputs[i], '/');
+            rc = export_trace(cfg, inputs[i], base ? base + 1 : inputs[i], dir, err, errlen, &damaged);
         }
     }
     if (!rc && !any) {
