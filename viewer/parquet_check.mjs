@@ -15,8 +15,8 @@
 // --no-report: a job too large for one report (the 1,000-trace bench):
 // only DuckDB's answers and their row counts against the processes table.
 // Exit 0 when everything agrees, 1 with each difference on stderr.
-import { execFileSync, spawnSync } from 'node:child_process'
-import { readFileSync, readdirSync, statSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { DuckDBInstance } from '@duckdb/node-api'
@@ -40,6 +40,7 @@ function eq (what, got, want) {
   if (String(got) !== String(want)) fail(`${what}: parquet ${got}, report ${want}`)
 }
 
+rmSync(out, { recursive: true, force: true }) // a fresh export: no file of an earlier run
 const ex = spawnSync(vramtrace, ['export', '--format', 'parquet', '--no-symbols', '--no-progress', '-o', out, ...inputs],
   { encoding: 'utf8' })
 if (ex.status !== 0 && ex.status !== 1) { console.error(ex.stderr); process.exit(1) }
@@ -158,7 +159,7 @@ if (examples) {
     ? JSON.parse(spawnSync(vramtrace, ['report', '--json', '--no-symbols', '--no-progress', ...inputs], { encoding: 'utf8', maxBuffer: 1 << 30 }).stdout)
     : null
   const { checkExamples } = await import('./parquet_examples.mjs')
-  failures += await checkExamples(ex, rows, report, procs, fail)
+  await checkExamples(ex, rows, report, procs, fail) // differences counted by fail()
 }
 console.log(`parquet_check: ${procs.length} traces, ${nfiles} files read by DuckDB and hyparquet, ${failures} differences`)
 process.exit(failures ? 1 : 0)

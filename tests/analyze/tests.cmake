@@ -124,6 +124,7 @@ add_test(NAME analyze.page_data
          COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/page_data.py $<TARGET_FILE:vramtrace> ${VT_TEST_DATA})
 set_tests_properties(analyze.page_data PROPERTIES LABELS "analyze")
 
+find_package(ZLIB REQUIRED) # its imported target is seen only in the directory that finds it
 add_executable(test_analyze ${CMAKE_CURRENT_LIST_DIR}/test_analyze.c ${CMAKE_CURRENT_LIST_DIR}/cxx_frame.cc)
 target_link_libraries(test_analyze PRIVATE vt_analyze vt_core vt_cmocka ZLIB::ZLIB ${CMAKE_DL_LIBS})
 set_target_properties(test_analyze PROPERTIES LINKER_LANGUAGE CXX)
@@ -159,3 +160,24 @@ add_test(NAME analyze.matrix.replay
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/matrix/run.py --replay ${VT_TEST_DATA}/matrix
                  --vt $<TARGET_FILE:vramtrace> --out ${CMAKE_CURRENT_BINARY_DIR}/matrix-replay)
 set_tests_properties(analyze.matrix.replay PROPERTIES LABELS "analyze")
+
+# The Parquet export (docs/EXPORT.md, "Parquet"), read back by DuckDB and
+# hyparquet (viewer/node_modules, scripts/install-deps.sh) against
+# `report --json`: every fixture directory, the SQL examples, and a job of
+# 50 generated traces exported one at a time (gen_job.c).
+add_executable(vt_gen_job ${CMAKE_CURRENT_LIST_DIR}/gen_job.c)
+target_include_directories(vt_gen_job PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(vt_gen_job PRIVATE vt_core)
+find_program(VT_NODE_PQ node)
+if(VT_NODE_PQ AND EXISTS ${PROJECT_SOURCE_DIR}/viewer/node_modules/@duckdb/node-api)
+  set(VT_PQ_CHECK ${VT_NODE_PQ} ${PROJECT_SOURCE_DIR}/viewer/parquet_check.mjs $<TARGET_FILE:vramtrace>)
+  set(VT_PQ_OUT ${CMAKE_BINARY_DIR}/tests/parquet)
+  file(GLOB VT_PQ_GPU ${VT_TEST_DATA}/gpu-*.zst)
+  add_test(NAME analyze.parquet.seeds COMMAND ${VT_PQ_CHECK} ${VT_PQ_OUT}/seeds --examples ${VT_TEST_DATA}/seeds)
+  add_test(NAME analyze.parquet.gpu COMMAND ${VT_PQ_CHECK} ${VT_PQ_OUT}/gpu --examples ${VT_PQ_GPU})
+  add_test(NAME analyze.parquet.matrix COMMAND ${VT_PQ_CHECK} ${VT_PQ_OUT}/matrix --examples ${VT_TEST_DATA}/matrix)
+  add_test(NAME analyze.parquet.job COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/parquet_job.sh $<TARGET_FILE:vramtrace>
+           $<TARGET_FILE:vt_gen_job> ${VT_NODE_PQ} ${PROJECT_SOURCE_DIR}/viewer ${VT_PQ_OUT}/job 50)
+  set_tests_properties(analyze.parquet.seeds analyze.parquet.gpu analyze.parquet.matrix analyze.parquet.job
+                       PROPERTIES LABELS "analyze;parquet")
+endif()
