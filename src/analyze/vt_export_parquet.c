@@ -108,7 +108,10 @@ typedef struct {
     vt_proc *m;         /* the model's process */
     vt_pq *t[TB__N];
     char *path[TB__N], *tmp[TB__N];
-    vt_map blk;         /* live block (address, caching-allocator bit) -> its thread's tid + 1 */
+    vt_map blk;         /* live block (address, caching-allocator bit) -> its thread's tid + 1, */
+    int64_t tid0;       /* unless that is the first allocating thread's (most processes: the only) */
+    int have_tid0;
+    uint32_t step_k;    /* the step interval the last time fell in (times mostly come in order) */
     vt_map fstack;      /* stacks of failed allocations -> their count */
     uint32_t *tid;      /* Thread id -> tid */
     size_t ntid;
@@ -127,18 +130,27 @@ static int64_t wall(const px *x, uint64_t t) { return (int64_t)vt_xjob_time(x->m
 /* The step t falls in (1-based, 0 before the first), -1 when the trace has
  * no steps.  With more than the model keeps (VT_OCC_MAX), every stride-th
  * start is known and the number is that of the first step of its stride. */
-static int64_t step_at(const px *x, uint64_t t)
+static int64_t step_at(px *x, uint64_t t)
 {
     const vt_occ *o = x->m->step_occ;
     if (!o || o->n < 2)
         return -1;
-    uint32_t lo = 0, hi = o->n; /* the number of starts at or before t */
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (o->t[mid] <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
+    uint32_t lo; /* the number of starts at or before t */
+    uint32_t k = x->step_k;
+    if (k < o->n && o->t[k] <= t && (k + 1 == o->n || t < o->t[k + 1])) {
+        lo = k + 1;
+    } else {
+        uint32_t hi = o->n;
+        lo = 0;
+        while (lo < hi) {
+            uint32_t mid = (lo + hi) / 2;
+            if (o->t[mid] <= t)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo)
+            x->step_k = lo - 1;
     }
     return lo ? (int64_t)(lo - 1) * (o->stride ? o->stride : 1) + 1 : 0;
 }
@@ -170,8 +182,12 @@ static void alloc_row(px *x, uint64_t addr, uint64_t size, uint64_t t_alloc, int
         vt_pq_int(w, A_FREE_TIME, wall(x, t_end));
     vt_pq_int(w, A_SITE, stack);
     uint64_t v = 0;
-    if (vt_map_del(&x->blk, blk_key_of(addr, api), &v) && v)
-        vt_pq_int(w, A_THREAD, (int64_t)v - 1);
+    if (x->blk.len && vt_map_del(&x->blk, blk_key_of(addr, api), &v)) {
+        if (v)
+            vt_pq_int(w, A_THREAD, (int64_t)v - 1);
+    } else if (x->have_tid0 && x->tid0) {
+        vt_pq_int(w, A_THREAD, x->tid0);
+    }
     put_step(x, TB_ALLOC, A_ALLOC_STEP, t_alloc);
     if (have_end)
         put_step(x, TB_ALLOC, A_FREE_STEP, t_end);
@@ -192,7 +208,11 @@ static int px_event(void *ctx, const vt_replay_event *re)
         } else {
             const vt_site *s = vt_event_site((vt_event *)ev);
             int64_t tid = s ? tid_of(x, s->thread) : 0;
-            if (vt_map_put(&x->blk, blk_key_of(k->address, k->api), tid ? (uint64_t)tid + 1 : 0))
+            if (!x->have_tid0) {
+                x->have_tid0 = 1;
+                x->tid0 = tid;
+            }
+            if (tid != x->tid0 && vt_map_put(&x->blk, blk_key_of(k->address, k->api), tid ? (uint64_t)tid + 1 : 0))
                 x->err = VT_ERR_NOMEM;
         }
     }

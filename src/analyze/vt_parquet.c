@@ -18,7 +18,7 @@
 #include "vt_hash.h"
 #include "vt_parquet.h"
 
-#define PQ_DEFAULT_ROWS (128u << 10)
+#define PQ_DEFAULT_ROWS (64u << 10)
 #define PQ_STAT_MAX 64 /* string min/max longer than this are left out of the statistics */
 #define PQ_ZSTD_LEVEL 1
 
@@ -46,6 +46,10 @@ typedef struct {
     size_t nd, capd, capdh;
     uint32_t *ht;   /* open addressing: entry + 1 */
     size_t hcap;
+    const char *last; /* the last string given, its length and entry: the */
+    size_t last_n;    /* same literal again (a kind, an API) skips the hash */
+    uint32_t last_e;
+    int have_last;
     uint64_t nulls;
     int64_t imin, imax;
     int have_mm;
@@ -157,24 +161,52 @@ static pq_column *col_for(vt_pq *w, int col, int want_str)
     return c;
 }
 
+/* A flat column has one entry per row: its arrays are sized for a row
+ * group once (flat_room), the values then go in without a check each. */
+static int flat_room(vt_pq *w, pq_column *c)
+{
+    if (c->capiv >= w->rpg)
+        return 0;
+    int64_t *iv = realloc(c->iv, (size_t)w->rpg * sizeof(int64_t));
+    if (iv)
+        c->iv = iv;
+    uint8_t *d = c->max_def ? realloc(c->def, w->rpg) : NULL;
+    if (d)
+        c->def = d;
+    if (!iv || (c->max_def && !d))
+        return w->err = VT_ERR_NOMEM;
+    c->capiv = c->caplev = w->rpg;
+    return 0;
+}
+
 void vt_pq_int(vt_pq *w, int col, int64_t v)
 {
-    pq_column *c = col_for(w, col, 0);
-    if (!c)
-        return;
-    if (c->c.type == VT_PQ_INT32)
-        v = (int32_t)v;
-    if (VT_GROW(c->iv, c->niv, c->capiv, 1024)) {
-        w->err = VT_ERR_NOMEM;
+    if (__builtin_expect(w->err || col < 0 || col >= w->ncols, 0)) {
+        w->err = w->err ? w->err : VT_ERR_INVALID;
         return;
     }
+    pq_column *c = &w->cols[col];
+    if (__builtin_expect(c->set || is_str(c), 0)) {
+        w->err = VT_ERR_INVALID;
+        return;
+    }
+    if (__builtin_expect(c->capiv < w->rpg, 0) && flat_room(w, c))
+        return;
+    c->set = 1;
+    if (c->c.type == VT_PQ_INT32)
+        v = (int32_t)v;
     c->iv[c->niv++] = v;
-    if (!c->have_mm || v < c->imin)
+    if (!c->have_mm) {
+        c->imin = c->imax = v;
+        c->have_mm = 1;
+    } else if (v < c->imin) {
         c->imin = v;
-    if (!c->have_mm || v > c->imax)
+    } else if (v > c->imax) {
         c->imax = v;
-    c->have_mm = 1;
-    lev(w, c, 1, 0);
+    }
+    if (c->max_def)
+        c->def[c->nlev] = 1;
+    c->nlev++;
 }
 
 /* Valid UTF-8 as is; otherwise a copy with U+FFFD for each invalid byte
@@ -303,9 +335,20 @@ static int64_t dict_add(vt_pq *w, pq_column *c, const char *s, size_t n)
 
 static void add_index(vt_pq *w, pq_column *c, const char *s, size_t n)
 {
-    int64_t e = dict_add(w, c, s, n);
-    if (e < 0)
-        return;
+    int64_t e;
+    uint32_t len;
+    if (c->have_last && s == c->last && n == c->last_n &&
+        (memcpy(&len, c->db + c->doff[c->last_e], 4), len == n) && !memcmp(c->db + c->doff[c->last_e] + 4, s, n)) {
+        e = c->last_e;
+    } else {
+        e = dict_add(w, c, s, n);
+        if (e < 0)
+            return;
+        c->last = s;
+        c->last_n = n;
+        c->last_e = (uint32_t)e;
+        c->have_last = 1;
+    }
     if (VT_GROW(c->ix, c->nix, c->capix, 1024)) {
         w->err = VT_ERR_NOMEM;
         return;
@@ -578,6 +621,7 @@ static int chunk_write(vt_pq *w, pq_column *c)
     c->nlev = c->niv = c->nix = c->nd = c->dbn = 0;
     c->nulls = 0;
     c->have_mm = 0;
+    c->have_last = 0;
     if (c->ht)
         memset(c->ht, 0, c->hcap * sizeof(uint32_t));
     return 0;

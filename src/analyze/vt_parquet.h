@@ -39,7 +39,7 @@ typedef struct {
 typedef struct vt_pq vt_pq;
 
 /* A writer of `path` (created; truncated if it exists) with the columns
- * cols[0..ncols) (copied).  rows_per_group 0: the default (128 Ki).
+ * cols[0..ncols) (copied).  rows_per_group 0: the default (64 Ki).
  * 0 or a vt_err (*out NULL). */
 int vt_pq_create(vt_pq **out, const char *path, const vt_pq_col *cols, int ncols, uint32_t rows_per_group);
 
