@@ -1,6 +1,8 @@
 /* vt_parquet.c - the Parquet writer (vt_parquet.h): columns of one row
  * group in memory, then each column chunk written as an optional
  * dictionary page and one data page, zstd-compressed; the footer at close.
+ * A number column whose chunk holds one value (a pid, a device) is written
+ * as a dictionary of that value and one RLE run: zstd never sees it.
  *
  * Levels: a required flat column has none; an optional one has definition
  * levels (0 null, 1 value); a list column has repetition levels (0 the
@@ -556,7 +558,7 @@ static int chunk_write(vt_pq *w, pq_column *c)
     memset(k, 0, sizeof(*k));
     k->num_values = (int64_t)c->nlev;
     k->nulls = c->nulls;
-    int enc = 0;
+    int enc = 0, konst = 0;
     if (is_str(c) && c->nd) {
         k->has_dict = 1;
         k->dict_off = w->off;
@@ -593,6 +595,16 @@ static int chunk_write(vt_pq *w, pq_column *c)
             memcpy(k->min, &c->imin, 8);
             memcpy(k->max, &c->imax, 8);
         }
+        if (c->imin == c->imax) { /* one value (a pid, a device, a grid's y): a dictionary of it, one RLE run */
+            konst = 1;
+            k->has_dict = 1;
+            k->dict_off = w->off;
+            w->npage = 0;
+            page_put(w, k->min, k->nmin);
+            if (page_write(w, 2, 1, 0, &k->unc, &k->comp))
+                return w->err;
+            enc = 8;
+        }
     }
     k->data_off = w->off;
     w->npage = 0;
@@ -603,6 +615,11 @@ static int chunk_write(vt_pq *w, pq_column *c)
     if (is_str(c)) {
         if (c->nd)
             page_indices(w, c->ix, c->nix, c->nd);
+    } else if (konst) {
+        uint8_t bw = 1, zero = 0;
+        page_put(w, &bw, 1);
+        page_varint(w, (uint64_t)c->niv << 1);
+        page_put(w, &zero, 1);
     } else if (c->c.type == VT_PQ_INT32) {
         if (!page_room(w, c->niv * 4)) {
             for (size_t i = 0; i < c->niv; i++) {
