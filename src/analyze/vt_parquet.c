@@ -419,7 +419,7 @@ static int page_room(vt_pq *w, size_t more)
 
 static void page_put(vt_pq *w, const void *p, size_t n)
 {
-    if (!page_room(w, n)) {
+    if (n && !page_room(w, n)) {
         memcpy(w->page + w->npage, p, n);
         w->npage += n;
     }
