@@ -706,7 +706,10 @@ static void schema_leaf(vt_tw *t, const pq_column *c, const char *name, int repe
             vt_tw_end(t);
         } else {
             vt_tw_begin(t, 8); /* TIMESTAMP */
-            vt_tw_bool(t, 1, 1); /* isAdjustedToUTC */
+            /* isAdjustedToUTC false: DuckDB reads the true form as its
+             * TIMESTAMPTZ, in microseconds (kernels last a few); the
+             * values are UTC all the same (docs/EXPORT.md) */
+            vt_tw_bool(t, 1, 0);
             vt_tw_begin(t, 2);   /* TimeUnit */
             vt_tw_begin(t, 3);   /* NANOS */
             vt_tw_end(t);

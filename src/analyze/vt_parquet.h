@@ -2,8 +2,8 @@
  * Parquet export (vt_export_parquet.c, docs/EXPORT.md).  No Parquet
  * library is packaged for Debian 12; this writes what DuckDB, pyarrow,
  * Spark and hyparquet read:
- *   - a flat schema of columns, each INT32, INT64, TIMESTAMP(NANOS, UTC)
- *     on INT64, a UTF-8 string (BYTE_ARRAY, STRING), or a list of UTF-8
+ *   - a flat schema of columns, each INT32, INT64, TIMESTAMP(NANOS) on
+ *     INT64, a UTF-8 string (BYTE_ARRAY, STRING), or a list of UTF-8
  *     strings (the three-level LIST of the spec); any column optional;
  *   - row groups of at most `rows_per_group` rows, written when full:
  *     memory is one row group of values (and its dictionaries);
@@ -25,7 +25,7 @@
 typedef enum {
     VT_PQ_INT32 = 0,
     VT_PQ_INT64 = 1,
-    VT_PQ_TIMESTAMP = 2, /* ns since the epoch, INT64 with TIMESTAMP(NANOS, isAdjustedToUTC) */
+    VT_PQ_TIMESTAMP = 2, /* ns since the epoch (UTC), INT64 with TIMESTAMP(NANOS, isAdjustedToUTC=false) */
     VT_PQ_STRING = 3,
     VT_PQ_STRING_LIST = 4,
 } vt_pq_type;
