@@ -28,6 +28,7 @@
 
 /* ------------------------------------------------------------ tables */
 
+/* clang-format off */
 #define TS VT_PQ_TIMESTAMP
 #define I64 VT_PQ_INT64
 #define I32 VT_PQ_INT32
@@ -99,21 +100,22 @@ static const struct {
     {"samples", sample_cols, M__N},    {"steps", step_cols, T__N},       {"failures", fail_cols, F__N},
     {"processes", proc_cols, P__N},
 };
+/* clang-format on */
 
 /* ------------------------------------------------------------ one trace */
 
 typedef struct {
     const vt_export_config *cfg;
     vt_analysis *model;
-    vt_proc *m;         /* the model's process */
+    vt_proc *m; /* the model's process */
     vt_pq *t[TB__N];
     char *path[TB__N], *tmp[TB__N];
-    vt_map blk;         /* live block (address, caching-allocator bit) -> its thread's tid + 1, */
-    int64_t tid0;       /* unless that is the first allocating thread's (most processes: the only) */
+    vt_map blk;   /* live block (address, caching-allocator bit) -> its thread's tid + 1, */
+    int64_t tid0; /* unless that is the first allocating thread's (most processes: the only) */
     int have_tid0;
-    uint32_t step_k;    /* the step interval the last time fell in (times mostly come in order) */
-    vt_map fstack;      /* stacks of failed allocations -> their count */
-    uint32_t *tid;      /* Thread id -> tid */
+    uint32_t step_k; /* the step interval the last time fell in (times mostly come in order) */
+    vt_map fstack;   /* stacks of failed allocations -> their count */
+    uint32_t *tid;   /* Thread id -> tid */
     size_t ntid;
     int64_t pid;
     int err;
@@ -125,7 +127,10 @@ static uint64_t blk_key_of(uint64_t addr, unsigned api)
     return k ? k : 1;
 }
 
-static int64_t wall(const px *x, uint64_t t) { return (int64_t)vt_xjob_time(x->m, t); }
+static int64_t wall(const px *x, uint64_t t)
+{
+    return (int64_t)vt_xjob_time(x->m, t);
+}
 
 /* The step t falls in (1-based, 0 before the first), -1 when the trace has
  * no steps.  With more than the model keeps (VT_OCC_MAX), every stride-th
@@ -212,7 +217,8 @@ static int px_event(void *ctx, const vt_replay_event *re)
                 x->have_tid0 = 1;
                 x->tid0 = tid;
             }
-            if (tid != x->tid0 && vt_map_put(&x->blk, blk_key_of(k->address, k->api), tid ? (uint64_t)tid + 1 : 0))
+            if (tid != x->tid0 &&
+                vt_map_put(&x->blk, blk_key_of(k->address, k->api), tid ? (uint64_t)tid + 1 : 0))
                 x->err = VT_ERR_NOMEM;
         }
     }
@@ -526,8 +532,8 @@ static void part_value(const char *s, char *buf, size_t len)
 {
     size_t n = 0;
     for (; s && *s && n + 1 < len; s++)
-        buf[n++] = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '.' ||
-                           *s == '-' || *s == '_'
+        buf[n++] = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+                           *s == '.' || *s == '-' || *s == '_'
                        ? *s
                        : '_';
     if (!n)
@@ -575,8 +581,8 @@ static void px_free(px *x, int keep)
     free(x->tid);
 }
 
-static int export_trace(const vt_export_config *cfg, const char *trace, const char *name, const char *dir, char *err,
-                        size_t errlen, int *damaged)
+static int export_trace(const vt_export_config *cfg, const char *trace, const char *name, const char *dir,
+                        char *err, size_t errlen, int *damaged)
 {
     px x = {.cfg = cfg};
     vt_analysis *live = NULL;
@@ -664,8 +670,8 @@ out_model:
     return rc;
 }
 
-int vt_export_parquet(const vt_export_config *cfg, char *const *inputs, int ninputs, const char *dir, char *err,
-                      size_t errlen)
+int vt_export_parquet(const vt_export_config *cfg, char *const *inputs, int ninputs, const char *dir,
+                      char *err, size_t errlen)
 {
     if (errlen)
         err[0] = 0;

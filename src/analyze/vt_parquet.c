@@ -41,12 +41,12 @@ typedef struct {
     size_t niv, capiv;
     uint32_t *ix; /* dictionary indices of the values */
     size_t nix, capix;
-    uint8_t *db;  /* the dictionary, PLAIN: a 4-byte length, the bytes */
+    uint8_t *db; /* the dictionary, PLAIN: a 4-byte length, the bytes */
     size_t dbn, dbcap;
     uint32_t *doff; /* each entry's offset in db */
     uint64_t *dhash;
     size_t nd, capd, capdh;
-    uint32_t *ht;   /* open addressing: entry + 1 */
+    uint32_t *ht; /* open addressing: entry + 1 */
     size_t hcap;
     const char *last; /* the last string given, its length and entry: the */
     size_t last_n;    /* same literal again (a kind, an API) skips the hash */
@@ -80,7 +80,10 @@ struct vt_pq {
     vt_tw tw;
 };
 
-static int is_str(const pq_column *c) { return c->c.type == VT_PQ_STRING || c->c.type == VT_PQ_STRING_LIST; }
+static int is_str(const pq_column *c)
+{
+    return c->c.type == VT_PQ_STRING || c->c.type == VT_PQ_STRING_LIST;
+}
 
 int vt_pq_create(vt_pq **out, const char *path, const vt_pq_col *cols, int ncols, uint32_t rows_per_group)
 {
@@ -122,8 +125,14 @@ int vt_pq_create(vt_pq **out, const char *path, const vt_pq_col *cols, int ncols
     return 0;
 }
 
-int vt_pq_err(const vt_pq *w) { return w->err; }
-uint64_t vt_pq_rows(const vt_pq *w) { return w->rows_total; }
+int vt_pq_err(const vt_pq *w)
+{
+    return w->err;
+}
+uint64_t vt_pq_rows(const vt_pq *w)
+{
+    return w->rows_total;
+}
 
 /* ------------------------------------------------------------ values */
 
@@ -238,7 +247,11 @@ static const char *utf8_clean(vt_pq *w, const char *s, size_t *n)
     m = i;
     while (i < len) {
         uint8_t b = p[i];
-        size_t need = b < 0x80 ? 0 : (b & 0xE0) == 0xC0 ? 1 : (b & 0xF0) == 0xE0 ? 2 : (b & 0xF8) == 0xF0 ? 3 : 9;
+        size_t need = b < 0x80             ? 0
+                      : (b & 0xE0) == 0xC0 ? 1
+                      : (b & 0xF0) == 0xE0 ? 2
+                      : (b & 0xF8) == 0xF0 ? 3
+                                           : 9;
         int ok = need != 9;
         for (size_t k = 1; ok && k <= need; k++)
             if (i + k >= len || (p[i + k] & 0xC0) != 0x80)
@@ -340,7 +353,8 @@ static void add_index(vt_pq *w, pq_column *c, const char *s, size_t n)
     int64_t e;
     uint32_t len;
     if (c->have_last && s == c->last && n == c->last_n &&
-        (memcpy(&len, c->db + c->doff[c->last_e], 4), len == n) && !memcmp(c->db + c->doff[c->last_e] + 4, s, n)) {
+        (memcpy(&len, c->db + c->doff[c->last_e], 4), len == n) &&
+        !memcmp(c->db + c->doff[c->last_e] + 4, s, n)) {
         e = c->last_e;
     } else {
         e = dict_add(w, c, s, n);
@@ -595,7 +609,8 @@ static int chunk_write(vt_pq *w, pq_column *c)
             memcpy(k->min, &c->imin, 8);
             memcpy(k->max, &c->imax, 8);
         }
-        if (c->imin == c->imax) { /* one value (a pid, a device, a grid's y): a dictionary of it, one RLE run */
+        if (c->imin ==
+            c->imax) { /* one value (a pid, a device, a grid's y): a dictionary of it, one RLE run */
             konst = 1;
             k->has_dict = 1;
             k->dict_off = w->off;
@@ -710,8 +725,8 @@ static void schema_leaf(vt_tw *t, const pq_column *c, const char *name, int repe
              * TIMESTAMPTZ, in microseconds (kernels last a few); the
              * values are UTC all the same (docs/EXPORT.md) */
             vt_tw_bool(t, 1, 0);
-            vt_tw_begin(t, 2);   /* TimeUnit */
-            vt_tw_begin(t, 3);   /* NANOS */
+            vt_tw_begin(t, 2); /* TimeUnit */
+            vt_tw_begin(t, 3); /* NANOS */
             vt_tw_end(t);
             vt_tw_end(t);
             vt_tw_end(t);

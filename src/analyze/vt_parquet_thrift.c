@@ -47,7 +47,10 @@ static void put(vt_tw *t, const void *p, size_t n)
     t->n += n;
 }
 
-static void put1(vt_tw *t, uint8_t c) { put(t, &c, 1); }
+static void put1(vt_tw *t, uint8_t c)
+{
+    put(t, &c, 1);
+}
 
 void vt_tw_varint(vt_tw *t, uint64_t v)
 {
@@ -61,7 +64,10 @@ void vt_tw_varint(vt_tw *t, uint64_t v)
     put(t, b, (size_t)n);
 }
 
-static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
 
 void vt_tw_field(vt_tw *t, int id, int type)
 {
@@ -87,7 +93,10 @@ void vt_tw_i64(vt_tw *t, int id, int64_t v)
     vt_tw_varint(t, zigzag(v));
 }
 
-void vt_tw_bool(vt_tw *t, int id, int v) { vt_tw_field(t, id, v ? VT_TT_BOOL_TRUE : VT_TT_BOOL_FALSE); }
+void vt_tw_bool(vt_tw *t, int id, int v)
+{
+    vt_tw_field(t, id, v ? VT_TT_BOOL_TRUE : VT_TT_BOOL_FALSE);
+}
 
 void vt_tw_val_bin(vt_tw *t, const void *p, size_t n)
 {
@@ -117,7 +126,10 @@ void vt_tw_list(vt_tw *t, int id, int elemtype, uint32_t n)
     vt_tw_list_bare(t, elemtype, n);
 }
 
-void vt_tw_val_i32(vt_tw *t, int32_t v) { vt_tw_varint(t, zigzag(v)); }
+void vt_tw_val_i32(vt_tw *t, int32_t v)
+{
+    vt_tw_varint(t, zigzag(v));
+}
 
 void vt_tw_begin(vt_tw *t, int id)
 {

@@ -34,8 +34,8 @@ static void one_rank(const char *dir, int rank, int steps)
     snprintf(rk, sizeof(rk), "%d", rank);
     uint32_t pid = 20000u + (uint32_t)rank;
     snprintf(path, sizeof(path), "%s/vt-%s-%u.zst", dir, host, pid);
-    gen_proc gp = {.program = "train.py", .pid = pid, .rank = rk, .kernels = 1, .native = 1, .python = 1,
-                   .host = host};
+    gen_proc gp = {
+        .program = "train.py", .pid = pid, .rank = rk, .kernels = 1, .native = 1, .python = 1, .host = host};
     gen_open(path, &gp);
     gen_device(0, "NVIDIA H200", 140 * GiB);
     gen_module(CUDART, 0x7f0000000000ull, 0x7f0000100000ull, 0x7f0000000000ull);
@@ -45,7 +45,8 @@ static void one_rank(const char *dir, int rank, int steps)
     gen_code(K_KEEP, TRAIN, "keep_outputs");
     gen_code(K_TEMP, TRAIN, "forward");
     gen_stack build = py2(K_BUILD, 20), temp = py2(K_TEMP, 91), keep = py2(K_KEEP, 64), big = py2(K_STEP, 60);
-    gen_alloc(T(1 * MS), 0x10000000000ull, 2 * GiB + (uint64_t)rank * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &build);
+    gen_alloc(T(1 * MS), 0x10000000000ull, 2 * GiB + (uint64_t)rank * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC,
+              &build);
     for (int k = 0; k < steps; k++) {
         uint64_t t = 10 * MS + (uint64_t)k * 10 * MS;
         gen_nvtx(T(t), VT_NVTX_PUSH, "step");

@@ -39,8 +39,9 @@ int main(int argc, char **argv)
     snprintf(path, sizeof(path), "%s/edge.parquet", argv[1]);
     snprintf(jpath, sizeof(jpath), "%s/edge.jsonl", argv[1]);
     static const vt_pq_col cols[] = {
-        {"id", VT_PQ_INT64, 0},   {"small", VT_PQ_INT32, 1}, {"t", VT_PQ_TIMESTAMP, 1}, {"name", VT_PQ_STRING, 0},
-        {"long", VT_PQ_STRING, 1}, {"items", VT_PQ_STRING_LIST, 1}, {"same", VT_PQ_INT64, 0},
+        {"id", VT_PQ_INT64, 0},    {"small", VT_PQ_INT32, 1}, {"t", VT_PQ_TIMESTAMP, 1},
+        {"name", VT_PQ_STRING, 0}, {"long", VT_PQ_STRING, 1}, {"items", VT_PQ_STRING_LIST, 1},
+        {"same", VT_PQ_INT64, 0},
     };
     vt_pq *w;
     int rc = vt_pq_create(&w, path, cols, 7, 777);
@@ -50,10 +51,17 @@ int main(int argc, char **argv)
         return 1;
     }
     /* the raw strings and what a reader must read */
-    static const char *raw[] = {"plain", "caf\xC3\xA9", "\xE2\x82\xAC euro", "smile \xF0\x9F\x98\x80", "bad \xFF byte",
-                                "overlong \xC0\xAF", "cut \xE2\x82", "surrogate \xED\xA0\x80"};
-    static const char *want[] = {"plain", "caf\xC3\xA9", "\xE2\x82\xAC euro", "smile \xF0\x9F\x98\x80", "bad " FFFD " byte",
-                                 "overlong " FFFD FFFD, "cut " FFFD FFFD, "surrogate " FFFD FFFD FFFD};
+    static const char *raw[] = {
+        "plain",         "caf\xC3\xA9",       "\xE2\x82\xAC euro", "smile \xF0\x9F\x98\x80",
+        "bad \xFF byte", "overlong \xC0\xAF", "cut \xE2\x82",      "surrogate \xED\xA0\x80"};
+    static const char *want[] = {"plain",
+                                 "caf\xC3\xA9",
+                                 "\xE2\x82\xAC euro",
+                                 "smile \xF0\x9F\x98\x80",
+                                 "bad " FFFD " byte",
+                                 "overlong " FFFD FFFD,
+                                 "cut " FFFD FFFD,
+                                 "surrogate " FFFD FFFD FFFD};
     uint64_t x = 12345;
     for (int r = 0; r < 10000; r++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
