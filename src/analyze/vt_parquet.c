@@ -18,72 +18,8 @@
 #include "vt_error.h"
 #include "vt_grow.h"
 #include "vt_hash.h"
-#include "vt_parquet.h"
+#include "vt_parquet_int.h"
 
-#define PQ_DEFAULT_ROWS (64u << 10)
-#define PQ_STAT_MAX 64 /* string min/max longer than this are left out of the statistics */
-#define PQ_ZSTD_LEVEL 1
-
-typedef struct {
-    int64_t data_off, dict_off, num_values, unc, comp;
-    uint64_t nulls;
-    int has_dict, have_stats;
-    uint8_t nmin, nmax;
-    uint8_t min[PQ_STAT_MAX], max[PQ_STAT_MAX];
-} pq_chunk;
-
-typedef struct {
-    vt_pq_col c;
-    int max_def, max_rep, set;
-    uint8_t *def, *rep;
-    size_t nlev, caplev, caprep;
-    int64_t *iv;
-    size_t niv, capiv;
-    uint32_t *ix; /* dictionary indices of the values */
-    size_t nix, capix;
-    uint8_t *db; /* the dictionary, PLAIN: a 4-byte length, the bytes */
-    size_t dbn, dbcap;
-    uint32_t *doff; /* each entry's offset in db */
-    uint64_t *dhash;
-    size_t nd, capd, capdh;
-    uint32_t *ht; /* open addressing: entry + 1 */
-    size_t hcap;
-    const char *last; /* the last string given, its length and entry: the */
-    size_t last_n;    /* same literal again (a kind, an API) skips the hash */
-    uint32_t last_e;
-    int have_last;
-    uint64_t nulls;
-    int64_t imin, imax;
-    int have_mm;
-    pq_chunk *ch;
-    size_t nch, capch;
-} pq_column;
-
-typedef struct {
-    int64_t rows, unc, comp;
-} pq_group;
-
-struct vt_pq {
-    FILE *f;
-    int64_t off;
-    int err;
-    uint32_t rpg;
-    uint64_t rows_total;
-    uint32_t rows; /* in the open row group */
-    pq_column *cols;
-    int ncols;
-    pq_group *groups;
-    size_t ngroups, capgroups;
-    ZSTD_CCtx *zc;
-    uint8_t *page, *zbuf, *utf;
-    size_t npage, cappage, capzbuf, caputf;
-    vt_tw tw;
-};
-
-static int is_str(const pq_column *c)
-{
-    return c->c.type == VT_PQ_STRING || c->c.type == VT_PQ_STRING_LIST;
-}
 
 int vt_pq_create(vt_pq **out, const char *path, const vt_pq_col *cols, int ncols, uint32_t rows_per_group)
 {
@@ -501,7 +437,7 @@ static void page_indices(vt_pq *w, const uint32_t *ix, size_t n, size_t nd)
     w->npage += m;
 }
 
-static int file_put(vt_pq *w, const void *p, size_t n)
+int vt_pq_file_put(vt_pq *w, const void *p, size_t n)
 {
     if (n && fwrite(p, 1, n, w->f) != n)
         return w->err = VT_ERR_IO;
@@ -550,7 +486,7 @@ static int page_write(vt_pq *w, int type, int32_t nvalues, int encoding, int64_t
         return w->err = t->err;
     *unc += (int64_t)(t->n + w->npage);
     *comp += (int64_t)(t->n + zn);
-    if (file_put(w, t->b, t->n) || file_put(w, w->zbuf, zn))
+    if (vt_pq_file_put(w, t->b, t->n) || vt_pq_file_put(w, w->zbuf, zn))
         return w->err;
     return 0;
 }
@@ -704,144 +640,12 @@ int vt_pq_row(vt_pq *w)
     return w->err;
 }
 
-/* ------------------------------------------------------------ the footer */
-
-static void schema_leaf(vt_tw *t, const pq_column *c, const char *name, int repetition)
-{
-    vt_tw_begin(t, 0);
-    vt_tw_i32(t, 1, c->c.type == VT_PQ_INT32 ? 1 : is_str(c) ? 6 : 2); /* INT32, BYTE_ARRAY, INT64 */
-    vt_tw_i32(t, 3, repetition);
-    vt_tw_bin(t, 4, name, strlen(name));
-    if (is_str(c))
-        vt_tw_i32(t, 6, 0); /* ConvertedType UTF8 */
-    if (is_str(c) || c->c.type == VT_PQ_TIMESTAMP) {
-        vt_tw_begin(t, 10); /* LogicalType */
-        if (is_str(c)) {
-            vt_tw_begin(t, 1); /* STRING */
-            vt_tw_end(t);
-        } else {
-            vt_tw_begin(t, 8); /* TIMESTAMP */
-            /* isAdjustedToUTC false: DuckDB reads the true form as its
-             * TIMESTAMPTZ, in microseconds (kernels last a few); the
-             * values are UTC all the same (docs/EXPORT.md) */
-            vt_tw_bool(t, 1, 0);
-            vt_tw_begin(t, 2); /* TimeUnit */
-            vt_tw_begin(t, 3); /* NANOS */
-            vt_tw_end(t);
-            vt_tw_end(t);
-            vt_tw_end(t);
-        }
-        vt_tw_end(t);
-    }
-    vt_tw_end(t);
-}
-
-static int footer_write(vt_pq *w)
-{
-    vt_tw *t = &w->tw;
-    vt_tw_reset(t);
-    uint32_t nschema = 1;
-    for (int k = 0; k < w->ncols; k++)
-        nschema += w->cols[k].c.type == VT_PQ_STRING_LIST ? 3 : 1;
-    vt_tw_i32(t, 1, 1); /* version */
-    vt_tw_list(t, 2, VT_TT_STRUCT, nschema);
-    vt_tw_begin(t, 0);
-    vt_tw_bin(t, 4, "schema", 6);
-    vt_tw_i32(t, 5, w->ncols);
-    vt_tw_end(t);
-    for (int k = 0; k < w->ncols; k++) {
-        const pq_column *c = &w->cols[k];
-        if (c->c.type != VT_PQ_STRING_LIST) {
-            schema_leaf(t, c, c->c.name, c->c.optional ? 1 : 0);
-            continue;
-        }
-        vt_tw_begin(t, 0); /* <optional|required> group NAME (LIST) */
-        vt_tw_i32(t, 3, c->c.optional ? 1 : 0);
-        vt_tw_bin(t, 4, c->c.name, strlen(c->c.name));
-        vt_tw_i32(t, 5, 1);
-        vt_tw_i32(t, 6, 3); /* ConvertedType LIST */
-        vt_tw_begin(t, 10);
-        vt_tw_begin(t, 3); /* LogicalType LIST */
-        vt_tw_end(t);
-        vt_tw_end(t);
-        vt_tw_end(t);
-        vt_tw_begin(t, 0); /* repeated group list */
-        vt_tw_i32(t, 3, 2);
-        vt_tw_bin(t, 4, "list", 4);
-        vt_tw_i32(t, 5, 1);
-        vt_tw_end(t);
-        schema_leaf(t, c, "element", 0);
-    }
-    vt_tw_i64(t, 3, (int64_t)w->rows_total);
-    vt_tw_list(t, 4, VT_TT_STRUCT, (uint32_t)w->ngroups);
-    for (size_t g = 0; g < w->ngroups; g++) {
-        vt_tw_begin(t, 0); /* RowGroup */
-        vt_tw_list(t, 1, VT_TT_STRUCT, (uint32_t)w->ncols);
-        for (int k = 0; k < w->ncols; k++) {
-            const pq_column *c = &w->cols[k];
-            const pq_chunk *ch = &c->ch[g];
-            vt_tw_begin(t, 0); /* ColumnChunk */
-            vt_tw_i64(t, 2, ch->has_dict ? ch->dict_off : ch->data_off);
-            vt_tw_begin(t, 3); /* ColumnMetaData */
-            vt_tw_i32(t, 1, c->c.type == VT_PQ_INT32 ? 1 : is_str(c) ? 6 : 2);
-            vt_tw_list(t, 2, VT_TT_I32, ch->has_dict ? 3 : 2);
-            vt_tw_val_i32(t, 0); /* PLAIN */
-            vt_tw_val_i32(t, 3); /* RLE */
-            if (ch->has_dict)
-                vt_tw_val_i32(t, 8); /* RLE_DICTIONARY */
-            int list = c->c.type == VT_PQ_STRING_LIST;
-            vt_tw_list(t, 3, VT_TT_BINARY, list ? 3 : 1);
-            vt_tw_val_bin(t, c->c.name, strlen(c->c.name));
-            if (list) {
-                vt_tw_val_bin(t, "list", 4);
-                vt_tw_val_bin(t, "element", 7);
-            }
-            vt_tw_i32(t, 4, 6); /* ZSTD */
-            vt_tw_i64(t, 5, ch->num_values);
-            vt_tw_i64(t, 6, ch->unc);
-            vt_tw_i64(t, 7, ch->comp);
-            vt_tw_i64(t, 9, ch->data_off);
-            if (ch->has_dict)
-                vt_tw_i64(t, 11, ch->dict_off);
-            vt_tw_begin(t, 12); /* Statistics */
-            vt_tw_i64(t, 3, (int64_t)ch->nulls);
-            if (ch->have_stats) {
-                vt_tw_bin(t, 5, ch->max, ch->nmax);
-                vt_tw_bin(t, 6, ch->min, ch->nmin);
-            }
-            vt_tw_end(t);
-            vt_tw_end(t); /* ColumnMetaData */
-            vt_tw_end(t); /* ColumnChunk */
-        }
-        vt_tw_i64(t, 2, w->groups[g].unc);
-        vt_tw_i64(t, 3, w->groups[g].rows);
-        vt_tw_i64(t, 6, w->groups[g].comp);
-        vt_tw_end(t);
-    }
-    static const char by[] = "vramtrace version 0.1.0 (build vramtrace)";
-    vt_tw_bin(t, 6, by, sizeof(by) - 1);
-    vt_tw_list(t, 7, VT_TT_STRUCT, (uint32_t)w->ncols);
-    for (int k = 0; k < w->ncols; k++) {
-        vt_tw_begin(t, 0); /* ColumnOrder */
-        vt_tw_begin(t, 1); /* TYPE_ORDER */
-        vt_tw_end(t);
-        vt_tw_end(t);
-    }
-    vt_tw_end(t); /* FileMetaData */
-    if (t->err)
-        return w->err = t->err;
-    uint32_t len = (uint32_t)t->n;
-    if (file_put(w, t->b, t->n) || file_put(w, &len, 4) || file_put(w, "PAR1", 4))
-        return w->err;
-    return 0;
-}
-
 int vt_pq_close(vt_pq *w)
 {
     if (!w->err)
         group_write(w);
     if (!w->err)
-        footer_write(w);
+        vt_pq_footer_write(w);
     if (w->f) {
         if (fclose(w->f) && !w->err)
             w->err = VT_ERR_IO;

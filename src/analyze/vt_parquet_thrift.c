@@ -1,5 +1,7 @@
 /* vt_parquet_thrift.c - Thrift's compact protocol, the write half, for the
- * Parquet writer's page headers and footer (vt_parquet.c).  Field headers
+ * Parquet writer's page headers (vt_parquet.c), and the footer: the
+ * FileMetaData of the schema, the row groups and their column chunks
+ * (offsets, sizes, encodings, statistics) and the column orders.  Field headers
  * carry the id as a delta from the previous field of the same struct when
  * it fits in 4 bits (else the type byte and the id as a zigzag varint);
  * integers are zigzag varints; binaries a varint length and the bytes;
@@ -11,7 +13,7 @@
 #include <string.h>
 
 #include "vt_error.h"
-#include "vt_parquet.h"
+#include "vt_parquet_int.h"
 
 void vt_tw_reset(vt_tw *t)
 {
@@ -147,4 +149,136 @@ void vt_tw_end(vt_tw *t)
     put1(t, 0);
     if (t->depth > 0)
         t->depth--;
+}
+
+/* ------------------------------------------------------------ the footer */
+
+static void schema_leaf(vt_tw *t, const pq_column *c, const char *name, int repetition)
+{
+    vt_tw_begin(t, 0);
+    vt_tw_i32(t, 1, c->c.type == VT_PQ_INT32 ? 1 : is_str(c) ? 6 : 2); /* INT32, BYTE_ARRAY, INT64 */
+    vt_tw_i32(t, 3, repetition);
+    vt_tw_bin(t, 4, name, strlen(name));
+    if (is_str(c))
+        vt_tw_i32(t, 6, 0); /* ConvertedType UTF8 */
+    if (is_str(c) || c->c.type == VT_PQ_TIMESTAMP) {
+        vt_tw_begin(t, 10); /* LogicalType */
+        if (is_str(c)) {
+            vt_tw_begin(t, 1); /* STRING */
+            vt_tw_end(t);
+        } else {
+            vt_tw_begin(t, 8); /* TIMESTAMP */
+            /* isAdjustedToUTC false: DuckDB reads the true form as its
+             * TIMESTAMPTZ, in microseconds (kernels last a few); the
+             * values are UTC all the same (docs/EXPORT.md) */
+            vt_tw_bool(t, 1, 0);
+            vt_tw_begin(t, 2); /* TimeUnit */
+            vt_tw_begin(t, 3); /* NANOS */
+            vt_tw_end(t);
+            vt_tw_end(t);
+            vt_tw_end(t);
+        }
+        vt_tw_end(t);
+    }
+    vt_tw_end(t);
+}
+
+int vt_pq_footer_write(vt_pq *w)
+{
+    vt_tw *t = &w->tw;
+    vt_tw_reset(t);
+    uint32_t nschema = 1;
+    for (int k = 0; k < w->ncols; k++)
+        nschema += w->cols[k].c.type == VT_PQ_STRING_LIST ? 3 : 1;
+    vt_tw_i32(t, 1, 1); /* version */
+    vt_tw_list(t, 2, VT_TT_STRUCT, nschema);
+    vt_tw_begin(t, 0);
+    vt_tw_bin(t, 4, "schema", 6);
+    vt_tw_i32(t, 5, w->ncols);
+    vt_tw_end(t);
+    for (int k = 0; k < w->ncols; k++) {
+        const pq_column *c = &w->cols[k];
+        if (c->c.type != VT_PQ_STRING_LIST) {
+            schema_leaf(t, c, c->c.name, c->c.optional ? 1 : 0);
+            continue;
+        }
+        vt_tw_begin(t, 0); /* <optional|required> group NAME (LIST) */
+        vt_tw_i32(t, 3, c->c.optional ? 1 : 0);
+        vt_tw_bin(t, 4, c->c.name, strlen(c->c.name));
+        vt_tw_i32(t, 5, 1);
+        vt_tw_i32(t, 6, 3); /* ConvertedType LIST */
+        vt_tw_begin(t, 10);
+        vt_tw_begin(t, 3); /* LogicalType LIST */
+        vt_tw_end(t);
+        vt_tw_end(t);
+        vt_tw_end(t);
+        vt_tw_begin(t, 0); /* repeated group list */
+        vt_tw_i32(t, 3, 2);
+        vt_tw_bin(t, 4, "list", 4);
+        vt_tw_i32(t, 5, 1);
+        vt_tw_end(t);
+        schema_leaf(t, c, "element", 0);
+    }
+    vt_tw_i64(t, 3, (int64_t)w->rows_total);
+    vt_tw_list(t, 4, VT_TT_STRUCT, (uint32_t)w->ngroups);
+    for (size_t g = 0; g < w->ngroups; g++) {
+        vt_tw_begin(t, 0); /* RowGroup */
+        vt_tw_list(t, 1, VT_TT_STRUCT, (uint32_t)w->ncols);
+        for (int k = 0; k < w->ncols; k++) {
+            const pq_column *c = &w->cols[k];
+            const pq_chunk *ch = &c->ch[g];
+            vt_tw_begin(t, 0); /* ColumnChunk */
+            vt_tw_i64(t, 2, ch->has_dict ? ch->dict_off : ch->data_off);
+            vt_tw_begin(t, 3); /* ColumnMetaData */
+            vt_tw_i32(t, 1, c->c.type == VT_PQ_INT32 ? 1 : is_str(c) ? 6 : 2);
+            vt_tw_list(t, 2, VT_TT_I32, ch->has_dict ? 3 : 2);
+            vt_tw_val_i32(t, 0); /* PLAIN */
+            vt_tw_val_i32(t, 3); /* RLE */
+            if (ch->has_dict)
+                vt_tw_val_i32(t, 8); /* RLE_DICTIONARY */
+            int list = c->c.type == VT_PQ_STRING_LIST;
+            vt_tw_list(t, 3, VT_TT_BINARY, list ? 3 : 1);
+            vt_tw_val_bin(t, c->c.name, strlen(c->c.name));
+            if (list) {
+                vt_tw_val_bin(t, "list", 4);
+                vt_tw_val_bin(t, "element", 7);
+            }
+            vt_tw_i32(t, 4, 6); /* ZSTD */
+            vt_tw_i64(t, 5, ch->num_values);
+            vt_tw_i64(t, 6, ch->unc);
+            vt_tw_i64(t, 7, ch->comp);
+            vt_tw_i64(t, 9, ch->data_off);
+            if (ch->has_dict)
+                vt_tw_i64(t, 11, ch->dict_off);
+            vt_tw_begin(t, 12); /* Statistics */
+            vt_tw_i64(t, 3, (int64_t)ch->nulls);
+            if (ch->have_stats) {
+                vt_tw_bin(t, 5, ch->max, ch->nmax);
+                vt_tw_bin(t, 6, ch->min, ch->nmin);
+            }
+            vt_tw_end(t);
+            vt_tw_end(t); /* ColumnMetaData */
+            vt_tw_end(t); /* ColumnChunk */
+        }
+        vt_tw_i64(t, 2, w->groups[g].unc);
+        vt_tw_i64(t, 3, w->groups[g].rows);
+        vt_tw_i64(t, 6, w->groups[g].comp);
+        vt_tw_end(t);
+    }
+    static const char by[] = "vramtrace version 0.1.0 (build vramtrace)";
+    vt_tw_bin(t, 6, by, sizeof(by) - 1);
+    vt_tw_list(t, 7, VT_TT_STRUCT, (uint32_t)w->ncols);
+    for (int k = 0; k < w->ncols; k++) {
+        vt_tw_begin(t, 0); /* ColumnOrder */
+        vt_tw_begin(t, 1); /* TYPE_ORDER */
+        vt_tw_end(t);
+        vt_tw_end(t);
+    }
+    vt_tw_end(t); /* FileMetaData */
+    if (t->err)
+        return w->err = t->err;
+    uint32_t len = (uint32_t)t->n;
+    if (vt_pq_file_put(w, t->b, t->n) || vt_pq_file_put(w, &len, 4) || vt_pq_file_put(w, "PAR1", 4))
+        return w->err;
+    return 0;
 }
