@@ -25,6 +25,17 @@ rss() { # peak RSS in KiB of an export of $1
         "$vt" export --format parquet --no-symbols --no-progress -o "$tmp/x" "$1" 2>/dev/null; echo 0
     fi
 }
+# the command: a directory, never stdout (2); nothing readable (1); the
+# same trace twice gives the same bytes (and replaces its files)
+rc=0; "$vt" export --format parquet -o - "$tmp/one" 2>/dev/null || rc=$?
+[ $rc = 2 ] || { echo "parquet_job: FAIL: -o - gave $rc, not 2" >&2; exit 1; }
+rc=0; "$vt" export --format parquet --no-progress -o "$tmp/none" "$tmp/missing.zst" 2>/dev/null || rc=$?
+[ $rc = 1 ] || { echo "parquet_job: FAIL: a missing trace gave $rc, not 1" >&2; exit 1; }
+"$vt" export --format parquet --no-symbols --no-progress -o "$tmp/d1" "$tmp/one" 2>/dev/null
+"$vt" export --format parquet --no-symbols --no-progress -o "$tmp/d1" "$tmp/one" 2>/dev/null
+"$vt" export --format parquet --no-symbols --no-progress -o "$tmp/d2" "$tmp/one" 2>/dev/null
+diff -r "$tmp/d1" "$tmp/d2" >/dev/null || { echo "parquet_job: FAIL: two exports differ" >&2; exit 1; }
+[ "$(find "$tmp/d1" -type f | wc -l)" = 7 ] || { echo "parquet_job: FAIL: not 7 files for one trace" >&2; exit 1; }
 one=$(rss "$tmp/one")
 all=$(rss "$tmp/job")
 echo "parquet_job: $n traces exported in $all KiB peak RSS ($(cat "$tmp/wall.job" 2>/dev/null)s), one trace $one KiB"
