@@ -72,7 +72,7 @@ int main(int argc, char **argv)
         vt_pq_int(w, 0, r);
         fprintf(j, "{\"id\":%d", r);
         if (r % 3) {
-            int32_t v = (int32_t)(x >> 32) - (1 << 30);
+            int32_t v = (int32_t)(x >> 33) - (1 << 30); /* 31 bits, then half below 0 */
             vt_pq_int(w, 1, v);
             fprintf(j, ",\"small\":%d", v);
         } else {
