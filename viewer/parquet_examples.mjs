@@ -81,8 +81,9 @@ export async function checkExamples (sql, rows, report, procs, fail) {
       if (d.peak_live_bytes <= 0) continue
       const got = Number(bm.get(`${id(q)}/${d.index}`)?.peak_bytes ?? 0)
       // with module globals live (gpu-torch-tracker-*) the two differ a
-      // little, likely the replay's running sum in record order against
-      // SQL's in time order (docs/EXPORT.md): within 1% there
+      // little: their records carry times earlier than the records before
+      // them, the replay sums in record order, SQL in time order
+      // (docs/EXPORT.md): within 1% there
       if (d.by_kind.device_static) {
         if (Math.abs(got - d.peak_live_bytes) > d.peak_live_bytes / 100) fail(`example peak_from_blocks ${p.file} device ${d.index}: SQL ${got}, report ${d.peak_live_bytes} (more than 1% apart)`)
       } else {
