@@ -198,6 +198,16 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
             record memviz FAIL "see logs/memviz.out"
         fi
     fi
+    # the Parquet export read by pyarrow.dataset and pandas (issue 38:
+    # tests/gpu/check_parquet_pyarrow.py), this run's traces and the seeds
+    if want parquet; then
+        if python3 "$root/tests/gpu/check_parquet_pyarrow.py" "$VRAMTRACE_CLI" "$W/parquet" "$W/traces" \
+            "$root/tests/data/seeds" >"$W/logs/parquet.out" 2>&1; then
+            record parquet ok "$(tail -1 "$W/logs/parquet.out")"
+        else
+            record parquet FAIL "see logs/parquet.out"
+        fi
+    fi
 else
     record torch SKIP "no torch with CUDA"
 fi

@@ -16,10 +16,15 @@ missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-npm_deps() { # the viewer's test packages, from its lockfile
+npm_deps() { # the viewer's test packages, from its lockfile (the page's browser; DuckDB
+    # and hyparquet for the Parquet export's checks)
     local here
     here=$(cd "$(dirname "$0")/.." && pwd)
-    if command -v npm >/dev/null && [ ! -d "$here/viewer/node_modules/playwright-core" ]; then
+    local m need=0
+    for m in playwright-core @duckdb/node-api @duckdb/node-bindings-linux-x64 hyparquet hyparquet-compressors; do
+        [ -d "$here/viewer/node_modules/$m" ] || need=1
+    done
+    if command -v npm >/dev/null && [ $need = 1 ]; then
         echo "install-deps: npm ci in viewer/"
         (cd "$here/viewer" && npm ci --no-audit --no-fund --silent)
     fi

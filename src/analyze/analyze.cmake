@@ -39,7 +39,7 @@ if(vt_dw_static)
   target_include_directories(vt_analyze PRIVATE ${LIBDW_INCLUDE_DIRS})
   target_link_libraries(vt_analyze PRIVATE vt_core ${vt_dw_static} vt_zstd Threads::Threads ${CMAKE_DL_LIBS} ${vt_stdcxx} m)
 else()
-  target_link_libraries(vt_analyze PRIVATE vt_core PkgConfig::LIBDW ZLIB::ZLIB ${vt_stdcxx} m Threads::Threads)
+  target_link_libraries(vt_analyze PRIVATE vt_core vt_zstd PkgConfig::LIBDW ZLIB::ZLIB ${vt_stdcxx} m Threads::Threads)
 endif()
 # The replay's batch loop without GCC's SLP vectorizer (on at -O2 since GCC
 # 12): it pairs neighbouring 64-bit counters into SSE registers, then needs

@@ -221,6 +221,10 @@ enum {
     VT_PROBE__COUNT
 };
 
+/* The probe a failed call is (VT_PROBE_*), or VT_PROBE_NONE: the program's
+ * own failure (vt_replay_events.c). */
+int vt_failed_probe(const vt_ev_alloc_failed *e);
+
 /* A request that failed lately, for telling an allocator's retries of it
  * from a new request (vt_replay_events.c on_failed). */
 #define VT_REQ_RECENT 8

@@ -850,6 +850,10 @@ int vt_export(const vt_export_config *cfg, char *const *inputs, int ninputs, FIL
     vt_xjob j = {.cfg = cfg, .out = out, .inputs = inputs, .ninputs = ninputs};
     if (errlen)
         err[0] = 0;
+    if (cfg->format == VT_EXPORT_PARQUET) { /* a directory, not a stream: vt_export_parquet */
+        snprintf(err, errlen, "parquet writes a directory (vt_export_parquet)");
+        return VT_ERR_INVALID;
+    }
     int rc = vt_analysis_create(&j.model, &cfg->analysis);
     if (rc) {
         snprintf(err, errlen, "%s", vt_strerror(rc));

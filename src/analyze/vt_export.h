@@ -3,6 +3,8 @@
  *   VT_EXPORT_PERFETTO  Perfetto's native protobuf trace (ui.perfetto.dev)
  *   VT_EXPORT_CHROME    Chrome's JSON trace (chrome://tracing, Perfetto)
  *   VT_EXPORT_MEMVIZ    PyTorch's memory snapshot pickle (memory_viz)
+ *   VT_EXPORT_PARQUET   tables of a partitioned Parquet dataset (DuckDB,
+ *                       Spark, pandas), one file per trace and table
  *
  * Two passes over the inputs: the report's analysis first (view time,
  * peaks, growing call sites, steps, failed allocations), then the replay
@@ -17,7 +19,7 @@
 
 #include "vt_analyze.h"
 
-typedef enum { VT_EXPORT_PERFETTO = 0, VT_EXPORT_CHROME = 1, VT_EXPORT_MEMVIZ = 2 } vt_export_format;
+typedef enum { VT_EXPORT_PERFETTO = 0, VT_EXPORT_CHROME = 1, VT_EXPORT_MEMVIZ = 2, VT_EXPORT_PARQUET = 3 } vt_export_format;
 
 typedef struct {
     vt_export_format format;
@@ -39,5 +41,13 @@ void vt_export_config_default(vt_export_config *cfg);
  * was exported, the errors are on stderr with file and offset); or a
  * negative vt_err with a message in err (nothing usable written). */
 int vt_export(const vt_export_config *cfg, char *const *inputs, int ninputs, FILE *out, char *err, size_t errlen);
+
+/* Parquet: each trace (a file, or every trace of a directory) exported on
+ * its own, one after the other, into DIR/TABLE/rank=R/host=H/part-STEM.parquet
+ * (made; files of the same trace replaced).  Memory: one trace's analysis
+ * and a row group per table.  Returns 0, 1 when an input was damaged (what
+ * was readable was exported), or a negative vt_err with a message in err. */
+int vt_export_parquet(const vt_export_config *cfg, char *const *inputs, int ninputs, const char *dir, char *err,
+                      size_t errlen);
 
 #endif

@@ -109,7 +109,7 @@ static int64_t largest_free(const vt_proc *p, uint32_t device)
 
 /* Which known probe a failed call is (VT_PROBES), or VT_PROBE_NONE: the
  * error codes a library expects when it tries something and falls back. */
-static int probe_of(const vt_ev_alloc_failed *e)
+int vt_failed_probe(const vt_ev_alloc_failed *e)
 {
     if (e->api == VT_API_VMM && (e->error == 800 || e->error == 801)) /* NOT_PERMITTED, NOT_SUPPORTED */
         return VT_PROBE_HANDLE_TYPE;
@@ -195,7 +195,7 @@ static void on_failed(vt_proc *p, const vt_ev_alloc_failed *e, uint64_t t)
 {
     uint32_t device = e->device;
     const uint64_t call = p->failed_calls++;
-    const int probe = probe_of(e);
+    const int probe = vt_failed_probe(e);
     if (probe) {
         p->failed_probes++;
         p->probes[probe]++;

@@ -1,7 +1,8 @@
-/* builtin-export.c - `vramtrace export --format perfetto|chrome|memory-viz
+/* builtin-export.c - `vramtrace export --format perfetto|chrome|memory-viz|parquet
  * [-o FILE] [options] TRACE|DIR...`: the traces in the formats of the tools
  * people already have open (docs/EXPORT.md).  A directory exports every
- * process of the job into one file.  Exit: 0 ok, 1 a damaged or truncated
+ * process of the job into one file (parquet: a directory of tables, a file
+ * per trace).  Exit: 0 ok, 1 a damaged or truncated
  * trace (everything readable was exported; where it stopped is on stderr),
  * 2 usage, 1 when nothing could be written (the reason on stderr).
  * Touches: the named traces (read), the output file or stdout, stderr. */
@@ -21,13 +22,16 @@ int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
 static void export_usage(FILE *f)
 {
     fprintf(f,
-            "usage: vramtrace export --format perfetto|chrome|memory-viz [options] TRACE|DIR...\n"
+            "usage: vramtrace export --format perfetto|chrome|memory-viz|parquet [options] TRACE|DIR...\n"
             "  --format F           perfetto: ui.perfetto.dev (protobuf trace);\n"
             "                       chrome: chrome://tracing, Perfetto (JSON);\n"
             "                       memory-viz: PyTorch's memory snapshot (pickle) for\n"
-            "                       pytorch.org/memory_viz and torch.cuda._memory_viz\n"
+            "                       pytorch.org/memory_viz and torch.cuda._memory_viz;\n"
+            "                       parquet: a directory of tables (DuckDB, Spark, pandas),\n"
+            "                       one file per trace and table, partitioned by rank and host\n"
             "  -o, --output FILE    where to write (- = stdout; default: the first trace's\n"
-            "                       name with .perfetto-trace, .json or .pickle)\n"
+            "                       name with .perfetto-trace, .json, .pickle or .parquet;\n"
+            "                       parquet: a directory, added to)\n"
             "  --at TIME|MARKER     the leak view, as for `vramtrace report` (memory-viz:\n"
             "                       the segments are those live then)\n"
             "  --start TIME         leave out what happened before TIME after each trace's start\n"
@@ -46,7 +50,10 @@ static void export_usage(FILE *f)
 
 static const char *suffix(vt_export_format f)
 {
-    return f == VT_EXPORT_PERFETTO ? ".perfetto-trace" : f == VT_EXPORT_CHROME ? ".json" : ".pickle";
+    return f == VT_EXPORT_PERFETTO  ? ".perfetto-trace"
+           : f == VT_EXPORT_CHROME  ? ".json"
+           : f == VT_EXPORT_PARQUET ? ".parquet"
+                                    : ".pickle";
 }
 
 /* TRACE.zst -> TRACE.perfetto-trace; DIR -> DIR.perfetto-trace */
@@ -96,8 +103,10 @@ int cmd_export(int argc, char **argv)
                     cfg.format = VT_EXPORT_CHROME;
                 else if (!strcmp(v, "memory-viz") || !strcmp(v, "memviz"))
                     cfg.format = VT_EXPORT_MEMVIZ;
+                else if (!strcmp(v, "parquet"))
+                    cfg.format = VT_EXPORT_PARQUET;
                 else {
-                    fprintf(stderr, "vramtrace export: unknown format '%s' (perfetto, chrome, memory-viz)\n", v);
+                    fprintf(stderr, "vramtrace export: unknown format '%s' (perfetto, chrome, memory-viz, parquet)\n", v);
                     free(inputs);
                     return 2;
                 }
@@ -171,6 +180,21 @@ int cmd_export(int argc, char **argv)
     if (!out_path) {
         default_name(inputs[0], cfg.format, name, sizeof(name));
         out_path = name;
+    }
+    if (cfg.format == VT_EXPORT_PARQUET) { /* a directory, one file per trace and table */
+        char err[512] = "";
+        if (!strcmp(out_path, "-")) {
+            fprintf(stderr, "vramtrace export: parquet writes a directory: -o DIR\n");
+            free(inputs);
+            return 2;
+        }
+        int rc = vt_export_parquet(&cfg, inputs, ninputs, out_path, err, sizeof(err));
+        if (rc < 0)
+            fprintf(stderr, "vramtrace export: %s\n", err[0] ? err : vt_strerror(rc));
+        else
+            fprintf(stderr, "vramtrace export: wrote %s\n", out_path);
+        free(inputs);
+        return rc ? 1 : 0;
     }
     int to_stdout = !strcmp(out_path, "-");
     FILE *out = to_stdout ? stdout : fopen(out_path, "wb");

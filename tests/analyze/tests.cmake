@@ -162,6 +162,7 @@ add_test(NAME analyze.page_data
          COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/page_data.py $<TARGET_FILE:vramtrace> ${VT_TEST_DATA})
 set_tests_properties(analyze.page_data PROPERTIES LABELS "analyze")
 
+find_package(ZLIB REQUIRED) # its imported target is seen only in the directory that finds it
 add_executable(test_analyze ${CMAKE_CURRENT_LIST_DIR}/test_analyze.c ${CMAKE_CURRENT_LIST_DIR}/cxx_frame.cc)
 target_link_libraries(test_analyze PRIVATE vt_analyze vt_core vt_cmocka ZLIB::ZLIB ${CMAKE_DL_LIBS})
 set_target_properties(test_analyze PROPERTIES LINKER_LANGUAGE CXX)
@@ -197,3 +198,31 @@ add_test(NAME analyze.matrix.replay
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/matrix/run.py --replay ${VT_TEST_DATA}/matrix
                  --vt $<TARGET_FILE:vramtrace> --out ${CMAKE_CURRENT_BINARY_DIR}/matrix-replay)
 set_tests_properties(analyze.matrix.replay PROPERTIES LABELS "analyze")
+
+# The Parquet export (docs/EXPORT.md, "Parquet"), read back by DuckDB and
+# hyparquet (viewer/node_modules, scripts/install-deps.sh) against
+# `report --json`: every fixture directory, the SQL examples, a job of
+# 50 generated traces exported one at a time (gen_job.c), and the writer's
+# edge cases (parquet/test_parquet.c: nulls, lists, invalid UTF-8, row
+# groups, statistics) against the rows they must read.
+add_executable(vt_gen_job ${CMAKE_CURRENT_LIST_DIR}/gen_job.c)
+target_include_directories(vt_gen_job PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(vt_gen_job PRIVATE vt_core)
+add_executable(test_parquet ${CMAKE_CURRENT_LIST_DIR}/parquet/test_parquet.c)
+target_include_directories(test_parquet PRIVATE ${PROJECT_SOURCE_DIR}/src/analyze)
+target_link_libraries(test_parquet PRIVATE vt_analyze vt_core)
+find_program(VT_NODE_PQ node)
+if(VT_NODE_PQ AND EXISTS ${PROJECT_SOURCE_DIR}/viewer/node_modules/@duckdb/node-api)
+  set(VT_PQ_CHECK ${VT_NODE_PQ} ${PROJECT_SOURCE_DIR}/viewer/parquet_check.mjs $<TARGET_FILE:vramtrace>)
+  set(VT_PQ_OUT ${CMAKE_BINARY_DIR}/tests/parquet)
+  file(GLOB VT_PQ_GPU ${VT_TEST_DATA}/gpu-*.zst)
+  add_test(NAME analyze.parquet.edge COMMAND bash -c "mkdir -p \"$1\" && \"$0\" \"$1\" && \"$2\" \"$3\" \"$1\""
+           $<TARGET_FILE:test_parquet> ${VT_PQ_OUT}/edge ${VT_NODE_PQ} ${PROJECT_SOURCE_DIR}/viewer/parquet_edge.mjs)
+  add_test(NAME analyze.parquet.seeds COMMAND ${VT_PQ_CHECK} ${VT_PQ_OUT}/seeds --examples ${VT_TEST_DATA}/seeds)
+  add_test(NAME analyze.parquet.gpu COMMAND ${VT_PQ_CHECK} ${VT_PQ_OUT}/gpu --examples ${VT_PQ_GPU})
+  add_test(NAME analyze.parquet.matrix COMMAND ${VT_PQ_CHECK} ${VT_PQ_OUT}/matrix --examples ${VT_TEST_DATA}/matrix)
+  add_test(NAME analyze.parquet.job COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/parquet_job.sh $<TARGET_FILE:vramtrace>
+           $<TARGET_FILE:vt_gen_job> ${VT_NODE_PQ} ${PROJECT_SOURCE_DIR}/viewer ${VT_PQ_OUT}/job 50)
+  set_tests_properties(analyze.parquet.edge analyze.parquet.seeds analyze.parquet.gpu analyze.parquet.matrix analyze.parquet.job
+                       PROPERTIES LABELS "analyze;parquet")
+endif()

@@ -72,6 +72,7 @@ typedef struct {
     const char *env_name, *env_value; /* one more variable of the header (an allocator's setting) */
     int kernels, native, python;
     size_t frame_bytes; /* 0: the writer's default */
+    const char *host;   /* NULL: "testhost" */
 } gen_proc;
 
 static __attribute__((unused)) void gen_open(const char *path, const gen_proc *gp)
@@ -109,7 +110,7 @@ static __attribute__((unused)) void gen_open(const char *path, const gen_proc *g
     h.pid = gp->pid;
     g_tid = gp->pid;
     h.ppid = 1;
-    h.hostname = "testhost";
+    h.hostname = gp->host ? gp->host : "testhost";
     h.program = gp->program;
     h.argv = argv;
     h.argc = 3;
