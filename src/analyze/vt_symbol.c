@@ -6,7 +6,10 @@
  * file is not read and the frame stays module+offset with the reason.
  * Results are cached per file and address.  Inlined frames are expanded
  * from the DWARF scopes (innermost first), C++ names demangled with the
- * C++ ABI's __cxa_demangle.  With a cache directory (vt_symcache.c) the
+ * C++ ABI's __cxa_demangle.  The symbol of an address comes from the
+ * module's table sorted once (vt_symtab.c) and its scopes from the unit's
+ * tree walked once (vt_scopes.c): libdwfl and libdw scan both per address.
+ * With a cache directory (vt_symcache.c) the
  * cached results of a module are read first and the file is opened only
  * for an address the cache does not have: a module is read once per build
  * id on a host.  May touch: the files named in the trace, read only; the
