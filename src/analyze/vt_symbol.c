@@ -423,7 +423,7 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
     GElf_Off off = 0;
     if (!f->symtab_tried) {
         f->symtab_tried = 1;
-        f->symtab = vt_symtab_build(f->mod);
+        f->symtab = vt_symtab_create(f->mod);
     }
     int decided = 0;
     const char *symname = f->symtab ? vt_symtab_lookup(f->symtab, addr, &decided) : NULL;
@@ -440,7 +440,7 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
          * itself where the index cannot tell */
         Dwarf_Die path[256], *scopes = NULL;
         if (!f->scopes)
-            f->scopes = vt_scopes_new();
+            f->scopes = vt_scopes_create();
         int n = f->scopes ? vt_scopes_get(f->scopes, cu, addr - bias, path, 256) : -2;
         int fast = n != -2;
         if (fast)
