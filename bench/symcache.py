@@ -24,6 +24,7 @@ import argparse
 import glob
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -95,17 +96,20 @@ def offsets(text, n, path):
 
 def run_sym(vt, trace, cache):
     env = dict(os.environ, VRAMTRACE_CACHE_DIR=cache)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     p = subprocess.run([vt, "symbolize", trace], capture_output=True, text=True, env=env)
     wall = time.monotonic() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
     if p.returncode:
         sys.exit(f"symbolize failed: {p.stdout}{p.stderr}")
     m = STATS.search(p.stdout)
-    return wall, float(m.group(6)), int(m.group(2)), int(m.group(4)), int(m.group(5))
+    return wall, cpu, int(m.group(2)), int(m.group(4)), int(m.group(5))
 
 
 def cold_warm(vt, trace, rounds, tmp):
-    colds, warms, naddr = [], [], 0
+    colds, warms, ccpu, wcpu, naddr = [], [], [], [], 0
     for r in range(rounds):
         cache = os.path.join(tmp, "cache")
         shutil.rmtree(cache, ignore_errors=True)
@@ -115,9 +119,12 @@ def cold_warm(vt, trace, rounds, tmp):
             sys.exit(f"warm run read {w[2]} modules")
         colds.append(c[0])
         warms.append(w[0])
+        ccpu.append(c[1])
+        wcpu.append(w[1])
         naddr = c[3]
     size = sum(os.path.getsize(f) for f in glob.glob(os.path.join(tmp, "cache", "symbols", "*.cache")))
-    return statistics.median(colds), statistics.median(warms), naddr, size
+    med = statistics.median
+    return (med(colds), med(ccpu)), (med(warms), med(wcpu)), naddr, size
 
 
 def run_record(vt, trace, tmp, cache):
@@ -146,7 +153,7 @@ def main():
     ns = [int(x) for x in a.n.split(",")]
     tmp = tempfile.mkdtemp(prefix="vt-symcache-bench-")
     print(f"# {time.strftime('%Y-%m-%d')}, {os.cpu_count()} processors, median of {a.rounds} rounds; "
-          f"seconds are the whole `vramtrace symbolize` process")
+          f"seconds are the whole `vramtrace symbolize` process, wall (CPU)")
     print("| library | size | DWARF | symbols | frames | addresses | cold | warm | cache file |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     allargs = []
@@ -161,7 +168,8 @@ def main():
                 subprocess.run([gen, trace, lib, bid, os.path.join(tmp, "o")], check=True)
                 cold, warm, naddr, size = cold_warm(vt, trace, a.rounds, tmp)
                 print(f"| {os.path.basename(lib)} | {os.path.getsize(lib) / (1 << 20):.0f} MiB | "
-                      f"{'yes' if dwarf else 'no'} | {nsym} | {n} | {naddr} | {cold:.3f} s | {warm:.3f} s | "
+                      f"{'yes' if dwarf else 'no'} | {nsym} | {n} | {naddr} | {cold[0]:.3f} s ({cold[1]:.3f}) | "
+                      f"{warm[0]:.3f} s ({warm[1]:.3f}) | "
                       f"{size / 1024:.0f} KiB |", flush=True)
             offsets(text, max(ns), os.path.join(tmp, f"o{len(allargs)}"))
             allargs.append((lib, bid, os.path.join(tmp, f"o{len(allargs)}")))
@@ -169,7 +177,7 @@ def main():
         subprocess.run([gen, trace] + [x for t in allargs for x in t], check=True)
         cold, warm, naddr, size = cold_warm(vt, trace, a.rounds, tmp)
         print(f"| all {len(allargs)} in one trace ({os.cpu_count()} threads) | | | | {max(ns)} each | {naddr} | "
-              f"{cold:.3f} s | {warm:.3f} s | {size / 1024:.0f} KiB |")
+              f"{cold[0]:.3f} s ({cold[1]:.3f}) | {warm[0]:.3f} s ({warm[1]:.3f}) | {size / 1024:.0f} KiB |")
         cache = os.path.join(tmp, "rcache")
         shutil.rmtree(cache, ignore_errors=True)
         for label in ("cold", "warm"):

@@ -311,12 +311,12 @@ int vt_symbols_load(vt_symbolizer *s, const char *path, char *msg, size_t len);
 
 /* A module's symbol table sorted once (vt_symtab.c): the name that
  * dwfl_module_addrinfo gives for an address, in O(log n) instead of its scan
- * of every symbol.  build: NULL when the module's table cannot be indexed
+ * of every symbol.  create: NULL when the module's table cannot be indexed
  * (then ask libdwfl); lookup: *decided 0 when the index cannot tell (ask
  * libdwfl), else the name or NULL for none.  Lives no longer than the Dwfl. */
 typedef struct vt_symtab vt_symtab;
 struct Dwfl_Module;
-vt_symtab *vt_symtab_build(struct Dwfl_Module *mod);
+vt_symtab *vt_symtab_create(struct Dwfl_Module *mod);
 void vt_symtab_free(vt_symtab *t);
 const char *vt_symtab_lookup(const vt_symtab *t, uint64_t addr, int *decided);
 

@@ -165,7 +165,7 @@ static sc_unit *unit_get(vt_scopes *s, Dwarf_Die *cu)
     return u;
 }
 
-vt_scopes *vt_scopes_new(void)
+vt_scopes *vt_scopes_create(void)
 {
     return calloc(1, sizeof(vt_scopes));
 }

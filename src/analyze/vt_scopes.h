@@ -12,7 +12,7 @@
  * index cannot tell (call dwarf_getscopes).  An index lives no longer than
  * the Dwarf its DIEs come from; one thread at a time. */
 typedef struct vt_scopes vt_scopes;
-vt_scopes *vt_scopes_new(void);
+vt_scopes *vt_scopes_create(void);
 void vt_scopes_free(vt_scopes *s);
 int vt_scopes_get(vt_scopes *s, Dwarf_Die *cu, uint64_t pc, Dwarf_Die *out, int max);
 

@@ -6,7 +6,10 @@
  * file is not read and the frame stays module+offset with the reason.
  * Results are cached per file and address.  Inlined frames are expanded
  * from the DWARF scopes (innermost first), C++ names demangled with the
- * C++ ABI's __cxa_demangle.  With a cache directory (vt_symcache.c) the
+ * C++ ABI's __cxa_demangle.  The symbol of an address comes from the
+ * module's table sorted once (vt_symtab.c) and its scopes from the unit's
+ * tree walked once (vt_scopes.c): libdwfl and libdw scan both per address.
+ * With a cache directory (vt_symcache.c) the
  * cached results of a module are read first and the file is opened only
  * for an address the cache does not have: a module is read once per build
  * id on a host.  May touch: the files named in the trace, read only; the
@@ -424,7 +427,7 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
     GElf_Off off = 0;
     if (!f->symtab_tried) {
         f->symtab_tried = 1;
-        f->symtab = vt_symtab_build(f->mod);
+        f->symtab = vt_symtab_create(f->mod);
     }
     int decided = 0;
     const char *symname = f->symtab ? vt_symtab_lookup(f->symtab, addr, &decided) : NULL;
@@ -441,7 +444,7 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
          * itself where the index cannot tell */
         Dwarf_Die path[256], *scopes = NULL;
         if (!f->scopes)
-            f->scopes = vt_scopes_new();
+            f->scopes = vt_scopes_create();
         int n = f->scopes ? vt_scopes_get(f->scopes, cu, addr - bias, path, 256) : -2;
         int fast = n != -2;
         if (fast)

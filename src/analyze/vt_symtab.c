@@ -161,7 +161,7 @@ void vt_symtab_free(vt_symtab *t)
     free(t);
 }
 
-vt_symtab *vt_symtab_build(Dwfl_Module *mod)
+vt_symtab *vt_symtab_create(Dwfl_Module *mod)
 {
     int n = dwfl_module_getsymtab(mod);
     int fg = dwfl_module_getsymtab_first_global(mod);

@@ -85,7 +85,7 @@ static int check_lib(const char *path)
             addrs[n++] = v + sym.st_size - 1;
     }
     double t0 = now();
-    vt_symtab *t = vt_symtab_build(mod);
+    vt_symtab *t = vt_symtab_create(mod);
     double t1 = now();
     int bad = 0;
     size_t undecided = 0;
@@ -174,7 +174,7 @@ static int check_scopes(const char *path)
             hi = sh.sh_addr + sh.sh_size;
         }
     }
-    vt_scopes *ix = vt_scopes_new();
+    vt_scopes *ix = vt_scopes_create();
     const int n = 1000;
     int bad = 0, fast = 0, withsc = 0;
     double t_old = 0, t_new = 0;
