@@ -4,8 +4,9 @@
 #    library was built (build/libvramtrace.so): record the bundled leaky CUDA
 #    program (examples/leaky.cu, built as build/examples/leaky) with
 #    `vramtrace record`, then `vramtrace report` on its traces.
-#  - Elsewhere: `vramtrace report` on a real trace recorded on the GPU
-#    machine (tests/data/gpu-*.zst), or on any trace fixture in tests/data/.
+#  - Elsewhere: `vramtrace report` on a real recording from the GPU machine
+#    (tests/data/seeds/graph_list-default: a list of losses that keeps their
+#    graphs), its HTML page and a Perfetto trace.
 # `scripts/demo.sh --cpu` takes the second path even where a GPU is present.
 # `scripts/demo.sh [--cpu] TRACE|DIR` (or VRAMTRACE_DEMO_TRACE=TRACE|DIR)
 # shows that recording instead of a fixture: a trace with its TRACE.sym
@@ -65,23 +66,22 @@ if [ $cpu -eq 0 ] && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' &&
     echo "demo: build/examples/leaky was not built (no nvcc): showing a recorded trace" >&2
 fi
 
-# No GPU here: a real trace recorded on the GPU machine, the leaky one first.
-# Fixtures made damaged on purpose (reader tests) are no demo.
-trace=""
-# tests/data/gpu-leaky-tensors.zst: tests/analyze/gpu/leaky_train.py
-# recorded with --tensors on the H200 (a list that keeps every step's output,
-# a bounded cache, a big temporary per step).
-for pat in 'tests/data/gpu-leaky-tensors.zst' 'tests/data/gpu-*leak*.zst' 'tests/data/gpu-*.zst' 'tests/data/*.zst' 'tests/data/*/*.zst'; do
-    # shellcheck disable=SC2086
-    trace=$(ls -1 $pat 2>/dev/null | grep -v -E 'damaged|truncated|corrupt|bad' | head -1 || true)
-    [ -n "$trace" ] && break
-done
-if [ -z "$trace" ]; then
-    echo "demo: no GPU here and no trace in tests/data/" >&2
-    exit 1
-fi
-case "$trace" in
-    tests/data/gpu-*|tests/data/gpu-*) echo "demo: no GPU here (or --cpu): a trace recorded on the GPU machine, $trace" ;;
-    *) echo "demo: no GPU here (or --cpu): the trace fixture $trace" ;;
-esac
+# No GPU here: the flagship, recorded on the H200 by tests/gpu/check_seeds.sh
+# in PyTorch's default caching allocator: a training loop that keeps every
+# step's loss in a list (`losses.append(loss)`), and with it the autograd
+# graph.  The report names the list, its bytes and the line; then the page
+# and a Perfetto trace, written under build/ with their paths said.
+trace=tests/data/seeds/graph_list-default
+[ -d "$trace" ] || { echo "demo: no GPU here and no $trace" >&2; exit 1; }
+echo "demo: no GPU here (or --cpu): a recording from the GPU machine, $trace"
+echo "demo: (tests/gpu/seeds.py graph_list: losses.append(loss) keeps each step's graph)"
+echo
 show "$trace"
+if "$vt" --help 2>/dev/null | grep -q '^  export '; then
+    echo
+    echo "demo: $vt report --html build/demo-report.html $trace"
+    "$vt" report --no-progress --html build/demo-report.html "$trace"
+    echo "demo: $vt export --format perfetto -o build/demo.perfetto-trace $trace"
+    "$vt" export --no-progress --format perfetto -o build/demo.perfetto-trace "$trace" &&
+        echo "demo: open build/demo.perfetto-trace in https://ui.perfetto.dev (Open trace file)"
+fi
