@@ -124,6 +124,8 @@ add_test(NAME analyze.page_data
          COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/page_data.py $<TARGET_FILE:vramtrace> ${VT_TEST_DATA})
 set_tests_properties(analyze.page_data PROPERTIES LABELS "analyze")
 
+# ZLIB::ZLIB is imported in src/analyze's scope only: import it here too
+find_package(ZLIB REQUIRED)
 add_executable(test_analyze ${CMAKE_CURRENT_LIST_DIR}/test_analyze.c ${CMAKE_CURRENT_LIST_DIR}/cxx_frame.cc)
 target_link_libraries(test_analyze PRIVATE vt_analyze vt_core vt_cmocka ZLIB::ZLIB ${CMAKE_DL_LIBS})
 set_target_properties(test_analyze PROPERTIES LINKER_LANGUAGE CXX)
