@@ -70,3 +70,10 @@ add_test(NAME inject.cupy_hook COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/test_cu
                                        $<TARGET_FILE:vt_fake_hook>)
 # nosan: loads the fake library into a Python that sanitizers did not start
 set_tests_properties(inject.cupy_hook PROPERTIES LABELS "inject;nosan")
+
+# The table of blocks allocated since a mark (src/inject/vt_marktab.c), what
+# vt_test_end() reports to the pytest plugin
+add_executable(test_inject_marktab ${CMAKE_CURRENT_LIST_DIR}/test_marktab.c)
+target_link_libraries(test_inject_marktab PRIVATE vt_inject_common vt_cmocka Threads::Threads)
+add_test(NAME inject.marktab COMMAND test_inject_marktab)
+set_tests_properties(inject.marktab PROPERTIES LABELS "inject")
