@@ -225,6 +225,7 @@ extern _Atomic int g_mark_on;
 void mark_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_allocapi api);
 void mark_free(uint64_t addr, vt_allocapi api);
 void mark_fork_child(void);
+void test_begin_pending(void); /* at start: the test open before CUDA loaded the library */
 static inline int mark_on(void)
 {
     return __builtin_expect(atomic_load_explicit(&g_mark_on, memory_order_relaxed), 0);

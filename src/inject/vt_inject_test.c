@@ -123,6 +123,17 @@ int vt_test_end(const char *nodeid, vt_test_summary *sum, vt_test_site *sites, u
     return n;
 }
 
+/* At the library's start (init_once, in the thread whose CUDA call
+ * started it): the plugin had a test open before CUDA loaded the library,
+ * and left its node id in VRAMTRACE_TEST_PENDING; that test begins now,
+ * before its first allocation. */
+void test_begin_pending(void)
+{
+    const char *id = getenv("VRAMTRACE_TEST_PENDING");
+    if (id && *id)
+        vt_test_begin(id);
+}
+
 #ifdef VT_HAVE_PYSTACK
 static int describe_code(uint64_t code, char *file, size_t nfile, char *func, size_t nfunc)
 {
