@@ -33,7 +33,7 @@ function(vt_analyze_golden name rc)
   set_tests_properties(analyze.golden.${name} PROPERTIES FIXTURES_REQUIRED analyze_traces
                        LABELS "analyze;analyze-golden")
 endfunction()
-foreach(t leak growth_nvtx growth_kernels growth_late oom oom_retry vmm caching caching_tensors oddities)
+foreach(t leak growth_nvtx growth_kernels growth_late oom oom_retry vmm caching caching_tensors oddities pytest)
   vt_analyze_golden(report_${t}.txt 0 report ${t}.zst)
   vt_analyze_golden(report_${t}.json 0 report --json ${t}.zst)
 endforeach()
