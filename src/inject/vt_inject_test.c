@@ -125,13 +125,18 @@ int vt_test_end(const char *nodeid, vt_test_summary *sum, vt_test_site *sites, u
 
 /* At the library's start (init_once, in the thread whose CUDA call
  * started it): the plugin had a test open before CUDA loaded the library,
- * and left its node id in VRAMTRACE_TEST_PENDING; that test begins now,
- * before its first allocation. */
+ * and left "PID:NODEID" in VRAMTRACE_TEST_PENDING; that test begins now,
+ * before its first allocation.  Only in that process: a child the test
+ * started inherits the variable but runs no test of its own. */
 void test_begin_pending(void)
 {
-    const char *id = getenv("VRAMTRACE_TEST_PENDING");
-    if (id && *id)
-        vt_test_begin(id);
+    const char *v = getenv("VRAMTRACE_TEST_PENDING");
+    char *end = NULL;
+    if (!v || !*v)
+        return;
+    long pid = strtol(v, &end, 10);
+    if (end && *end == ':' && pid == (long)getpid() && end[1])
+        vt_test_begin(end + 1);
 }
 
 #ifdef VT_HAVE_PYSTACK

@@ -30,7 +30,8 @@ what is left (with tensor events, PyTorch's tensors; the allocator's
 cache is not a leak) for this module to fail the test.  The library is
 the one CUDA loaded from CUDA_INJECTION64_PATH (RTLD_NOLOAD: never loaded
 here); until CUDA initialised it is not there, so the open test's node id
-waits in VRAMTRACE_TEST_PENDING, which the library reads when it starts.
+waits in VRAMTRACE_TEST_PENDING ("PID:NODEID"), which the library reads
+when it starts in this process.
 Without the library this module says so once and does nothing.
 """
 import ctypes
@@ -153,9 +154,11 @@ class Result:
         out = []
         for s in self.sites[:limit]:
             f = _shown(s.file.decode("utf-8", "replace"))
-            out.append("    %s in %d block%s at %s:%d (%s)%s" % (
-                fmt_bytes(s.bytes), s.blocks, "" if s.blocks == 1 else "s", f, s.line,
-                s.function.decode("utf-8", "replace"), " on device %d" % s.device if s.device else ""))
+            where = "%s:%d (%s)" % (f, s.line, s.function.decode("utf-8", "replace")) if f != "?" else \
+                "no Python line (a thread without Python frames, e.g. PyTorch's autograd engine)"
+            out.append("    %s in %d block%s at %s%s" % (
+                fmt_bytes(s.bytes), s.blocks, "" if s.blocks == 1 else "s", where,
+                " on device %d" % s.device if s.device else ""))
         more = self.summary.nsites - min(len(self.sites), limit)
         if more > 0:
             out.append("    ... and %d more call site%s" % (more, "" if more == 1 else "s"))
@@ -170,7 +173,8 @@ class Result:
             out.append("vramtrace: no tensor events: blocks the driver handed out count "
                        "(a caching allocator's new segment counts as left live)")
         if s.flags & F_NOPY:
-            out.append("vramtrace: some blocks have no Python line (Python stacks off)")
+            out.append("vramtrace: some blocks have no Python line (allocated by a thread without Python "
+                       "frames, or Python stacks off)")
         return out
 
 
@@ -218,7 +222,7 @@ class Plugin:
                 self.say_once(self.lib.absent)
                 return False
             # CUDA is not initialised: the library begins this test when it starts
-            os.environ[PENDING_ENV] = item.nodeid
+            os.environ[PENDING_ENV] = "%d:%s" % (os.getpid(), item.nodeid)
             return True
         rc = fns[0](nodeid)
         if rc == -4:  # a test left open (an earlier end that never came): close it, begin again

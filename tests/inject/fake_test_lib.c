@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vt_marktab.h"
 
@@ -65,9 +66,11 @@ EXPORT void fake_cuda_init(void)
         return;
     tab = vt_marktab_create(1024, 64);
     fake_started = 1;
-    const char *id = getenv("VRAMTRACE_TEST_PENDING");
-    if (id && *id)
-        vt_test_begin(id);
+    const char *v = getenv("VRAMTRACE_TEST_PENDING"); /* "PID:NODEID", as vt_inject_test.c reads it */
+    char *end = NULL;
+    long pid = v ? strtol(v, &end, 10) : 0;
+    if (v && end && *end == ':' && pid == (long)getpid() && end[1])
+        vt_test_begin(end + 1);
 }
 
 static int describe(uint64_t code, char *file, size_t nfile, char *func, size_t nfunc)

@@ -129,7 +129,8 @@ check("not injected: nothing traced", not absent.begin(Item("a")) and not absent
 check("not injected: one message kept", absent.said is not None and "not injected" in absent.said
       and absent.said.endswith("the plugin does nothing"), absent.said)
 pend = vp.Plugin(Config(vramtrace=True), lib=vp.Library(env={"CUDA_INJECTION64_PATH": "/nonexistent/libvt.so"}))
-check("not loaded yet: pending", pend.begin(Item("t::first")) and os.environ.get(vp.PENDING_ENV) == "t::first")
+check("not loaded yet: pending", pend.begin(Item("t::first"))
+      and os.environ.get(vp.PENDING_ENV) == "%d:t::first" % os.getpid())
 check("not loaded yet: no result", pend.end(Item("t::first"), False) is None and vp.PENDING_ENV not in os.environ)
 
 # ---------------------------------------------------------------- part 2
