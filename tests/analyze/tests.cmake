@@ -161,3 +161,12 @@ add_test(NAME analyze.matrix.replay
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/matrix/run.py --replay ${VT_TEST_DATA}/matrix
                  --vt $<TARGET_FILE:vramtrace> --out ${CMAKE_CURRENT_BINARY_DIR}/matrix-replay)
 set_tests_properties(analyze.matrix.replay PROPERTIES LABELS "analyze")
+
+# The pytest plugin's recording on the GPU (tests/gpu/check_pytest.sh), once
+# it is a fixture: the report's tests section names the leaking test's line.
+if(EXISTS ${VT_TEST_DATA}/pytest)
+  add_test(NAME analyze.pytest_fixture
+           COMMAND python3 ${PROJECT_SOURCE_DIR}/tests/gpu/check_pytest_report.py --run $<TARGET_FILE:vramtrace>
+                   ${VT_TEST_DATA}/pytest ${PROJECT_SOURCE_DIR}/tests/gpu/pytest_leak.py)
+  set_tests_properties(analyze.pytest_fixture PROPERTIES LABELS "analyze")
+endif()
