@@ -33,8 +33,14 @@ static uint64_t test_key(const vt_replay_block *b)
     return k ? k : 2; /* key 0 is the map's empty slot; address 0 is never a block */
 }
 
+/* Tests kept per process: a crafted trace of START records alone must
+ * not take memory in proportion to them (later tests are not followed). */
+#define VT_TESTS_MAX (1u << 18)
+
 static int test_open(vt_proc *p, const char *name, uint64_t range, uint64_t t)
 {
+    if (p->ntests >= VT_TESTS_MAX)
+        return 0;
     if (VT_GROW(p->tests, p->ntests, p->captests, 16))
         return VT_ERR_NOMEM;
     vt_test *x = &p->tests[p->ntests];
