@@ -7,7 +7,14 @@
 #  - Elsewhere: `vramtrace report` on a real trace recorded on the GPU
 #    machine (tests/data/gpu-*.zst), or on any trace fixture in tests/data/.
 # `scripts/demo.sh --cpu` takes the second path even where a GPU is present.
+# `scripts/demo.sh [--cpu] TRACE|DIR` (or VRAMTRACE_DEMO_TRACE=TRACE|DIR)
+# shows that recording instead of a fixture: a trace with its TRACE.sym
+# beside it names its frames without the binaries.
 set -euo pipefail
+cpu=0
+[ "${1:-}" = "--cpu" ] && { cpu=1; shift; }
+demo_trace=${1:-${VRAMTRACE_DEMO_TRACE:-}}
+[ -z "$demo_trace" ] || demo_trace=$(realpath "$demo_trace")
 cd "$(dirname "$0")/.."
 mkdir -p build
 if scripts/install-deps.sh; then
@@ -38,7 +45,13 @@ show() {
     fi
 }
 
-if [ "${1:-}" != "--cpu" ] && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' &&
+if [ -n "$demo_trace" ]; then
+    [ -e "$demo_trace" ] || { echo "demo: $demo_trace: no such trace" >&2; exit 1; }
+    echo "demo: the recording $demo_trace"
+    show "$demo_trace"
+    exit 0
+fi
+if [ $cpu -eq 0 ] && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' &&
     [ -e build/libvramtrace.so ]; then
     if [ -x build/examples/leaky ]; then
         out=build/demo-traces

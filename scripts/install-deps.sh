@@ -8,7 +8,10 @@ set -euo pipefail
 pkgs=(cmake make gcc g++ pkg-config
       libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
       libzstd-dev zstd libdw-dev libelf-dev zlib1g-dev libcmocka-dev python3 chromium
-      clang)  # clang: the libFuzzer targets (scripts/fuzz.sh)
+      liblzma-dev libbz2-dev  # with zlib1g-dev: the static archives libdw.a needs (src/analyze/analyze.cmake)
+      binutils python3-venv  # the wheel: objcopy, and a venv to install it in (tests/cli/wheel_test.sh)
+      clang   # clang: the libFuzzer targets (scripts/fuzz.sh)
+      tmux)   # tmux: vramtrace top's terminal test (tests/cli/top_tty.sh)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -761,18 +761,13 @@
   }
 
   /* The data comes packed (src/analyze/vt_page_pack.c): base64 of gzip of
-   * a table of strings, a newline, then one JSON object whose members are
-   * the globals (VT_REPORT, VT_SERIES or VT_DIFF); a value "\u0001" + base
-   * 36 is the table's entry. */
+   * what L.unpackText reads. */
   function unpack(b64) {
     var bin = atob(b64), bytes = new Uint8Array(bin.length);
     for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
     var ds = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     return new Response(ds).text().then(function (text) {
-      var nl = text.indexOf("\n"), tab = JSON.parse(text.slice(0, nl));
-      var data = JSON.parse(text.slice(nl + 1), function (_k, v) {
-        return typeof v === "string" && v.charCodeAt(0) === 1 ? tab[parseInt(v.slice(1), 36)] : v;
-      });
+      var data = L.unpackText(text);
       Object.keys(data).forEach(function (k) { window[k] = data[k]; });
     });
   }

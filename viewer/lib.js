@@ -2,7 +2,7 @@
  * live bytes of a call site at a time bucket and what a range left live
  * (from the call sites' histograms of bytes by allocation bucket and free
  * bucket), decimation of a timeline into pixel columns, the icicle tree and
- * its layout, the differential tree of a diff.  Loaded by the page and, for
+ * its layout, the differential tree of a diff, the page's packed data.  Loaded by the page and, for
  * its unit tests, by node (viewer/test/lib.test.js). */
 var VTLIB = (function () {
   "use strict";
@@ -274,7 +274,18 @@ var VTLIB = (function () {
     return p;
   }
 
-  return { fmtBytes: fmtBytes, fmtTime: fmtTime, liveAt: liveAt, rangeLeft: rangeLeft, liveSeries: liveSeries,
+  /* The page's data once inflated (src/analyze/vt_page_pack.c): a table
+   * of strings (a JSON array), a newline, then one JSON object whose
+   * members are the page's globals; a value "\u0001" + base 36 is the
+   * table's entry of that index. */
+  function unpackText(text) {
+    var nl = text.indexOf("\n"), tab = JSON.parse(text.slice(0, nl));
+    return JSON.parse(text.slice(nl + 1), function (_k, v) {
+      return typeof v === "string" && v.charCodeAt(0) === 1 ? tab[parseInt(v.slice(1), 36)] : v;
+    });
+  }
+
+  return { fmtBytes: fmtBytes, unpackText: unpackText, fmtTime: fmtTime, liveAt: liveAt, rangeLeft: rangeLeft, liveSeries: liveSeries,
     decimate: decimate, buildTree: buildTree, layout: layout, diffSites: diffSites, diffRows: diffRows, diffTree: diffTree,
     sparkPath: sparkPath, shownFrames: shownFrames, frameLabel: frameLabel, niceStep: niceStep, byteTicks: byteTicks,
     timeTicks: timeTicks, pkgOf: pkgOf, jsonFrames: jsonFrames };

@@ -64,6 +64,15 @@ int vt_analysis_create(vt_analysis **out, const vt_analysis_config *cfg)
         free(a);
         return VT_ERR_NOMEM;
     }
+    char dir[4096];
+    if (a->sym && a->cfg.symbol_cache && !vt_symcache_dir(dir, sizeof(dir)) &&
+        vt_symbolizer_set_cache(a->sym, dir)) {
+        vt_symbolizer_free(a->sym);
+        free(a->steps_name);
+        free(a->at_marker);
+        free(a);
+        return VT_ERR_NOMEM;
+    }
     a->cfg.sysroot = NULL;
     *out = a;
     return 0;
@@ -76,6 +85,12 @@ void vt_analysis_free(vt_analysis *a)
     for (size_t i = 0; i < a->nprocs; i++)
         vt_proc_free(a->procs[i]);
     free(a->procs);
+    if (a->sym) {
+        /* what this report resolved, for the next one (a cache that cannot
+         * be written costs only the next report's time: not said here) */
+        char msg[600];
+        (void)vt_symbolizer_flush(a->sym, msg, sizeof(msg));
+    }
     vt_symbolizer_free(a->sym);
     for (unsigned i = 0; i < a->nall_errors; i++)
         free(a->all_errors[i]);

@@ -40,6 +40,8 @@ typedef struct {
     unsigned top;           /* rows per section and process; default 20, 0 = default */
     unsigned max_frames;    /* frames shown per stack in text; default 24 */
     int symbolize;          /* resolve native frames with libdwfl; default on (1) */
+    int symbol_cache;       /* through the build-id symbol cache (vt_symcache_dir): read
+                             * first, what was resolved written back at free; default 0 */
     int native;             /* text: every native frame (default: the runtime's folded into one line) */
     int progress;           /* print progress on stderr when a file takes > 2 s */
     const char *sysroot;    /* optional prefix for module paths (binaries copied from another machine) */
@@ -148,6 +150,39 @@ int vt_analysis_view_missing(const vt_analysis *a, char *msg, size_t len);
  * the native frames and those resolved; 0 or a vt_err with msg. */
 int vt_symbols_write(const char *trace, const char *sysroot, uint64_t *nframes, uint64_t *nresolved, char *msg,
                      size_t len);
+
+/* The same for several traces at once, through the build-id symbol cache
+ * (docs/FORMAT.md): the modules the traces reference are resolved once each,
+ * only for the addresses not in the cache, several modules at a time. */
+typedef struct {
+    const char *sysroot;   /* look for the binaries under it; NULL: / */
+    const char *cache_dir; /* the symbol cache; NULL or "": none */
+    unsigned threads;      /* modules resolved at once; 0: the processors online */
+    unsigned progress_ms;  /* when resolving runs longer, note() says what it reads; 0: never */
+    /* messages for the user (a damaged cache file, progress), one line each
+     * without a newline; NULL: none.  Called from the calling thread. */
+    void (*note)(void *arg, const char *msg);
+    void *arg;
+    /* per trace i after it is written: its counts, or rc != 0 and msg */
+    void (*done)(void *arg, size_t i, int rc, uint64_t nframes, uint64_t nresolved, const char *msg);
+} vt_symbols_opts;
+typedef struct {
+    uint64_t nframes, nresolved;  /* native frames of all traces, those resolved */
+    unsigned nmodules;            /* distinct modules (by build id) referenced */
+    unsigned nmodules_opened;     /* of them read with libdwfl (the cache lacked an address) */
+    uint64_t opened_bytes;        /* their size */
+    uint64_t naddrs, naddrs_cached; /* addresses looked up, those the cache had */
+    unsigned threads;             /* threads that resolved */
+    unsigned cache_damaged;       /* cache files ignored as damaged (each noted once) */
+    double resolve_seconds;       /* wall time of the resolving (0 when all cached) */
+} vt_symbols_stats;
+/* The symbol cache's directory: $VRAMTRACE_CACHE_DIR/symbols, else
+ * $XDG_CACHE_HOME/vramtrace/symbols, else ~/.cache/vramtrace/symbols; 0, or
+ * 1 when there is none (VRAMTRACE_SYMBOL_CACHE=0, no home) with out "". */
+int vt_symcache_dir(char *out, size_t len);
+/* 0 when every trace's .sym was written, else the number that failed (each
+ * reported through done); a negative vt_err when nothing could start. */
+int vt_symbols_write_all(char *const *traces, size_t n, const vt_symbols_opts *o, vt_symbols_stats *st);
 
 /* After finish: totals used by --fail-on-leak / --fail-on-growth, summed
  * over the processes. */

@@ -297,8 +297,11 @@ typedef struct {
     uint32_t nlines;
 } vt_symres;
 
+/* VT_SYM_UNRESOLVED_THERE: the binary is not here and the trace's .sym,
+ * which the recording host wrote, has nothing of it (that host did not
+ * resolve it either); never written into a .sym */
 enum { VT_SYM_OK = 0, VT_SYM_NO_MODULE, VT_SYM_NOT_FOUND, VT_SYM_BUILD_ID_MISMATCH,
-       VT_SYM_NO_SYMBOL, VT_SYM_DISABLED, VT_SYM_NO_DEBUG_INFO };
+       VT_SYM_NO_SYMBOL, VT_SYM_DISABLED, VT_SYM_NO_DEBUG_INFO, VT_SYM_UNRESOLVED_THERE };
 const char *vt_sym_status_name(int status);
 
 typedef struct vt_symbolizer vt_symbolizer;
@@ -315,9 +318,71 @@ uint64_t vt_symbols_bid_hash(const uint8_t *bid, uint32_t n);
 /* the key of (build-id hash, address) in maps of resolved addresses */
 uint64_t vt_symbols_key(uint64_t bidh, uint64_t rel);
 int vt_symbolizer_add_travel(vt_symbolizer *s, uint64_t bidh, uint64_t rel, const vt_symres *r);
+/* A .sym was read for the traces this symbolizer serves (even an empty
+ * one: its host resolved nothing): binaries not here are then never
+ * "binary not found" (vt_symbolizer_lookup). */
+void vt_symbolizer_saw_travel(vt_symbolizer *s);
 /* Load PATH (a trace's .sym file) into s: 0, or a vt_err (a missing file is
  * VT_ERR_NOT_FOUND and says nothing). */
 int vt_symbols_load(vt_symbolizer *s, const char *path, char *msg, size_t len);
+
+/* A module's symbol table sorted once (vt_symtab.c): the name that
+ * dwfl_module_addrinfo gives for an address, in O(log n) instead of its scan
+ * of every symbol.  build: NULL when the module's table cannot be indexed
+ * (then ask libdwfl); lookup: *decided 0 when the index cannot tell (ask
+ * libdwfl), else the name or NULL for none.  Lives no longer than the Dwfl. */
+typedef struct vt_symtab vt_symtab;
+struct Dwfl_Module;
+vt_symtab *vt_symtab_build(struct Dwfl_Module *mod);
+void vt_symtab_free(vt_symtab *t);
+const char *vt_symtab_lookup(const vt_symtab *t, uint64_t addr, int *decided);
+
+/* The build-id symbol cache (vt_symcache.c; its directory: vt_symcache_dir). */
+/* A module's key: its build id in hex, or without one "p" and a hash of
+ * FILE's path, size and mtime (FILE as found on this host); -1 when there
+ * is neither (FILE not here). */
+int vt_symcache_key(char *out, size_t len, const char *file, const uint8_t *bid, uint32_t bid_len);
+/* Read the cache file of KEY in DIR, calling add(arg, rel, result) per
+ * entry (the result is the callback's to copy); add's nonzero return stops
+ * and is returned.  0; VT_ERR_NOT_FOUND (no file, msg ""); VT_ERR_CORRUPT,
+ * VT_ERR_VERSION or VT_ERR_TOO_LARGE with msg (the file is to be ignored;
+ * entries may have been added before a damage was seen only if add ran). */
+typedef int (*vt_symcache_add_fn)(void *arg, uint64_t rel, const vt_symres *r);
+int vt_symcache_read(const char *dir, const char *key, vt_symcache_add_fn add, void *arg, char *msg, size_t len);
+typedef struct {
+    uint64_t rel;
+    const vt_symres *r;
+} vt_symcache_ent;
+/* Replace the cache file of KEY with ents (sorted by the caller), written
+ * beside and renamed; creates DIR.  0 or a vt_err with msg. */
+int vt_symcache_write(const char *dir, const char *key, const vt_symcache_ent *ents, size_t n, char *msg,
+                      size_t len);
+/* An exclusive flock on KEY.lock in DIR across read-merge-write: the fd to
+ * pass to unlock, or -1 (no lock could be had: go on without). */
+int vt_symcache_lock(const char *dir, const char *key);
+void vt_symcache_unlock(int fd);
+
+/* The symbolizer with a cache (vt_symbol.c): results are looked up in the
+ * cache directory DIR before the module is opened, new ones are written
+ * back by vt_symbolizer_flush.  Call before the first lookup. */
+int vt_symbolizer_set_cache(vt_symbolizer *s, const char *dir);
+/* 1 when a lookup of (path, bid, rel) would not open the file (the cache
+ * or an earlier lookup has it); reads the module's cache once. */
+int vt_symbolizer_cached(vt_symbolizer *s, const char *path, const uint8_t *bid, uint32_t bid_len, uint64_t rel);
+/* Merge the results resolved since the cache was read into the cache files
+ * (under their locks).  0, or the first vt_err with msg. */
+int vt_symbolizer_flush(vt_symbolizer *s, char *msg, size_t len);
+/* What a symbolizer did: modules whose file it opened (and their bytes),
+ * lookups answered from the cache and resolved from the file. */
+typedef struct {
+    uint64_t opened, opened_bytes;
+    uint64_t cache_hits, resolved;
+    unsigned cache_damaged;   /* cache files ignored as damaged */
+} vt_symbolizer_stats;
+void vt_symbolizer_get_stats(const vt_symbolizer *s, vt_symbolizer_stats *st);
+/* The first message about a damaged cache file since the last call (""
+ * if none); each damaged file is reported once. */
+const char *vt_symbolizer_cache_msg(vt_symbolizer *s);
 
 typedef struct {
     uint32_t kind, module, function, file, line;
@@ -521,6 +586,9 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev);
 /* ev[0 .. n) in order; stops at the first error and returns it */
 int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n);
 int vt_proc_finish(vt_analysis *a, vt_proc *p);
+/* Steps (p->steps, p->step_period_ns) and each unit's growth results over
+ * what was fed so far, for the live view; feeding may go on after it. */
+void vt_proc_live_growth(vt_analysis *a, vt_proc *p);
 /* Every block still live in p's tables (allocations, and VMM physical
  * allocations with their handle as the address): fn(ctx, address, size,
  * allocation time, unit); stops at fn's first nonzero return. */

@@ -690,3 +690,27 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
                  "it; the leak view may count frees made during teardown");
     return 0;
 }
+
+/* The live view (vt_live.c): steps and growth of a process still being
+ * replayed, by the same detectors as at the finish, over what was read
+ * so far (the growth window ends at the last event).  Touches only what
+ * vt_proc_finish() recomputes (steps, the growth results of the units). */
+void vt_proc_live_growth(vt_analysis *a, vt_proc *p)
+{
+    const uint64_t view = p->view_t;
+    p->view_t = p->t_last + 1;
+    detect_steps(a, p);
+    for (size_t k = 0; k < p->nunits; k++) {
+        vt_unit *u = &p->units[k];
+        if (u->live_bytes <= 0 && !u->growth_flag) {
+            u->growth_flag = 0;
+            u->growth_per_step = -1;
+            continue;
+        }
+        unit_growth(p, u);
+        if (u->growth_flag && u->segment && p->tensor_units)
+            u->growth_flag = 0; /* reserved growth: the pool following its tensors */
+    }
+    p->step_occ = NULL; /* points into tables that the next events may move */
+    p->view_t = view;
+}

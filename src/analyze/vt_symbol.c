@@ -6,17 +6,23 @@
  * file is not read and the frame stays module+offset with the reason.
  * Results are cached per file and address.  Inlined frames are expanded
  * from the DWARF scopes (innermost first), C++ names demangled with the
- * C++ ABI's __cxa_demangle.  May touch: the files named in the trace, read
- * only.
+ * C++ ABI's __cxa_demangle.  With a cache directory (vt_symcache.c) the
+ * cached results of a module are read first and the file is opened only
+ * for an address the cache does not have: a module is read once per build
+ * id on a host.  May touch: the files named in the trace, read only; the
+ * cache directory.
  */
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <libelf.h>
 #include <dwarf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "vt_analyze_int.h"
+#include "vt_scopes.h"
 #include "vt_error.h"
 #include "vt_grow.h"
 
@@ -28,8 +34,17 @@ typedef struct {
     uint32_t bid_len;
     Dwfl *dwfl;
     Dwfl_Module *mod;
+    vt_symtab *symtab; /* its symbol table sorted (vt_symtab.c), built at the first address */
+    int symtab_tried;
+    vt_scopes *scopes; /* its units' scope trees (vt_scopes.c), each walked once */
     int status;      /* VT_SYM_OK or why the file cannot be used */
+    int opened;      /* open_file ran (status is its answer) */
+    int cached;      /* 1 the cache was read (key set), -1 no cache for it */
+    char key[136];   /* its cache file (vt_symcache_key) */
     vt_map cache;    /* rel + 1 -> index + 1 into results */
+    vt_symcache_ent *ents; /* every result it has, to write back: r is the index into results */
+    size_t nents, capents;
+    size_t nnew;     /* of them resolved here, not yet written back */
 } vt_symfile;
 
 /* symbols that travelled with a trace (its .sym file, vt_symbols.c):
@@ -43,12 +58,17 @@ struct vt_symbolizer {
     char *sysroot;
     vt_travel *travel;
     size_t ntravel, captravel;
-    vt_map travel_map; /* key -> index + 1 */
+    vt_map travel_map;  /* key -> index + 1 */
+    vt_map travel_bids; /* build-id hash | 1 -> 1: modules the .sym resolved anything in */
+    int travel_seen;    /* a .sym was read */
     vt_symfile *files;
     size_t nfiles, capfiles;
     vt_symres *res;
     size_t nres, capres;
     vt_symres fail[8];   /* static results for failures, by status */
+    char *cache_dir;     /* NULL: no cache */
+    char cache_msg[600]; /* the latest damaged cache file, until read */
+    vt_symbolizer_stats st;
 };
 
 static const Dwfl_Callbacks vt_dwfl_callbacks = {
@@ -67,12 +87,16 @@ const char *vt_sym_status_name(int status)
     case VT_SYM_NO_SYMBOL: return "no symbol";
     case VT_SYM_DISABLED: return "not symbolized";
     case VT_SYM_NO_DEBUG_INFO: return "no debug info";
+    case VT_SYM_UNRESOLVED_THERE: return "not resolved where recorded";
     default: return "?";
     }
 }
 
 int vt_symbolizer_create(vt_symbolizer **out, const char *sysroot)
 {
+    /* libelf's version handshake writes a global: done here, before any
+     * thread of vt_symbols.c opens a file */
+    elf_version(EV_CURRENT);
     vt_symbolizer *s = calloc(1, sizeof(*s));
     if (!s)
         return VT_ERR_NOMEM;
@@ -105,20 +129,44 @@ void vt_symbolizer_free(vt_symbolizer *s)
     for (size_t i = 0; i < s->nfiles; i++) {
         free(s->files[i].path);
         free(s->files[i].bid);
+        vt_symtab_free(s->files[i].symtab);
+        vt_scopes_free(s->files[i].scopes);
         if (s->files[i].dwfl)
             dwfl_end(s->files[i].dwfl);
         vt_map_free(&s->files[i].cache);
+        free(s->files[i].ents);
     }
     free(s->files);
     for (size_t i = 0; i < s->ntravel; i++)
         res_free(&s->travel[i].r);
     free(s->travel);
     vt_map_free(&s->travel_map);
+    vt_map_free(&s->travel_bids);
     for (size_t i = 0; i < s->nres; i++)
         res_free(&s->res[i]);
     free(s->res);
     free(s->sysroot);
+    free(s->cache_dir);
     free(s);
+}
+
+int vt_symbolizer_set_cache(vt_symbolizer *s, const char *dir)
+{
+    free(s->cache_dir);
+    s->cache_dir = NULL;
+    if (dir && *dir && !(s->cache_dir = strdup(dir)))
+        return VT_ERR_NOMEM;
+    return 0;
+}
+
+void vt_symbolizer_get_stats(const vt_symbolizer *s, vt_symbolizer_stats *st)
+{
+    *st = s->st;
+}
+
+const char *vt_symbolizer_cache_msg(vt_symbolizer *s)
+{
+    return s->cache_msg;
 }
 
 static char *demangle(const char *name)
@@ -161,6 +209,10 @@ static int open_file(vt_symbolizer *s, vt_symfile *f)
         st = VT_SYM_NOT_FOUND;
         goto out;
     }
+    struct stat sb;
+    s->st.opened++;
+    if (stat(full, &sb) == 0)
+        s->st.opened_bytes += (uint64_t)sb.st_size;
     f->dwfl = dwfl_begin(&vt_dwfl_callbacks);
     if (!f->dwfl) {
         st = VT_SYM_NOT_FOUND;
@@ -217,8 +269,138 @@ static vt_symfile *get_file(vt_symbolizer *s, const char *path, const uint8_t *b
         f->bid_len = bid_len;
     }
     s->nfiles++;
-    f->status = open_file(s, f);
-    return f;
+    return f; /* opened when an address is not in the cache (ensure_open) */
+}
+
+static void ensure_open(vt_symbolizer *s, vt_symfile *f)
+{
+    if (!f->opened) {
+        f->opened = 1;
+        f->status = open_file(s, f);
+    }
+}
+
+/* a result that is the symbolizer's own: a deep copy at the end of results */
+static int res_push(vt_symbolizer *s, const vt_symres *r, size_t *idx)
+{
+    if (VT_GROW(s->res, s->nres, s->capres, 256))
+        return VT_ERR_NOMEM;
+    vt_symres *d = &s->res[s->nres];
+    memset(d, 0, sizeof(*d));
+    d->status = r->status;
+    if (r->nlines && !(d->lines = calloc(r->nlines, sizeof(*d->lines))))
+        return VT_ERR_NOMEM;
+    for (uint32_t i = 0; i < r->nlines; i++, d->nlines++) {
+        vt_symline *l = &d->lines[i];
+        l->function = r->lines[i].function ? strdup(r->lines[i].function) : NULL;
+        l->file = r->lines[i].file ? strdup(r->lines[i].file) : NULL;
+        l->line = r->lines[i].line;
+        l->inlined = r->lines[i].inlined;
+        if ((r->lines[i].function && !l->function) || (r->lines[i].file && !l->file)) {
+            d->nlines++;
+            res_free(d);
+            return VT_ERR_NOMEM;
+        }
+    }
+    *idx = s->nres++;
+    return 0;
+}
+
+/* a result of f's module at rel, index into results, known from now on */
+static int file_add(vt_symfile *f, uint64_t rel, size_t idx, int fresh)
+{
+    if (f->cached > 0) {
+        if (VT_GROW(f->ents, f->nents, f->capents, 64))
+            return VT_ERR_NOMEM;
+        f->ents[f->nents++] = (vt_symcache_ent){rel, (const vt_symres *)(uintptr_t)(idx + 1)};
+        f->nnew += fresh;
+    }
+    return vt_map_put(&f->cache, rel + 1, idx + 1) ? VT_ERR_NOMEM : 0;
+}
+
+typedef struct {
+    vt_symbolizer *s;
+    vt_symfile *f;
+} cache_load;
+
+static int cache_add(void *arg, uint64_t rel, const vt_symres *r)
+{
+    cache_load *cl = arg;
+    if (vt_map_get(&cl->f->cache, rel + 1))
+        return 0; /* known already (resolved here, or read before) */
+    size_t idx;
+    int rc = res_push(cl->s, r, &idx);
+    return rc ? rc : file_add(cl->f, rel, idx, 0);
+}
+
+static void cache_note(vt_symbolizer *s, const char *msg)
+{
+    s->st.cache_damaged++;
+    snprintf(s->cache_msg, sizeof(s->cache_msg), "%s", msg);
+}
+
+/* the cache's results for f's module, once */
+static void cache_read(vt_symbolizer *s, vt_symfile *f)
+{
+    if (f->cached)
+        return;
+    f->cached = -1;
+    if (!s->cache_dir)
+        return;
+    char full[4200];
+    snprintf(full, sizeof(full), "%s%s", s->sysroot ? s->sysroot : "", f->path);
+    if (vt_symcache_key(f->key, sizeof(f->key), full, f->bid, f->bid_len))
+        return;
+    f->cached = 1;
+    char msg[600];
+    cache_load cl = {s, f};
+    int rc = vt_symcache_read(s->cache_dir, f->key, cache_add, &cl, msg, sizeof(msg));
+    if (rc && rc != VT_ERR_NOT_FOUND && msg[0]) {
+        cache_note(s, msg);
+        f->nnew++; /* rewrite it whole at the flush, with what was readable */
+    }
+}
+
+static int cmp_ent(const void *a, const void *b)
+{
+    const vt_symcache_ent *x = a, *y = b;
+    return x->rel < y->rel ? -1 : x->rel > y->rel;
+}
+
+int vt_symbolizer_flush(vt_symbolizer *s, char *msg, size_t len)
+{
+    int first = 0;
+    msg[0] = 0;
+    for (size_t i = 0; s->cache_dir && i < s->nfiles; i++) {
+        vt_symfile *f = &s->files[i];
+        if (f->cached <= 0 || !f->nnew)
+            continue;
+        /* under the lock, what others wrote since we read it joins ours */
+        int lk = vt_symcache_lock(s->cache_dir, f->key);
+        char m2[600];
+        cache_load cl = {s, f};
+        int rc = vt_symcache_read(s->cache_dir, f->key, cache_add, &cl, m2, sizeof(m2));
+        if (rc && rc != VT_ERR_NOT_FOUND && m2[0] && strcmp(m2, s->cache_msg))
+            cache_note(s, m2);
+        vt_symcache_ent *w = malloc((f->nents ? f->nents : 1) * sizeof(*w));
+        if (!w) {
+            vt_symcache_unlock(lk);
+            return VT_ERR_NOMEM;
+        }
+        for (size_t k = 0; k < f->nents; k++)
+            w[k] = (vt_symcache_ent){f->ents[k].rel, &s->res[(uintptr_t)f->ents[k].r - 1]};
+        qsort(w, f->nents, sizeof(*w), cmp_ent);
+        rc = vt_symcache_write(s->cache_dir, f->key, w, f->nents, m2, sizeof(m2));
+        free(w);
+        vt_symcache_unlock(lk);
+        if (rc && !first) {
+            first = rc;
+            snprintf(msg, len, "%s", m2);
+        }
+        if (!rc)
+            f->nnew = 0;
+    }
+    return first;
 }
 
 static int add_line(vt_symres *r, const char *fn, const char *file, int line, int inlined)
@@ -240,7 +422,14 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
     Dwarf_Addr addr = rel, bias = 0;
     GElf_Sym sym;
     GElf_Off off = 0;
-    const char *symname = dwfl_module_addrinfo(f->mod, addr, &off, &sym, NULL, NULL, NULL);
+    if (!f->symtab_tried) {
+        f->symtab_tried = 1;
+        f->symtab = vt_symtab_build(f->mod);
+    }
+    int decided = 0;
+    const char *symname = f->symtab ? vt_symtab_lookup(f->symtab, addr, &decided) : NULL;
+    if (!decided)
+        symname = dwfl_module_addrinfo(f->mod, addr, &off, &sym, NULL, NULL, NULL);
     const char *file = NULL;
     int line = 0;
     Dwfl_Line *dl = dwfl_module_getsrc(f->mod, addr);
@@ -248,8 +437,17 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
         file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
     Dwarf_Die *cu = dwfl_module_addrdie(f->mod, addr, &bias);
     if (cu) {
-        Dwarf_Die *scopes = NULL;
-        int n = dwarf_getscopes(cu, addr - bias, &scopes);
+        /* dwarf_getscopes' answer from the unit's tree walked once; libdw
+         * itself where the index cannot tell */
+        Dwarf_Die path[256], *scopes = NULL;
+        if (!f->scopes)
+            f->scopes = vt_scopes_new();
+        int n = f->scopes ? vt_scopes_get(f->scopes, cu, addr - bias, path, 256) : -2;
+        int fast = n != -2;
+        if (fast)
+            scopes = path;
+        else
+            n = dwarf_getscopes(cu, addr - bias, &scopes);
         Dwarf_Files *files = NULL;
         size_t nfiles = 0;
         if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
@@ -271,7 +469,9 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
                  * definition; the physical callers come from the DIE's own
                  * nesting, each inline's caller at its DW_AT_call_* */
                 Dwarf_Die *chain = NULL;
-                int nc = dwarf_getscopes_die(&die, &chain);
+                int nc = fast ? n - i : dwarf_getscopes_die(&die, &chain);
+                if (fast)
+                    chain = scopes + i; /* the path is the DIE's own nesting */
                 Dwarf_Die prev = die;
                 for (int j = 1; j < nc; j++) {
                     int t2 = dwarf_tag(&chain[j]);
@@ -292,10 +492,12 @@ static void resolve(vt_symfile *f, uint64_t rel, vt_symres *r)
                     if (t2 == DW_TAG_subprogram)
                         break;
                 }
-                free(chain);
+                if (!fast)
+                    free(chain);
             }
         }
-        free(scopes);
+        if (!fast)
+            free(scopes);
     }
     if (r->nlines == 0) {
         if (!symname && !file) {
@@ -345,12 +547,18 @@ int vt_symbolizer_add_travel(vt_symbolizer *s, uint64_t bidh, uint64_t rel, cons
         l->line = r->lines[i].line;
         l->inlined = r->lines[i].inlined;
     }
-    if (vt_map_put(&s->travel_map, key, s->ntravel + 1)) {
+    if (vt_map_put(&s->travel_map, key, s->ntravel + 1) || vt_map_put(&s->travel_bids, bidh | 1, 1)) {
+        vt_map_del(&s->travel_map, key, NULL);
         res_free(&t->r);
         return VT_ERR_NOMEM;
     }
     s->ntravel++;
     return 0;
+}
+
+void vt_symbolizer_saw_travel(vt_symbolizer *s)
+{
+    s->travel_seen = 1;
 }
 
 /* what travelled for (bid, rel), or NULL */
@@ -366,29 +574,55 @@ static const vt_symres *travel_find(vt_symbolizer *s, const uint8_t *bid, uint32
     return t->bidh == bidh && t->rel == rel ? &t->r : NULL;
 }
 
+int vt_symbolizer_cached(vt_symbolizer *s, const char *path, const uint8_t *bid, uint32_t bid_len, uint64_t rel)
+{
+    if (!path || !*path)
+        return 1; /* nothing to open: the answer is known */
+    vt_symfile *f = get_file(s, path, bid, bid_len);
+    if (!f)
+        return 0;
+    cache_read(s, f);
+    return vt_map_get(&f->cache, rel + 1) != NULL;
+}
+
 const vt_symres *vt_symbolizer_lookup(vt_symbolizer *s, const char *path, const uint8_t *bid,
                                       uint32_t bid_len, uint64_t rel)
 {
     if (!path || !*path)
         return &s->fail[VT_SYM_NO_MODULE];
     vt_symfile *f = get_file(s, path, bid, bid_len);
+    if (f) {
+        cache_read(s, f);
+        uint64_t *v = vt_map_get(&f->cache, rel + 1);
+        if (v) {
+            s->st.cache_hits += f->cached > 0;
+            return &s->res[*v - 1];
+        }
+        ensure_open(s, f);
+    }
     if (!f || f->status != VT_SYM_OK) {
         /* the binary is not here (or another build): what the recording
          * host resolved, when it travelled with the trace */
         const vt_symres *t = travel_find(s, bid, bid_len, rel);
         if (t)
             return t;
+        /* A .sym holds every address its host resolved: one absent from
+         * it had no symbol there when the module is in it, else the
+         * module was not resolved there at all.  Not "binary not found",
+         * which would send the reader looking for a binary in vain. */
+        if ((s->ntravel || s->travel_seen) && bid_len) {
+            int in_sym = vt_map_get(&s->travel_bids, vt_symbols_bid_hash(bid, bid_len) | 1) != NULL;
+            return &s->fail[in_sym ? VT_SYM_NO_SYMBOL : VT_SYM_UNRESOLVED_THERE];
+        }
         return &s->fail[f ? f->status : VT_SYM_NOT_FOUND];
     }
-    uint64_t *v = vt_map_get(&f->cache, rel + 1);
-    if (v)
-        return &s->res[*v - 1];
     if (VT_GROW(s->res, s->nres, s->capres, 256))
             return &s->fail[VT_SYM_NOT_FOUND];
     vt_symres *r = &s->res[s->nres];
     memset(r, 0, sizeof(*r));
     resolve(f, rel, r);
-    if (vt_map_put(&f->cache, rel + 1, s->nres + 1))
+    s->st.resolved++;
+    if (file_add(f, rel, s->nres, 1))
         return r;
     s->nres++;
     return r;

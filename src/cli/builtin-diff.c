@@ -16,7 +16,7 @@ static void diff_usage(FILE *f)
 {
     fprintf(f, "usage: vramtrace diff [options] A B   (A, B: trace files or directories)\n"
                "  --json  --html FILE  --at TIME|MARKER|end  --top N  --frames N  --no-symbols  --sysroot DIR\n"
-               "  --no-progress        (as for `vramtrace report`)\n"
+               "  --no-symbol-cache  --no-progress  (as for `vramtrace report`)\n"
                "  --fail-on-growth BYTES  exit 3 when B holds more than BYTES more than A at the view\n"
                "call sites are matched by their user frames and symbol names, never raw offsets.\n"
                "exit status: 0 ok; 1 a read error; 2 usage; 3 the --fail-on-growth threshold\n");
@@ -27,6 +27,7 @@ int cmd_diff(int argc, char **argv)
     vt_analysis_config cfg;
     vt_analysis_config_default(&cfg);
     cfg.progress = 1;
+    cfg.symbol_cache = 1;
     int json = 0, n = 0, rc = 0;
     const char *html = NULL;
     uint64_t fail_growth = 0;

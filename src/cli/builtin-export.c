@@ -39,6 +39,7 @@ static void export_usage(FILE *f)
             "  --max-bytes BYTES    chrome: refuse to write more than BYTES of JSON (default\n"
             "                       256M: what a browser still opens)\n"
             "  --no-symbols         do not read binaries to symbolize native frames\n"
+            "  --no-symbol-cache    read them even where the symbol cache has the address\n"
             "  --sysroot DIR        look for the traced binaries under DIR\n"
             "  --no-progress        never print progress on stderr\n");
 }
@@ -64,6 +65,7 @@ int cmd_export(int argc, char **argv)
     vt_export_config cfg;
     vt_export_config_default(&cfg);
     cfg.analysis.progress = 1;
+    cfg.analysis.symbol_cache = 1;
     const char *out_path = NULL;
     int have_format = 0;
     char **inputs = calloc((size_t)argc, sizeof(char *));

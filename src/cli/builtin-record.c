@@ -33,6 +33,7 @@
 #include "vt_settings.h"
 #include "vt_error.h"
 #include "vt_reader.h"
+#include "vt_analyze.h"
 
 #define PFX "vramtrace record: "
 
@@ -70,6 +71,12 @@ static void usage(FILE *f)
             "                           (USR1, USR2, ...; kill -USR2 PID): holders.PID.sig-N.txt\n"
             "      --no-symbolize       do not save the native frames' symbols beside the\n"
             "                           traces after the command (vramtrace symbolize)\n"
+            "      --no-symbol-cache    read every library again instead of the symbol cache\n"
+            "                           (~/.cache/vramtrace/symbols, or $VRAMTRACE_CACHE_DIR/\n"
+            "                           symbols: each library is read once per build id;\n"
+            "                           VRAMTRACE_SYMBOL_CACHE=0 is this option)\n"
+            "      --timings            one line of what each step after the command took\n"
+            "                           (also VRAMTRACE_TIMINGS=1)\n"
             "      --no-tensor-events   PyTorch: do not attach to the default caching\n"
             "                           allocator (tensor events and allocated vs reserved\n"
             "                           are then not recorded, only its segments)\n"
@@ -79,6 +86,11 @@ static void usage(FILE *f)
             "                           the default allocator's tensors are recorded anyway\n"
             "      --clock MODE         time source of the events: auto (the TSC where\n"
             "                           invariant, else CLOCK_MONOTONIC), monotonic, cupti\n"
+            "      --live               show `vramtrace top`'s view of the traces while the\n"
+            "                           command runs: on a terminal (stdout) in the\n"
+            "                           alternate screen, the command's stdout and stderr\n"
+            "                           then going to DIR/output.log and its stdin being\n"
+            "                           /dev/null; else a plain screen on stderr every second\n"
             "  -q, --quiet              no per-process message from the library\n"
             "  -h, --help               this text\n"
             "\n"
@@ -289,6 +301,8 @@ static void human_bytes(uint64_t b, char *out, size_t len)
 /* Traces larger than this in all are not read back for the summary (it
  * would take more than a few seconds): `vramtrace report` reads them. */
 #define SUMMARY_READ_MAX_BYTES (1ull << 30)
+/* From this size on, the summary says that it reads (about a second). */
+#define SUMMARY_SAY_BYTES (256ull << 20)
 /* Files listed one by one in the summary. */
 #define SUMMARY_LIST_MAX 16
 
@@ -326,6 +340,11 @@ static void summarize(const char *shown_dir, const char *absdir, char **before, 
 
     fprintf(stderr, PFX "%zu process%s traced; traces in %s/\n", nnew, nnew == 1 ? "" : "es",
             shown_dir);
+    if (count && tot_bytes >= SUMMARY_SAY_BYTES) {
+        /* a second or more of reading: say so before it starts */
+        human_bytes(tot_bytes, hb, sizeof(hb));
+        fprintf(stderr, PFX "reading %s of traces back to count their events...\n", hb);
+    }
     size_t listed = 0;
     for (size_t i = 0; i < nafter; i++) {
         if (in_list(before, nbefore, after[i]))
@@ -406,23 +425,94 @@ static void summarize(const char *shown_dir, const char *absdir, char **before, 
 /* ---- running the command ------------------------------------------------- */
 
 /* Symbols that travel (issue 22): each new trace's native frames resolved
- * here, where the binaries are, into TRACE.sym beside it. */
-static void save_symbols(const char *absdir, char **before, size_t nbefore, int quiet)
+ * here, where the binaries are, into TRACE.sym beside it; all the traces at
+ * once through the build-id symbol cache (issue 35), so a library is read
+ * once per build id on this host. */
+static void save_symbols(const char *absdir, char **before, size_t nbefore, int quiet, int use_cache,
+                         vt_symbols_stats *st)
 {
     size_t nafter = 0, n = 0, bad = 0;
     char **after = list_traces(absdir, &nafter);
-    char path[PATH_MAX + 256];
-    for (size_t i = 0; i < nafter; i++) {
+    char **paths = malloc((nafter ? nafter : 1) * sizeof(*paths));
+    memset(st, 0, sizeof(*st));
+    for (size_t i = 0; paths && i < nafter; i++) {
         if (in_list(before, nbefore, after[i]))
             continue;
-        snprintf(path, sizeof(path), "%s/%s", absdir, after[i]);
-        n++;
-        bad += vt_cli_symbolize_one(path, NULL, 1) != 0;
+        size_t len = strlen(absdir) + strlen(after[i]) + 2;
+        if (!(paths[n] = malloc(len)))
+            break;
+        snprintf(paths[n++], len, "%s/%s", absdir, after[i]);
     }
+    if (n)
+        bad = (size_t)vt_cli_symbolize(paths, n, NULL, use_cache, 1, PFX, st);
     if (n && !quiet)
         fprintf(stderr, PFX "native symbols saved beside %zu trace%s (*.zst.sym) for reports on other machines%s\n",
                 n - bad, n - bad == 1 ? "" : "s", bad ? "; see the errors above" : "");
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
     free_list(after, nafter);
+}
+
+/* The holder walks (src/python/vramtrace_holders.py) run inside the program
+ * at its exit; each writes its time on the W line of holders.PID*.txt.  The
+ * files of this run: those changed since it started. */
+static double holder_walk_seconds(const char *absdir, time_t since, unsigned *nwalks)
+{
+    double sum = 0;
+    *nwalks = 0;
+    DIR *d = opendir(absdir);
+    if (!d)
+        return 0;
+    struct dirent *de;
+    char path[PATH_MAX + 256], line[256];
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (strncmp(de->d_name, "holders.", 8) || l < 12 || strcmp(de->d_name + l - 4, ".txt"))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", absdir, de->d_name);
+        struct stat st;
+        if (stat(path, &st) || st.st_mtime < since)
+            continue;
+        FILE *f = fopen(path, "r");
+        unsigned long long visited;
+        double secs;
+        if (!f)
+            continue;
+        if (fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f) &&
+            sscanf(line, "W %llu %lf", &visited, &secs) == 2) {
+            sum += secs;
+            (*nwalks)++;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return sum;
+}
+
+static double secs_between(const struct timespec *a, const struct timespec *b)
+{
+    return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* --timings: every step after the command, one line (bench/whole.py,
+ * bench/symcache.sh read it) */
+static void print_timings(double program, double holders, unsigned nwalks, double summary, int symbolized,
+                          double symbolize, const vt_symbols_stats *st)
+{
+    fprintf(stderr, PFX "timings: program %.3f s (holder walk %.3f s of it, %u walk%s); after it: summary %.3f s",
+            program, holders, nwalks, nwalks == 1 ? "" : "s", summary);
+    if (symbolized)
+        fprintf(stderr,
+                ", symbolize %.3f s (%u module%s, %u read, %.1f MiB; %llu address%s, %llu from the cache; "
+                "%u thread%s)",
+                symbolize, st->nmodules, st->nmodules == 1 ? "" : "s", st->nmodules_opened,
+                (double)st->opened_bytes / (1 << 20), (unsigned long long)st->naddrs,
+                st->naddrs == 1 ? "" : "es", (unsigned long long)st->naddrs_cached, st->threads,
+                st->threads == 1 ? "" : "s");
+    else
+        fprintf(stderr, ", symbolize off");
+    fprintf(stderr, "; total after it %.3f s\n", summary + symbolize);
 }
 
 static const char *lookup_env(const char *name)
@@ -599,6 +689,22 @@ int cmd_record(int argc, char **argv)
     /* Run it.  The forwarded signals are blocked across fork so that none
      * is lost between fork() and g_child being set; an exec failure comes
      * back through a close-on-exec pipe. */
+    /* --live on a terminal: the view takes the screen, so the command's
+     * output goes to a file beside the traces (said before and after) */
+    int live_tty = o.live && isatty(1);
+    char logpath[PATH_MAX + 16] = "";
+    int logfd = -1;
+    if (live_tty) {
+        snprintf(logpath, sizeof(logpath), "%s/output.log", absdir);
+        logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (logfd < 0) {
+            fprintf(stderr, PFX "%s: %s; no live view\n", logpath, strerror(errno));
+            live_tty = 0;
+            o.live = 0;
+        } else {
+            fprintf(stderr, PFX "the command's output goes to %s while the live view is up\n", logpath);
+        }
+    }
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC)) {
         fprintf(stderr, PFX "pipe: %s\n", strerror(errno));
@@ -610,7 +716,8 @@ int cmd_record(int argc, char **argv)
         sigaddset(&fwd, forwarded_signals[i]);
     install_forwarding();
     sigprocmask(SIG_BLOCK, &fwd, &old);
-    struct timespec t0, t1;
+    struct timespec t0, t1, t2, t3;
+    time_t started = time(NULL);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     fflush(NULL);
     pid_t pid = fork();
@@ -628,6 +735,13 @@ int cmd_record(int argc, char **argv)
             signal(forwarded_signals[i], SIG_DFL);
         sigprocmask(SIG_SETMASK, &old, NULL);
         close(pfd[0]);
+        if (logfd >= 0) {
+            int nul = open("/dev/null", O_RDONLY);
+            if (nul >= 0)
+                dup2(nul, 0);
+            dup2(logfd, 1);
+            dup2(logfd, 2);
+        }
         execvp(cmd[0], cmd);
         int e = errno;
         ssize_t w = write(pfd[1], &e, sizeof(e));
@@ -646,11 +760,17 @@ int cmd_record(int argc, char **argv)
     close(pfd[0]);
 
     int ws = 0;
-    while (waitpid(pid, &ws, 0) < 0) {
-        if (errno != EINTR) {
-            fprintf(stderr, PFX "waitpid: %s\n", strerror(errno));
-            ws = 1 << 8;
-            break;
+    if (logfd >= 0)
+        close(logfd);
+    if (o.live && !got) { /* the command runs: watch its traces until it ends */
+        vt_top_watch(absdir, pid, &ws);
+    } else {
+        while (waitpid(pid, &ws, 0) < 0) {
+            if (errno != EINTR) {
+                fprintf(stderr, PFX "waitpid: %s\n", strerror(errno));
+                ws = 1 << 8;
+                break;
+            }
         }
     }
     g_child = 0;
@@ -676,9 +796,21 @@ int cmd_record(int argc, char **argv)
      * summary can be interrupted). */
     for (size_t i = 0; i < N_FORWARDED; i++)
         signal(forwarded_signals[i], SIG_DFL);
+    if (live_tty)
+        fprintf(stderr, PFX "the command's output: %s\n", logpath);
     summarize(shown, absdir, before, nbefore);
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    vt_symbols_stats sst;
+    memset(&sst, 0, sizeof(sst));
     if (o.symbolize)
-        save_symbols(absdir, before, nbefore, o.quiet);
+        save_symbols(absdir, before, nbefore, o.quiet, o.symbol_cache, &sst);
+    clock_gettime(CLOCK_MONOTONIC, &t3);
+    const char *tenv = getenv("VRAMTRACE_TIMINGS");
+    if (o.timings || (tenv && *tenv && strcmp(tenv, "0"))) {
+        unsigned nwalks;
+        double hs = holder_walk_seconds(absdir, started - 1, &nwalks);
+        print_timings(secs, hs, nwalks, secs_between(&t1, &t2), o.symbolize, secs_between(&t2, &t3), &sst);
+    }
 
 cleanup:
     /* A default directory that nothing was written to goes away again

@@ -33,6 +33,8 @@ static void report_usage(FILE *f)
             "  --native             text: every native frame (default: framework and runtime\n"
             "                       frames folded into one line naming their libraries)\n"
             "  --no-symbols         do not read binaries to symbolize native frames\n"
+            "  --no-symbol-cache    read the binaries even for addresses the symbol cache\n"
+            "                       (~/.cache/vramtrace/symbols, filled by record) has\n"
             "  --sysroot DIR        look for the traced binaries under DIR\n"
             "  --no-progress        never print progress on stderr\n"
             "exit status: 0 ok; 1 a read error (the report of what was readable comes first; a file\n"
@@ -49,6 +51,10 @@ int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
     const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     if (!strcmp(o, "--no-symbols")) {
         cfg->symbolize = 0;
+        return 1;
+    }
+    if (!strcmp(o, "--no-symbol-cache")) {
+        cfg->symbol_cache = 0;
         return 1;
     }
     if (!strcmp(o, "--native")) {
@@ -121,6 +127,7 @@ int cmd_report(int argc, char **argv)
     vt_analysis_config cfg;
     vt_analysis_config_default(&cfg);
     cfg.progress = 1;
+    cfg.symbol_cache = 1;
     int json = 0, rc = 0, ninputs = 0;
     uint64_t fail_leak = 0, fail_growth = 0;
     int have_fail_leak = 0, have_fail_growth = 0;

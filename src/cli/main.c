@@ -7,6 +7,10 @@
 
 #include "builtin.h"
 
+#ifndef VT_VERSION
+#define VT_VERSION "0.0.0" /* set from CMakeLists.txt's project() */
+#endif
+
 static const struct cmd_struct {
     const char *name;
     int (*fn)(int, char **);
@@ -18,6 +22,7 @@ static const struct cmd_struct {
     {"export", cmd_export, "traces for Perfetto, chrome://tracing and PyTorch's memory_viz"},
     {"symbolize", cmd_symbolize, "resolve a trace's native frames here, for reports elsewhere"},
     {"record", cmd_record, "run a command with tracing: vramtrace record -- CMD ARGS..."},
+    {"top", cmd_top, "live view of traces being written: vramtrace top DIR"},
 };
 
 static void usage(FILE *f)
@@ -39,7 +44,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("vramtrace 0.1.0\n");
+        printf("vramtrace %s\n", VT_VERSION);
         return 0;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

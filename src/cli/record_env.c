@@ -108,9 +108,12 @@ static const struct opt_def {
     {"tensors", 0, OPT_FLAG, offsetof(vt_record_opts, tensors), 1, 0, 0, 0, NULL, NULL},
     {"no-tensor-events", 0, OPT_FLAG, offsetof(vt_record_opts, tensor_events), 0, 0, 0, 0, NULL, NULL},
     {"no-symbolize", 0, OPT_FLAG, offsetof(vt_record_opts, symbolize), 0, 0, 0, 0, NULL, NULL},
+    {"no-symbol-cache", 0, OPT_FLAG, offsetof(vt_record_opts, symbol_cache), 0, 0, 0, 0, NULL, NULL},
+    {"timings", 0, OPT_FLAG, offsetof(vt_record_opts, timings), 1, 0, 0, 0, NULL, NULL},
     {"no-holders", 0, OPT_FLAG, offsetof(vt_record_opts, holders), 0, 0, 0, 0, NULL, NULL},
     {"holders-signal", 0, OPT_STR, offsetof(vt_record_opts, holders_signal), 0, 0, 0, 0,
      "USR1, USR2, HUP, PWR, WINCH, URG, IO or a signal number", holders_signal_ok},
+    {"live", 0, OPT_FLAG, offsetof(vt_record_opts, live), 1, 0, 0, 0, NULL, NULL},
     {"help", 'h', OPT_FLAG, offsetof(vt_record_opts, help), 1, 0, 0, 0, NULL, NULL},
 };
 #define N_OPT_DEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
@@ -122,6 +125,7 @@ int vt_record_parse_args(vt_record_opts *o, int argc, char **argv, char *err, si
     o->stack_depth = o->flush_ms = o->sample_ms = -1;
     o->tensor_events = 1;
     o->symbolize = 1;
+    o->symbol_cache = 1;
     o->holders = 1;
     if (err && errlen)
         err[0] = 0;

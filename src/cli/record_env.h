@@ -38,8 +38,11 @@ typedef struct {
     int tensors;        /* --tensors: PyTorch backend:cudaMallocAsync */
     int tensor_events;  /* 0 with --no-tensor-events: no PyTorch trace tracker (default 1) */
     int symbolize;      /* 0 with --no-symbolize: no TRACE.sym after the command (default 1) */
+    int symbol_cache;   /* 0 with --no-symbol-cache: read every module again (default 1) */
+    int timings;        /* --timings (or VRAMTRACE_TIMINGS=1): one line of the steps' times */
     int holders;        /* 0 with --no-holders: no holder walk in Python programs (default 1) */
     const char *holders_signal; /* --holders-signal SIG: also walk on that signal; NULL = not given */
+    int live;           /* --live: vramtrace top's view while the command runs */
     int help;           /* -h/--help */
     int cmd_index;      /* argv index of the command to run; argc when none */
 } vt_record_opts;

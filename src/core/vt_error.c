@@ -18,6 +18,7 @@ const char *vt_strerror(int err)
     case VT_ERR_NOT_FOUND: return "not found";
     case VT_ERR_NOSPACE: return "no space left on device";
     case VT_ERR_LIMIT: return "memory budget of the definition tables reached";
+    case VT_ERR_AGAIN: return "no more data yet (the trace is still being written)";
     default: return "unknown error";
     }
 }

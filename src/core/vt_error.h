@@ -18,7 +18,8 @@ typedef enum {
     VT_ERR_NOT_FOUND = -11, /* unknown id or missing file */
     VT_ERR_NOSPACE = -12,   /* disk full */
     VT_ERR_LIMIT = -13,     /* a memory budget of the reader was reached (final) */
-    VT_ERR__MIN = -13
+    VT_ERR_AGAIN = -14,     /* a followed trace has no more data yet: call again later */
+    VT_ERR__MIN = -14
 } vt_err;
 
 /* Static English description of a code; never NULL. */

@@ -106,6 +106,17 @@ int vt_reader_next(vt_reader *r, vt_event *ev);
  * preceded by events in the same call. */
 int vt_reader_next_batch(vt_reader *r, vt_event *ev, int max);
 
+/* Follow a trace that is still being written (vramtrace top): where the
+ * file ends before the End record (inside a zstd frame, or between frames)
+ * vt_reader_next() returns VT_ERR_AGAIN instead of the final
+ * VT_ERR_TRUNCATED, having handed out every complete record; a later call
+ * reads what was appended since, from where it stopped (zstd's state, the
+ * frame's decoded bytes and the definition tables stay: nothing is read
+ * twice).  The records of the unfinished last frame go out before its
+ * checksum (counted in frames_unverified).  Damage still resynchronizes
+ * as usual.  Files only (a memory input has no "later"); off by default. */
+void vt_reader_set_follow(vt_reader *r, int on);
+
 /* "FILE: truncated at offset N ..." for the last error; "" if none. */
 const char *vt_reader_errmsg(const vt_reader *r);
 

@@ -18,6 +18,25 @@ int rd_set_final(vt_reader *r, int code, const char *fmt, ...)
     return code;
 }
 
+int rd_end_of_input(vt_reader *r, const char *fmt, ...)
+{
+    if (r->follow) {
+        /* nothing is lost: zstd keeps its place in the frame, raw its
+         * bytes, in_pos the next byte; the next call reads again */
+        r->eof = 0;
+        return VT_ERR_AGAIN;
+    }
+    int n = snprintf(r->err, sizeof(r->err), "%s: ", r->name);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n >= 0 && (size_t)n < sizeof(r->err))
+        vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
+    va_end(ap);
+    r->state = ST_FINAL;
+    r->last_err = VT_ERR_TRUNCATED;
+    return VT_ERR_TRUNCATED;
+}
+
 int rd_why(vt_reader *r, const char *fmt, ...)
 {
     va_list ap;
@@ -321,7 +340,7 @@ static int decompress_stable(vt_reader *r, size_t need)
                 }
                 return 0;
             }
-            return rd_set_final(r, VT_ERR_TRUNCATED, "truncated at offset %llu (inside a zstd frame starting at offset %llu)",
+            return rd_end_of_input(r, "truncated at offset %llu (inside a zstd frame starting at offset %llu)",
                              (unsigned long long)r->in_pos, (unsigned long long)r->frame_start);
         }
         start_end = r->rend;
@@ -390,7 +409,7 @@ int rd_decompress_more(vt_reader *r, size_t need)
             return 0;
         if (n == 0 && r->rend == start_end) {
             /* end of input inside the frame: every complete record is out */
-            return rd_set_final(r, VT_ERR_TRUNCATED, "truncated at offset %llu (inside a zstd frame starting at offset %llu)",
+            return rd_end_of_input(r, "truncated at offset %llu (inside a zstd frame starting at offset %llu)",
                              (unsigned long long)r->in_pos, (unsigned long long)r->frame_start);
         }
         start_end = r->rend;
@@ -437,8 +456,8 @@ int rd_begin_frame(vt_reader *r)
             return 0;
         }
         if (r->in_pos == 0)
-            return rd_set_final(r, VT_ERR_TRUNCATED, "truncated at offset 0 (empty file: no header)");
-        return rd_set_final(r, VT_ERR_TRUNCATED, "truncated at offset %llu (no end record: %s)",
+            return rd_end_of_input(r, "truncated at offset 0 (empty file: no header)");
+        return rd_end_of_input(r, "truncated at offset %llu (no end record: %s)",
                          (unsigned long long)r->in_pos,
                          r->st.resyncs ? "lost in damaged data, or the traced process did not finish writing"
                                        : "the traced process did not finish writing");
@@ -447,7 +466,7 @@ int rd_begin_frame(vt_reader *r)
         static const uint8_t zmagic[4] = {0x28, 0xB5, 0x2F, 0xFD};
         if (r->in_pos == 0 && memcmp(p, zmagic, n))
             return rd_set_final(r, VT_ERR_VERSION, "not a vramtrace trace (only %zu bytes, not a zstd stream)", n);
-        return rd_set_final(r, VT_ERR_TRUNCATED, "truncated at offset %llu (inside a zstd frame header at offset %llu)",
+        return rd_end_of_input(r, "truncated at offset %llu (inside a zstd frame header at offset %llu)",
                          (unsigned long long)(r->in_pos + n), (unsigned long long)r->in_pos);
     }
     uint32_t m = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -660,6 +679,11 @@ int vt_reader_open(vt_reader **out, const char *path, char *errmsg, size_t errms
 close_fd:
     close(fd);
     return rc;
+}
+
+void vt_reader_set_follow(vt_reader *r, int on)
+{
+    r->follow = on && !r->mem;
 }
 
 const char *vt_reader_errmsg(const vt_reader *r)

@@ -130,6 +130,7 @@ struct vt_reader {
     size_t ib_len;
     int seekable;
     int eof;         /* a read returned 0 at ib_off + ib_len */
+    int follow;      /* vt_reader_set_follow: the end of the input is "not yet" (VT_ERR_AGAIN) */
     uint64_t in_pos; /* next compressed byte for zstd */
     /* zstd */
     ZSTD_DCtx *dctx;
@@ -197,6 +198,11 @@ typedef struct { const uint8_t *name, *uuid, *pci; size_t name_len, uuid_len, pc
 /* ---- shared between the parts */
 
 int rd_set_final(vt_reader *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The input ended where more may come (inside a frame, or between frames
+ * before the End record): VT_ERR_AGAIN when following (the next read
+ * starts at the same place), else the final VT_ERR_TRUNCATED with the
+ * message. */
+int rd_end_of_input(vt_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rd_why(vt_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* 0 when the tables may grow by n bytes (and charges them), else -1 with
  * r->why naming the limit. */

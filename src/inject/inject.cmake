@@ -60,10 +60,26 @@ if(VT_HAVE_CUPTI)
       -Wl,--no-undefined -Wl,--build-id)
   endfunction()
 
+  # The library proper, libvramtrace_cupti.so: it links libcupti.so.N by
+  # soname.  What CUDA_INJECTION64_PATH names is libvramtrace.so
+  # (vt_loader.c, libc and libdl only): it finds the program's CUPTI (already
+  # loaded, the Python environment's nvidia-cuda-cupti, the loader's path, the
+  # toolkit), then loads this one beside it, so that a CUPTI off the default
+  # path is no load failure (docs/ARCHITECTURE.md, "The wheel").
   vt_inject_library(vramtrace_inject)
-  set_target_properties(vramtrace_inject PROPERTIES OUTPUT_NAME vramtrace)
-  # build/libvramtrace.so, so that CUDA_INJECTION64_PATH=build/libvramtrace.so works.
-  add_custom_command(TARGET vramtrace_inject POST_BUILD
-    COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE:vramtrace_inject> ${CMAKE_BINARY_DIR}/libvramtrace.so
-    COMMENT "copy libvramtrace.so to the build root")
+  set_target_properties(vramtrace_inject PROPERTIES OUTPUT_NAME vramtrace_cupti)
+  add_library(vramtrace_loader SHARED ${CMAKE_CURRENT_SOURCE_DIR}/vt_loader.c)
+  set_target_properties(vramtrace_loader PROPERTIES OUTPUT_NAME vramtrace C_VISIBILITY_PRESET hidden
+    LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/exports.map)
+  target_compile_definitions(vramtrace_loader PRIVATE
+    VT_CUPTI_SONAME="libcupti.so.${CUDAToolkit_VERSION_MAJOR}" VT_CUPTI_PIP_DIR="cu${CUDAToolkit_VERSION_MAJOR}")
+  target_link_libraries(vramtrace_loader PRIVATE ${CMAKE_DL_LIBS})
+  target_link_options(vramtrace_loader PRIVATE
+    -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/exports.map -Wl,--no-undefined -Wl,--build-id)
+  add_dependencies(vramtrace_loader vramtrace_inject) # one is no use without the other
+  # build/libvramtrace.so and its library proper beside it, so that
+  # CUDA_INJECTION64_PATH=build/libvramtrace.so works.
+  add_custom_command(TARGET vramtrace_loader POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE:vramtrace_loader> $<TARGET_FILE:vramtrace_inject> ${CMAKE_BINARY_DIR}/
+    COMMENT "copy libvramtrace.so and libvramtrace_cupti.so to the build root")
 endif()

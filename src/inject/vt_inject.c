@@ -1,6 +1,9 @@
-/* vt_inject.c - libvramtrace.so: the CUPTI glue.  Loaded by the CUDA driver
- * through CUDA_INJECTION64_PATH, which calls InitializeInjection() once on
- * the first thread that initializes CUDA.
+/* vt_inject.c - libvramtrace_cupti.so: the CUPTI glue.  Loaded by
+ * libvramtrace.so (vt_loader.c), which the CUDA driver loads through
+ * CUDA_INJECTION64_PATH, once it has found the program's CUPTI; its
+ * InitializeInjection() runs once, on the first thread that initializes
+ * CUDA (naming this library in CUDA_INJECTION64_PATH works too, where
+ * libcupti is on the loader's path).
  *
  * What it does: reads the configuration (vt_config.h), opens the trace
  * writer on CUPTI's clock, subscribes to CUPTI driver-API callbacks for
@@ -511,8 +514,10 @@ static int init_once(void)
     atexit(on_exit_handler);
     pthread_atfork(NULL, NULL, on_fork_child);
     install_signals();
-    say("vramtrace: recording to %s (CUPTI %u%s%s%s)", g.out_path, cupti_version, g.cfg.kernels ? ", kernels" : "",
-        g.uw ? ", native stacks" : "", g.pystack ? ", python stacks" : "");
+    /* which CUPTI: the program's own (PyTorch's, in site-packages) or the
+     * toolkit's, by its file (libvramtrace.so found it, vt_loader.c) */
+    say("vramtrace: recording to %s (CUPTI %u %s%s%s%s)", g.out_path, cupti_version, cupti_file,
+        g.cfg.kernels ? ", kernels" : "", g.uw ? ", native stacks" : "", g.pystack ? ", python stacks" : "");
     t_in.internal = saved;
     test_begin_pending();
     return 0;

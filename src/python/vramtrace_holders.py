@@ -255,7 +255,7 @@ def _lru_items(obj, d):
     return cache, entries
 
 
-def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS, frames=()):
+def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS, frames=(), say_after=None):
     """Walk from roots ([(path, object)], default: every module's globals)
     and from the locals of frames (running frames, innermost first: at a
     failed allocation or a signal what a function holds in its locals is
@@ -269,7 +269,9 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
     order found (a module's globals in their order, sys.modules' order):
     of the paths to one holder the one given is the shortest through
     public attributes, the same in every run.  Paths are kept as linked
-    pairs and spelled out only for holders: most objects hold no tensor."""
+    pairs and spelled out only for holders: most objects hold no tensor.
+    say_after: seconds after which one line on stderr says what the
+    program is doing at its exit (None: never)."""
     t0 = time.monotonic()
     if info is None:
         info = _array_info()
@@ -345,9 +347,18 @@ def walk(roots=None, info=None, max_objects=MAX_OBJECTS, max_seconds=MAX_SECONDS
             if visited >= max_objects:
                 limit = "objects"
                 break
-            if (visited & 1023) == 0 and time.monotonic() - t0 > max_seconds:
-                limit = "time"
-                break
+            if (visited & 1023) == 0:
+                el = time.monotonic() - t0
+                if el > max_seconds:
+                    limit = "time"
+                    break
+                if say_after is not None and el > say_after:
+                    say_after = None
+                    try:  # never hold the terminal without saying why
+                        sys.stderr.write(f"vramtrace: naming the objects that hold GPU memory (at most "
+                                         f"{max_seconds:g} s; vramtrace record --no-holders skips it)...\n")
+                    except Exception:
+                        pass
             oid = id(obj)
             if oid in seen:
                 continue
@@ -526,7 +537,7 @@ def _run(tag, frame=None, extra=None):
         import warnings
         with warnings.catch_warnings():  # a module's deprecation warnings stay quiet
             warnings.simplefilter("ignore")
-            holders, visited, seconds, limit = walk(info=info, frames=frames)
+            holders, visited, seconds, limit = walk(info=info, frames=frames, say_after=1.0)
         frames = None
         write(os.path.join(out, f"holders.{os.getpid()}{tag}.txt"), holders, visited, seconds, limit, extra)
     except Exception as e:  # never into the program

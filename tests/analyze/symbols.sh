@@ -7,6 +7,8 @@
 # warning note and the report goes on.
 set -u
 vt=$1 gen=$2 dlmod=$3
+# "another machine" has no symbol cache of this one (symcache.sh tests it)
+export VRAMTRACE_SYMBOL_CACHE=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -33,6 +35,8 @@ case "$out" in *"t.zst.sym: 1 of 2 native frames resolved"* | *"t.zst.sym: 2 of 
 mv "$tmp/lib/libvt_test_dlmod.so" "$tmp/gone.so"
 there=$(where)
 case "$there" in *vt_test_dlmod_fn@dlmod.c:ok*) ;; *) bad "elsewhere, with the .sym: $there" ;; esac
+# a frame the .sym has nothing of is never "binary not found" beside a .sym
+case "$there" in *"binary not found"*) bad "elsewhere, with the .sym, a frame says binary not found: $there" ;; esac
 mv "$tmp/t.zst.sym" "$tmp/keep.sym"
 none=$(where)
 case "$none" in *"binary not found"*) ;; *) bad "elsewhere, without the .sym: $none" ;; esac

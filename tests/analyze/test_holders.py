@@ -6,6 +6,7 @@ by the sitecustomize that `vramtrace record` puts first on PYTHONPATH,
 chaining to the program's own sitecustomize."""
 import collections
 import functools
+import io
 import itertools
 import os
 import subprocess
@@ -157,6 +158,16 @@ hs2, n2, _, lim2 = vh.walk(roots=[("prog", m)], info=info, max_objects=4)
 check("the object limit", lim2 == "objects" and n2 == 4)
 hs3, _, _, lim3 = vh.walk(roots=[("prog", m)], info=info, max_seconds=-1)
 check("the time limit", lim3 == "time")
+# a walk past say_after says why the program's exit waits, once
+big = types.ModuleType("big")
+big.items = [[i] for i in range(5000)]
+_err, sys.stderr = sys.stderr, io.StringIO()
+try:
+    vh.walk(roots=[("big", big)], info=info, say_after=0.0)
+    said = sys.stderr.getvalue()
+finally:
+    sys.stderr = _err
+check("the walk's progress line, once", said.count("naming the objects that hold GPU memory") == 1, said)
 check("no torch: nothing", vh.walk(roots=[("prog", m)]) == ([], 0, 0.0, ""))
 
 

@@ -13,6 +13,27 @@ target_link_libraries(vt_gen_symtrace PRIVATE vt_core)
 add_test(NAME analyze.symbols COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/symbols.sh $<TARGET_FILE:vramtrace>
          $<TARGET_FILE:vt_gen_symtrace> $<TARGET_FILE:vt_test_dlmod>)
 set_tests_properties(analyze.symbols PROPERTIES LABELS "analyze")
+# the build-id symbol cache: cold, warm (the module gone), damaged, two
+# writers at once, off; on real shared objects of this machine
+add_executable(vt_gen_symcache ${CMAKE_CURRENT_LIST_DIR}/gen_symcache.c)
+target_include_directories(vt_gen_symcache PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(vt_gen_symcache PRIVATE vt_core)
+add_test(NAME analyze.symcache COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/symcache.sh $<TARGET_FILE:vramtrace>
+         $<TARGET_FILE:vt_gen_symcache> $<TARGET_FILE:vt_test_dlmod>)
+set_tests_properties(analyze.symcache PROPERTIES LABELS "analyze" TIMEOUT 300)
+add_executable(test_symcache ${CMAKE_CURRENT_LIST_DIR}/test_symcache.c)
+target_link_libraries(test_symcache PRIVATE vt_analyze vt_core)
+add_test(NAME analyze.symcache.files COMMAND test_symcache)
+set_tests_properties(analyze.symcache.files PROPERTIES LABELS "analyze")
+# the sorted symbol table gives libdwfl's names (vt_symtab.c): the test's
+# own libraries, the dlmod, and the large CUDA ones where installed
+pkg_check_modules(VT_TEST_LIBDW REQUIRED IMPORTED_TARGET libdw)
+add_executable(test_symtab ${CMAKE_CURRENT_LIST_DIR}/test_symtab.c)
+target_link_libraries(test_symtab PRIVATE vt_analyze vt_core PkgConfig::VT_TEST_LIBDW stdc++)
+add_test(NAME analyze.symtab COMMAND sh -c "exec $<TARGET_FILE:test_symtab> $<TARGET_FILE:vt_test_dlmod> \
+         $(ls /usr/local/cuda/lib*/libnccl.so.2 /usr/local/cuda/lib*/libcublasLt.so.* 2>/dev/null | head -2)")
+set_tests_properties(analyze.symtab PROPERTIES LABELS "analyze" TIMEOUT 300
+                     ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/libdw.supp")
 
 # who holds it: the holder walk (src/python) on stand-ins, and its file
 # joined to a trace's blocks by the report

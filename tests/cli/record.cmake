@@ -53,6 +53,15 @@ endif()
 add_test(NAME cli.record.install
   COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/install_test.sh ${CMAKE_BINARY_DIR} ${VT_RECORD_HAVE_LIB})
 
+# The wheel (scripts/wheel.sh) of this build, installed by pip into a fresh
+# venv of each Python 3.10-3.13 here, run from there.  Not under the
+# sanitizers: their runtimes are NEEDED libraries no wheel may carry.
+if(NOT VT_SANITIZE)
+  add_test(NAME cli.wheel
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/wheel_test.sh ${CMAKE_BINARY_DIR} ${VT_RECORD_HAVE_LIB})
+  set_tests_properties(cli.wheel PROPERTIES TIMEOUT 600 LABELS "cli;wheel")
+endif()
+
 # the PyTorch shim's build and cache (src/cli/record_torch.c), without torch
 add_executable(test_record_torch ${CMAKE_CURRENT_LIST_DIR}/test_record_torch.c
   ${CMAKE_SOURCE_DIR}/src/cli/record_torch.c)

@@ -19,6 +19,9 @@
  *   record_child procs K N       K processes (forked), each writes a trace
  *   record_child trace-die N     write N allocations, flush, then SIGKILL
  *                                itself: a trace without an end record
+ *   record_child trace-slow N MS N allocations of 1 MiB kept, one every MS
+ *                                ms, each flushed and said on stdout
+ *                                ("allocated I"), then "done" (record --live)
  */
 #include <errno.h>
 #include <signal.h>
@@ -125,6 +128,46 @@ static int write_trace_ex(int n, int die)
     return rc ? 1 : 0;
 }
 
+static int write_trace_slow(int n, int ms)
+{
+    const char *tmpl = getenv("VRAMTRACE_OUTPUT");
+    if (!tmpl)
+        return 1;
+    char path[4096];
+    expand(tmpl, path, sizeof(path));
+    vt_writer_config cfg;
+    vt_writer_config_default(&cfg);
+    cfg.path = path;
+    vt_ev_header h;
+    memset(&h, 0, sizeof(h));
+    h.pid = (uint32_t)getpid();
+    h.hostname = "test";
+    h.program = "record_child";
+    h.clock = VT_CLOCK_MONOTONIC;
+    vt_writer *w = NULL;
+    if (vt_writer_create(&w, &cfg, &h))
+        return 1;
+    for (int i = 0; i < n; i++) {
+        vt_event ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = VT_EV_ALLOC;
+        ev.u.alloc.address = 0x7f0000000000ull + (uint64_t)i * (1u << 20);
+        ev.u.alloc.size = 1u << 20;
+        ev.u.alloc.kind = VT_MEM_DEVICE;
+        ev.u.alloc.api = VT_API_MALLOC;
+        while (vt_writer_emit(w, &ev) == VT_ERR_DROPPED)
+            vt_writer_flush(w);
+        vt_writer_flush(w);
+        printf("allocated %d\n", i + 1);
+        fflush(stdout);
+        usleep((useconds_t)ms * 1000);
+    }
+    int rc = vt_writer_close(w, VT_END_NORMAL, 0);
+    vt_writer_free(w);
+    printf("done\n");
+    return rc ? 1 : 0;
+}
+
 static int write_trace(int n)
 {
     return write_trace_ex(n, 0);
@@ -171,6 +214,8 @@ int main(int argc, char **argv)
     int n = argc > 2 ? atoi(argv[2]) : 10;
     if (!strcmp(mode, "trace"))
         return write_trace(n);
+    if (!strcmp(mode, "trace-slow") && argc > 3)
+        return write_trace_slow(n, atoi(argv[3]));
     if (!strcmp(mode, "trace-die"))
         return write_trace_ex(n, 1);
     if (!strcmp(mode, "procs") && argc > 3) {

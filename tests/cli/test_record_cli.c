@@ -508,6 +508,33 @@ static void test_multi_process(void **state)
     check_contains(g_err, "native symbols saved beside 1 trace (*.zst.sym)");
 }
 
+/* --timings (or VRAMTRACE_TIMINGS=1): one line of each step after the
+ * command, the holder walks' own time read from their files (issue 35) */
+static void test_timings(void **state)
+{
+    (void)state;
+    char outdir[PATH_MAX + 16], script[2 * PATH_MAX + 200];
+    path_in_tmp(outdir, sizeof(outdir), "timed");
+    snprintf(script, sizeof(script),
+             "mkdir -p %s && printf 'vramtrace-holders 1\\nW 10 0.250000 0 -\\n' >%s/holders.1.txt && "
+             "exec %s trace 2", outdir, outdir, g_child);
+    const char *argv[] = {g_vramtrace, "record", "--timings", "-o", outdir, "--", "sh", "-c", script, NULL};
+    assert_int_equal(exit_code(run(g_tmp, lib_env(), argv)), 0);
+    check_contains(g_err, "vramtrace record: timings: program ");
+    check_contains(g_err, "(holder walk 0.250 s of it, 1 walk); after it: summary ");
+    check_contains(g_err, ", symbolize ");
+    check_contains(g_err, "; total after it ");
+
+    char outdir2[PATH_MAX + 16], tenv[] = "VRAMTRACE_TIMINGS=1", libenv[PATH_MAX + 64];
+    path_in_tmp(outdir2, sizeof(outdir2), "timed2");
+    snprintf(libenv, sizeof(libenv), "VRAMTRACE_LIB=%s", g_fakelib);
+    const char *env[] = {libenv, tenv, NULL};
+    const char *argv2[] = {g_vramtrace, "record", "--no-symbolize", "-o", outdir2, "--", g_child, "trace", "2", NULL};
+    assert_int_equal(exit_code(run(g_tmp, env, argv2)), 0);
+    check_contains(g_err, "(holder walk 0.000 s of it, 0 walks); after it: summary ");
+    check_contains(g_err, ", symbolize off; total after it ");
+}
+
 static void test_many_processes(void **state)
 {
     (void)state;
@@ -644,6 +671,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_rank_in_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multi_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_processes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_incomplete_trace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_earlier_traces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_outdir, setup, teardown),

@@ -43,6 +43,7 @@ static void test_parse_defaults(void **state)
     assert_int_equal(o.sample_ms, -1);
     assert_int_equal(o.quiet, 0);
     assert_int_equal(o.tensors, 0);
+    assert_int_equal(o.live, 0);
     assert_int_equal(o.cmd_index, 2);
     assert_string_equal(argv[o.cmd_index], "python3");
 }
@@ -52,7 +53,7 @@ static void test_parse_all_options(void **state)
     (void)state;
     char *argv[] = {"record", "-o", "out", "--no-kernels", "--native-stacks",
                     "--no-python-stacks", "--no-static", "--stack-depth", "16",
-                    "--flush-ms=250", "--sample-ms", "0", "-q", "--tensors", "--",
+                    "--flush-ms=250", "--sample-ms", "0", "-q", "--tensors", "--live", "--",
                     "./a.out", "-o", "x"};
     int argc = sizeof(argv) / sizeof(argv[0]);
     vt_record_opts o;
@@ -68,9 +69,10 @@ static void test_parse_all_options(void **state)
     assert_int_equal(o.sample_ms, 0);
     assert_int_equal(o.quiet, 1);
     assert_int_equal(o.tensors, 1);
+    assert_int_equal(o.live, 1);
     /* The command's own "-o x" is not ours. */
     assert_string_equal(argv[o.cmd_index], "./a.out");
-    assert_int_equal(o.cmd_index, 15);
+    assert_int_equal(o.cmd_index, 16);
 }
 
 static void test_parse_forms(void **state)

@@ -49,3 +49,33 @@ if(EXISTS ${VT_TEST_DATA}/gpu-profiler-shared.zst)
     COMMAND bash ${CMAKE_SOURCE_DIR}/tests/gpu/check_profiler_trace.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}/gpu-profiler-shared.zst)
   set_tests_properties(cli.profiler_shared PROPERTIES FAIL_REGULAR_EXPRESSION "FAIL")
 endif()
+
+# vramtrace top (builtin-top.c, src/analyze/vt_live.c): one screen of the
+# fixtures (--once, plain 80x24 or COLUMNS x LINES, goldens), and the view
+# following a trace that the core writer is still writing (top_live.c).
+function(vt_top_golden name size)
+  add_test(NAME cli.top.${name}
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}
+            ${CMAKE_CURRENT_LIST_DIR}/golden/${name} 0 top --once ${ARGN})
+  string(REPLACE "x" ";" wh ${size})
+  list(GET wh 0 cols)
+  list(GET wh 1 rows)
+  set_tests_properties(cli.top.${name} PROPERTIES LABELS "cli;golden" ENVIRONMENT "COLUMNS=${cols};LINES=${rows}")
+endfunction()
+vt_top_golden(top-graph-list.txt 80x24 seeds/graph_list-default)
+vt_top_golden(top-graph-list-wide.txt 132x40 --sort live seeds/graph_list-default)
+vt_top_golden(top-sample-truncated.txt 80x24 reader-sample-truncated.zst)
+vt_top_golden(top-sample-damaged.txt 80x24 reader-sample-damaged.zst)
+if(EXISTS ${VT_TEST_DATA}/gpu-oom.zst)
+  vt_top_golden(top-gpu-oom.txt 80x24 gpu-oom.zst)
+endif()
+add_executable(vt_top_live ${CMAKE_CURRENT_LIST_DIR}/top_live.c)
+target_include_directories(vt_top_live PRIVATE ${PROJECT_SOURCE_DIR}/tests/analyze)
+target_link_libraries(vt_top_live PRIVATE vt_analyze vt_core)
+add_test(NAME cli.top.live COMMAND vt_top_live $<TARGET_FILE:vramtrace> ${CMAKE_CURRENT_BINARY_DIR}/top-live)
+set_tests_properties(cli.top.live PROPERTIES LABELS "cli" TIMEOUT 120)
+# on a terminal (tmux), and record --live with and without one
+add_test(NAME cli.top.tty
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/top_tty.sh $<TARGET_FILE:vramtrace> $<TARGET_FILE:record_child>
+          ${VT_TEST_DATA} ${CMAKE_CURRENT_BINARY_DIR}/top-tty)
+set_tests_properties(cli.top.tty PROPERTIES LABELS "cli;notsan" TIMEOUT 120)

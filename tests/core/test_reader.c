@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1078,6 +1079,85 @@ static char *write_tmp(const uint8_t *d, size_t n)
     return path;
 }
 
+/* Follow mode (vramtrace top): the file grows by pieces of 1 to 97 bytes,
+ * cut anywhere (inside zstd frame headers, blocks, records); after each
+ * piece the reader hands out what is complete and says VT_ERR_AGAIN, and
+ * in the end it has handed out every record once, in order, field by
+ * field as a reader of the whole file does, with each compressed byte
+ * read once. */
+static void test_follow_growing_file(void **state)
+{
+    (void)state;
+    uint64_t rng = 7;
+    vt_tenc *e = vt_tenc_new(1);
+    Vramtrace__Record rec;
+    vt_tenc_random_record(&rng, VRAMTRACE__RECORD__BODY_HEADER, 8, &rec);
+    vt_tenc_rec(e, &rec);
+    vt_tenc_sync(e, 0, 1000, 2000);
+    for (int i = 0; i < 150; i++) {
+        int c = 4 + (int)(vt_tenc_rand(&rng) % 23);
+        vt_tenc_random_record(&rng, (Vramtrace__Record__BodyCase)c, 8, &rec);
+        vt_tenc_rec(e, &rec);
+        if (i % 20 == 19)
+            vt_tenc_flush(e);
+        if (i % 50 == 49) {
+            vt_tenc_end_frame(e);
+            vt_tenc_sync(e, (uint64_t)(i / 50 + 1), 5000, 6000);
+        }
+    }
+    vt_tenc_end(e, 0);
+    vt_tenc_end_frame(e);
+    size_t size;
+    const uint8_t *d = vt_tenc_data(e, &size);
+    ref_list L = ref_unpack(d, size);
+    char *path = write_tmp(d, 0);
+    int fd = open(path, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    vt_reader *r;
+    char msg[256];
+    assert_int_equal(vt_reader_open(&r, path, msg, sizeof(msg)), 0);
+    vt_reader_set_follow(r, 1);
+    check_model *m = calloc(1, sizeof(*m));
+    char why[512];
+    size_t at = 0, i = 0;
+    int rc = VT_ERR_AGAIN, agains = 0;
+    while (rc == VT_ERR_AGAIN) {
+        vt_event ev;
+        while ((rc = vt_reader_next(r, &ev)) == 1) {
+            if (i >= L.n)
+                fail_msg("more events than records (%zu)", L.n);
+            if (check_event(m, L.rec[i], &ev, why, sizeof(why)))
+                fail_msg("record %zu (file at %zu bytes): %s", i, at, why);
+            i++;
+        }
+        if (rc == VT_ERR_AGAIN) {
+            agains++;
+            assert_true(at < size); /* only while the file is not whole */
+            size_t piece = 1 + (size_t)(vt_tenc_rand(&rng) % 97);
+            if (piece > size - at)
+                piece = size - at;
+            assert_int_equal(write(fd, d + at, piece), (ssize_t)piece);
+            at += piece;
+        }
+    }
+    if (rc)
+        fail_msg("rc %d: %s", rc, vt_reader_errmsg(r));
+    assert_int_equal(i, L.n);
+    assert_true(agains > 20);
+    vt_reader_stats st;
+    vt_reader_get_stats(r, &st);
+    assert_int_equal(st.bytes_in, size);
+    assert_true(st.complete);
+    free(m);
+    vt_reader_free(r);
+    close(fd);
+    unlink(path);
+    free(path);
+    ref_free(&L);
+    vt_tenc_free(e);
+    vt_tenc_random_reset();
+}
+
 /* A file of several MiB (chunked reads, frames across chunk boundaries),
  * read from a file and compared with the reference; then damaged in many
  * places (resync through pread). */
@@ -1241,6 +1321,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_deep_stack_chain),
         cmocka_unit_test(test_table_budget),
         cmocka_unit_test(test_large_file),
+        cmocka_unit_test(test_follow_growing_file),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_pipe),
     };

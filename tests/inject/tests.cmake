@@ -29,7 +29,11 @@ foreach(variant fp nofp)
 endforeach()
 
 if(TARGET vramtrace_inject)
-  add_test(NAME inject.exports COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_exports.sh $<TARGET_FILE:vramtrace_inject>)
+  add_test(NAME inject.exports COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_exports.sh
+           $<TARGET_FILE:vramtrace_loader> $<TARGET_FILE:vramtrace_inject>)
+  # nosan: loads the library into a Python interpreter
+  add_test(NAME inject.loader COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/loader_test.sh $<TARGET_FILE:vramtrace_loader>)
+  set_tests_properties(inject.loader PROPERTIES LABELS nosan)
 endif()
 
 include(${CMAKE_CURRENT_LIST_DIR}/python.cmake)

@@ -1,5 +1,5 @@
 // diff_page.js - the diff page's totals, without a browser: the data the
-// page embeds (window.VT_DIFF) is `diff --json`'s; its headline (B - A of
+// page embeds (VT_DIFF, packed: lib.js unpackText) is `diff --json`'s; its headline (B - A of
 // the sides' leaked bytes), the icicle's root and the table's rows (lib.js:
 // diffRows, diffTree, as the page draws them) agree; no row of 0 B.
 // usage: node diff_page.js VRAMTRACE DATA_DIR OUT_DIR
@@ -7,6 +7,7 @@
 const { execFileSync } = require("node:child_process");
 const fs = require("node:fs");
 const path = require("node:path");
+const zlib = require("node:zlib");
 const L = require(path.join(__dirname, "../../viewer/lib.js"));
 
 const [bin, data, out] = process.argv.slice(2);
@@ -32,10 +33,12 @@ pairs.forEach(([a, b, extra], k) => {
   run(["diff", ...common, "--html", html, a, b]);
   const json = JSON.parse(run(["diff", "--json", ...common, a, b]));
   const page = fs.readFileSync(html, "utf8");
-  const m = /window\.VT_DIFF = (.*?)\n?;\n/s.exec(page);
-  expect(m, `${name}: no VT_DIFF in the page`);
+  const m = /window\.VT_PACKED = "([A-Za-z0-9+/=]*)";/.exec(page);
+  expect(m, `${name}: no VT_PACKED in the page`);
   if (!m) return;
-  const d = JSON.parse(m[1]);
+  const d = L.unpackText(zlib.gunzipSync(Buffer.from(m[1], "base64")).toString("utf8")).VT_DIFF;
+  expect(d, `${name}: no VT_DIFF in the page's data`);
+  if (!d) return;
   expect(JSON.stringify(d) === JSON.stringify(json), `${name}: the page's data differ from --json`);
   const total = d.b.leaked_bytes - d.a.leaked_bytes;
   const rows = L.diffRows(d), sum = rows.reduce((s, x) => s + x.leaked_bytes[1] - x.leaked_bytes[0], 0);

@@ -328,13 +328,16 @@ def tail(path, n=600):
         return ""
 
 
-def report_cell(vt, d, timeout=90.0):
-    """Run `vramtrace report --json` on the cell's directory into report.json."""
+def report_cell(vt, d, timeout=90.0, out=None):
+    """Run `vramtrace report --json` on the cell's directory into report.json
+    there, or in out (a replay leaves the fixtures as they are)."""
     t0 = time.monotonic()
+    out = out or d
+    os.makedirs(out, exist_ok=True)
     rc = run_proc([vt, "report", "--json", "--no-symbols", "--no-progress", d], os.environ.copy(),
-                  os.path.join(d, "report.json"), os.path.join(d, "report.err"), timeout)
-    v = read_report(os.path.join(d, "report.json")) if rc in (0, 1) else {
-        "error": f"report exit {rc}: {tail(os.path.join(d, 'report.err'), 300)}"}
+                  os.path.join(out, "report.json"), os.path.join(out, "report.err"), timeout)
+    v = read_report(os.path.join(out, "report.json")) if rc in (0, 1) else {
+        "error": f"report exit {rc}: {tail(os.path.join(out, 'report.err'), 300)}"}
     return v, rc, time.monotonic() - t0
 
 
@@ -703,7 +706,7 @@ def replay(a):
     for d in sorted(glob.glob(os.path.join(a.replay, "*", "truth.json"))):
         d = os.path.dirname(d)
         truth = load_truth(d)
-        verdict, rrc, rep_s = report_cell(a.vt, d)
+        verdict, rrc, rep_s = report_cell(a.vt, d, out=os.path.join(a.out, "cells", os.path.basename(d)))
         outcome, exp, thr, line_ok = classify(truth, verdict)
         p = {k: truth.get(k) for k in ("pattern", "step_ms", "steps", "leak_bytes", "release", "nvtx")}
         conf = truth.get("alloc_conf") or ""

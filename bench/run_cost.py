@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""run_cost.py BUILD_DIR [ROUNDS] - what a run costs a user, ON the GPU
+machine: whole processes of bench/cost_prog.py (workloads launch,
+transformer, gpt2), each config its own process, configs in an order
+shuffled per round (fixed seed), one process at a time on the same cores.
+    python3 bench/run_cost.py BUILD [ROUNDS]     run; the table; $OUT/cost.log
+    python3 bench/run_cost.py --pool LOG...      the table from logs
+Configs (VT_COST_CONFIGS): untraced; floor (CUPTI's own cost: the same
+callbacks with empty bodies, BUILD/bench/libvt_cupti_floor.so or
+BUILD/libvt_cupti_floor.so); history (PyTorch's
+_record_memory_history(stacks="python")); record (`vramtrace record` as a
+user runs it, the symbol cache warm: a second run of the program); first
+(the same with an empty symbol cache: a first run on this host);
+notensors (`record --no-tensor-events`: the allocator's segments only).
+Per process: wall time (start to exit, what the user waits) and the median
+step after the warm-up.  Per config: the step against untraced of the same
+round and the wall time added, as paired medians over rounds with their
+range; for record-type configs, what `vramtrace record` itself spent after
+the program ended (its --timings line).  VT_COST_WORK (default
+launch,transformer,gpt2), VT_COST_BUDGET_S (start no round after it)."""
+import json
+import os
+import random
+import re
+import shutil
+import statistics as st
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LINE = re.compile(r"^round (\d+) (\S+) (\S+): wall ([\d.]+) s step ([\d.]+) ms after ([\d.]+|-) s$")
+
+
+def command(build, cfg, work, tmp, cache):
+    prog = [sys.executable, os.path.join(HERE, "cost_prog.py"), work]
+    env = dict(os.environ)
+    env.pop("CUDA_INJECTION64_PATH", None)
+    if cfg == "untraced":
+        return prog, env
+    if cfg == "floor":
+        for p in ("bench/libvt_cupti_floor.so", "libvt_cupti_floor.so"):
+            if os.path.exists(os.path.join(build, p)):
+                env["CUDA_INJECTION64_PATH"] = os.path.join(build, p)
+        return prog, env
+    if cfg == "history":
+        env["VT_COST_HISTORY"] = "1"
+        return prog, env
+    out = tempfile.mkdtemp(dir=tmp)
+    env["VRAMTRACE_CACHE_DIR"] = cache if cfg != "first" else tempfile.mkdtemp(dir=tmp)
+    extra = ["--no-tensor-events"] if cfg == "notensors" else []
+    return [os.path.join(build, "vramtrace"), "record", "-q", "--timings", "-o", out, *extra, "--", *prog], env
+
+
+def after_exit(stderr):
+    """seconds `vramtrace record` spent after the command ended"""
+    m = re.search(r"total after it ([\d.]+) s", stderr)
+    return float(m.group(1)) if m else None
+
+
+def run(build, rounds, works, cfgs, budget, log):
+    tmp = tempfile.mkdtemp(prefix="vt_cost.")
+    cache = os.path.join(tmp, "cache")
+    rng = random.Random(7)
+    # "record" is a second run: one untimed run of each workload fills the
+    # symbol cache (and builds PyTorch's allocator shim) first
+    if any(c in cfgs for c in ("record", "notensors")):
+        for work in works:
+            cmd, env = command(build, "record", work, tmp, cache)
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            print(f"# warm-up {work}: exit {p.returncode}", file=log, flush=True)
+    t_all = time.time()
+    for r in range(rounds):
+        if budget and time.time() - t_all > budget:
+            print(f"budget: stopped before round {r}", file=log, flush=True)
+            break
+        for work in works:
+            order = list(cfgs)
+            rng.shuffle(order)
+            for cfg in order:
+                cmd, env = command(build, cfg, work, tmp, cache)
+                t0 = time.perf_counter()
+                p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                wall = time.perf_counter() - t0
+                res = None
+                for ln in p.stdout.splitlines():
+                    try:
+                        res = json.loads(ln)
+                    except ValueError:
+                        pass
+                if p.returncode or not res:
+                    print(f"# {work} {cfg}: exit {p.returncode} {p.stderr[-400:]!r}", file=log, flush=True)
+                    continue
+                a = after_exit(p.stderr)
+                print(f"round {r} {work} {cfg}: wall {wall:.3f} s step {res['median_ms']:.3f} ms after "
+                      f"{'-' if a is None else f'{a:.3f}'} s", file=log, flush=True)
+                if a is not None:
+                    for ln in p.stderr.splitlines():
+                        if "timings" in ln or "after the command" in ln:
+                            print(f"#   {ln.strip()}", file=log, flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def table(paths):
+    rows = {}  # (work, cfg) -> {round: (wall, step, after)}
+    for path in paths:
+        for ln in open(path):
+            m = LINE.match(ln.strip())
+            if m:
+                r, w, c = (path, int(m.group(1))), m.group(2), m.group(3)
+                rows.setdefault((w, c), {})[r] = (float(m.group(4)), float(m.group(5)),
+                                                  None if m.group(6) == "-" else float(m.group(6)))
+    out = [f"{'workload':12s} {'config':10s} {'n':>3s} {'step ms':>8s} {'x untraced':>10s} {'range':>13s} "
+           f"{'wall s':>7s} {'+wall s':>7s} {'range':>15s} {'after s':>7s}"]
+    for w in sorted({w for w, _ in rows}):
+        base = rows.get((w, "untraced"), {})
+        for c in ("untraced", "floor", "history", "notensors", "record", "first"):
+            d = rows.get((w, c))
+            if not d:
+                continue
+            both = [k for k in d if k in base]
+            ratio = [d[k][1] / base[k][1] for k in both]
+            add = [d[k][0] - base[k][0] for k in both]
+            aft = [d[k][2] for k in d if d[k][2] is not None]
+            line = f"{w:12s} {c:10s} {len(d):3d} {st.median(v[1] for v in d.values()):8.2f} "
+            if c != "untraced" and both:
+                line += f"{st.median(ratio):10.3f} {min(ratio):6.3f}-{max(ratio):6.3f} "
+            else:
+                line += f"{'':10s} {'':13s} "
+            line += f"{st.median(v[0] for v in d.values()):7.2f} "
+            if c != "untraced" and both:
+                line += f"{st.median(add):+7.2f} {min(add):+7.2f}..{max(add):+6.2f} "
+            else:
+                line += f"{'':7s} {'':15s} "
+            line += f"{st.median(aft):7.2f}" if aft else f"{'':7s}"
+            out.append(line)
+    return "\n".join(out)
+
+
+def main():
+    if sys.argv[1:2] == ["--pool"]:
+        print(table(sys.argv[2:]))
+        return
+    build = os.path.abspath(sys.argv[1])
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    works = os.environ.get("VT_COST_WORK", "launch,transformer,gpt2").split(",")
+    cfgs = os.environ.get("VT_COST_CONFIGS", "untraced,floor,history,record,first,notensors").split(",")
+    out = os.environ.get("OUT", ".")
+    path = os.path.join(out, "cost.log")
+    with open(path, "a") as log:
+        print(f"# run_cost.py {build} rounds {rounds} works {works} configs {cfgs} "
+              f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC", file=log, flush=True)
+        run(build, rounds, works, cfgs, float(os.environ.get("VT_COST_BUDGET_S", "0")), log)
+    print(table([path]))
+
+
+if __name__ == "__main__":
+    main()

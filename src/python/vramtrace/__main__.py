@@ -1,0 +1,6 @@
+"""python -m vramtrace ARGS: the vramtrace command (see __init__.py)."""
+import sys
+
+from vramtrace import main
+
+sys.exit(main())
