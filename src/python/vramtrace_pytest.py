@@ -6,9 +6,10 @@ the test that leaks GPU memory fails, naming its line (issue 37).
     vramtrace report --json vramtrace-pytest-*/   # processes[].tests[]
 
 `vramtrace record` puts this module on PYTHONPATH and names it in
-PYTEST_PLUGINS, so nothing is installed; a wheel registers it as the
-`pytest11` entry point `vramtrace_pytest = vramtrace_pytest` (the entry
-point's name must be the module's: pytest then loads it once).  It is
+PYTEST_PLUGINS, so nothing is installed; a wheel registers it as a
+`pytest11` entry point named `vramtrace_pytest` (pytest registers the
+plugin under that name and then skips the PYTEST_PLUGINS module of the
+same name: loaded once).  It is
 inert unless `--vramtrace`, `--vramtrace-fail-on-leak`,
 `--vramtrace-fail-on-peak` or a `vramtrace` marker asks for it:
 
