@@ -10,6 +10,7 @@ pkgs=(cmake make gcc g++ pkg-config
       libzstd-dev zstd libdw-dev libelf-dev zlib1g-dev libcmocka-dev python3 chromium
       liblzma-dev libbz2-dev  # with zlib1g-dev: the static archives libdw.a needs (src/analyze/analyze.cmake)
       binutils python3-venv  # the wheel: objcopy, and a venv to install it in (tests/cli/wheel_test.sh)
+      python3-pytest  # the pytest plugin run by real pytest (tests/inject: inject.pytest_plugin)
       clang   # clang: the libFuzzer targets (scripts/fuzz.sh)
       tmux)   # tmux: vramtrace top's terminal test (tests/cli/top_tty.sh)
 missing=()

@@ -518,9 +518,36 @@
     return { svg: '<svg class="spark" width="90" height="18"><path d="' + L.sparkPath(pts, 90, 18) + '"/></svg>' };
   }
 
+  /* The pytest plugin's tests (processes[].tests[]): what each left live,
+   * its peak, the line of what it left and who holds it; a row selects
+   * the test's time on the timeline (what it allocated and left live). */
+  function testsTable(box, p, s) {
+    var ts = (p.tests || []).slice().sort(function (a, b) { return b.leaked_bytes - a.leaked_bytes; });
+    if (!ts.length) return;
+    var heads = ["left live", "peak", "allocated", "test", "line of what it left"];
+    if (p.holders) heads.push("held by"); /* the walk at exit: who holds what a test left */
+    table(box, "tests-table", "Tests, " + ts.filter(function (t) { return t.leaked_bytes > 0; }).length +
+      " of them left GPU memory live", heads,
+      ts.map(function (t) {
+        var top = (t.sites || [])[0];
+        var r = [t.leaked_bytes, t.peak_bytes, t.allocated_bytes, t.name + (t.ended ? "" : " (the process stopped in it)"),
+          top ? userFrame(top) : ""];
+        if (p.holders) r.push(top ? heldBy(top) : "");
+        r.test = t;
+        return r;
+      }), [true, true, true, false, false, false], function (r) {
+        var t = r.test;
+        if (s && s.bucket_s > 0)
+          select({ mode: "range", b0: Math.max(0, Math.floor(t.start_s / s.bucket_s)),
+            b1: Math.min(s.buckets - 1, Math.ceil((t.start_s + t.duration_s) / s.bucket_s)) });
+        if (r[4]) findInFlame(r[4]);
+      });
+  }
+
   function tables(p, s) {
     var box = $("tables");
     box.textContent = "";
+    testsTable(box, p, s);
     /* the growing call sites first (by their growth), then by bytes */
     var gk = grownByKey(p), gof = function (x) { return (x.site ? x.site.key : x.key) ? gk[x.site ? x.site.key : x.key] || 0 : 0; };
     var leaks = ((p.leaks && p.leaks.sites) || []).slice().sort(function (a, b) {

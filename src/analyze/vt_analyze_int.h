@@ -266,6 +266,27 @@ typedef struct {
 
 typedef struct { uint32_t id; uint32_t msg; uint64_t t; } vt_nvtx_open;
 
+/* A test: an NVTX range of the domain "vramtrace.test" (the pytest
+ * plugin, vt_inject_test.c), and what it allocated and left live
+ * (vt_replay_tests.c).  Counted blocks as in the report's rows: with
+ * tensor events the tensors, else device-resident blocks. */
+#define VT_TEST_DOMAIN "vramtrace.test"
+#define VT_TEST_SITES 5 /* call sites kept per test, largest first */
+typedef struct {
+    uint32_t unit;
+    uint64_t bytes, blocks;
+} vt_test_site_row;
+typedef struct {
+    char *name;          /* the node id */
+    uint64_t t0, t1;     /* begin and end (t1: the trace's last event when it never ended) */
+    int ended;           /* 0: the process stopped inside the test */
+    uint64_t allocated, allocs; /* counted blocks allocated in it */
+    uint64_t leaked, leaked_blocks; /* ... still live at its end */
+    uint64_t peak;       /* the most of them live at once */
+    uint32_t nsites;     /* call sites of what it left, in all */
+    vt_test_site_row site[VT_TEST_SITES];
+} vt_test;
+
 /* A symbolized native frame (possibly several for inlines) - see vt_symbol.c */
 typedef struct {
     char *function;   /* demangled, or NULL */
@@ -530,6 +551,16 @@ typedef struct {
     uint32_t c10_units;
     uint64_t reserved_grown; /* with tensor events: growth of the caching allocator's segments */
     uint32_t tensor_units; /* units of the caching allocator's tensor events: tensor level in the default allocator */
+    /* tests (vt_replay_tests.c): the one open follows its blocks (the full
+     * way for every event while it is open) */
+    vt_test *tests; size_t ntests, captests;
+    int test_open;
+    uint64_t test_range;
+    /* per way of counting (0: without tensor events, 1: with them; the
+     * first tensor may come inside the test): live, peak, allocated */
+    uint64_t test_live[2], test_peak[2], test_alloc[2], test_allocs[2];
+    vt_map test_blk;  /* (address << 1 | tensor) -> size | counted-with << 62 | counted-without << 63 */
+    vt_map test_unit; /* the same key -> unit */
     /* the consumer's view of the current event (vt_replay_note_block) */
     unsigned index;  /* in the analysis */
     unsigned nrb;
@@ -626,4 +657,12 @@ void vt_json_str_to(const char *s, void (*put)(void *ctx, const char *p, size_t 
 
 /* "step 12" -> "step" (vt_replay_events.c): malloc'd, NULL when out of memory */
 char *vt_nvtx_normalize(const char *m);
+/* Tests (vt_replay_tests.c): an NVTX record of the tests' domain begins
+ * or ends one (1: it was, and nothing else is to be done with it); the
+ * blocks of an event while one is open; the process ended (close it);
+ * free. */
+int vt_tests_nvtx(vt_proc *p, const vt_ev_nvtx *e, uint64_t t);
+int vt_tests_blocks(vt_proc *p, const vt_replay_block *b, unsigned n);
+int vt_tests_finish(vt_proc *p);
+void vt_tests_free(vt_proc *p);
 #endif

@@ -464,8 +464,9 @@ static int fast_ready(vt_proc *p)
     return 1;
 }
 
-/* With a consumer: every event the full way, then to the consumer with
- * the blocks it began or ended and the device's live bytes after it. */
+/* With a consumer, or while a test is open: every event the full way,
+ * then the blocks it began or ended to the test (vt_replay_tests.c) and
+ * to the consumer, with the device's live bytes after it. */
 static int feed_consumed(vt_analysis *a, vt_proc *p, const vt_event *ev, int n) __attribute__((noinline));
 static int feed_consumed(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
 {
@@ -474,6 +475,10 @@ static int feed_consumed(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
         int rc = feed_slow(a, p, &ev[i]);
         if (rc)
             return rc;
+        if (p->nrb && p->test_open && (rc = vt_tests_blocks(p, p->rb, p->nrb)))
+            return rc;
+        if (!a->consumer)
+            continue;
         vt_replay_event re = {.ev = &ev[i], .proc = p->index, .nblocks = p->nrb, .blocks = p->rb, .reserved = -1};
         if (p->nrb) {
             const vt_devstate *d = &p->dev[p->rb[0].device];
@@ -501,7 +506,7 @@ int vt_proc_feed(vt_analysis *a, vt_proc *p, const vt_event *ev)
  * the merge at the end is the same as a merge per event. */
 __attribute__((aligned(64))) int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
 {
-    if (__builtin_expect(a->consumer != NULL, 0))
+    if (__builtin_expect(a->consumer != NULL || p->test_open, 0))
         return feed_consumed(a, p, ev, n);
     uint64_t nalloc = 0, nfree = 0, nkernel = 0, t_last = p->t_last;
     int rc = 0, i = 0;
@@ -551,6 +556,10 @@ __attribute__((aligned(64))) int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, 
         rc = feed_slow(a, p, e);
         if (rc)
             goto out;
+        if (__builtin_expect(p->test_open, 0)) { /* a test began: the rest the full way */
+            rc = feed_consumed(a, p, ev + i + 1, n - i - 1);
+            goto out;
+        }
     }
 out:
     if (t_last > p->t_last)

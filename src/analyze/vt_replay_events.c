@@ -458,6 +458,8 @@ static uint32_t nv_thread_slot(vt_proc *p, uint32_t thread)
 
 static void on_nvtx(vt_analysis *a, vt_proc *p, const vt_ev_nvtx *e, uint64_t t)
 {
+    if ((e->domain || e->domain_id) && vt_tests_nvtx(p, e, t))
+        return; /* a test's range (vt_replay_tests.c), no step candidate */
     uint32_t ts = nv_thread_slot(p, e->site.thread);
     uint32_t *nv_depth = &p->nv_thr[ts].depth;
     vt_nvtx_open *nv_stack = p->nv_thr[ts].st;

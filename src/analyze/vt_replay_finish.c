@@ -529,6 +529,9 @@ static void never_freed(vt_proc *p, vt_unit *u, uint64_t size, uint64_t t, int a
 
 int vt_proc_finish(vt_analysis *a, vt_proc *p)
 {
+    int trc = vt_tests_finish(p); /* a test the process never ended */
+    if (trc)
+        return trc;
     /* the view time */
     switch (p->view_mode) {
     case VT_AT_TIME:

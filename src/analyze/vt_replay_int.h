@@ -358,7 +358,7 @@ static inline __attribute__((always_inline)) int account_free(vt_analysis *a, vt
 static inline void vt_replay_note_block(const vt_analysis *a, vt_proc *p, vt_block_op op, uint64_t addr, uint32_t ui,
                                         uint64_t size, uint64_t t_alloc, uint64_t t)
 {
-    if (!a->consumer || p->nrb == VT_REPLAY_MAX_BLOCKS)
+    if ((!a->consumer && !p->test_open) || p->nrb == VT_REPLAY_MAX_BLOCKS)
         return;
     const vt_unit *u = &p->units[ui];
     vt_replay_block *b = &p->rb[p->nrb++];

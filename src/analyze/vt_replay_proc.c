@@ -35,6 +35,7 @@ void vt_proc_free(vt_proc *p)
     free(p->env_xla_alloc);
     free(p->env_tf_alloc);
     free(p->tool_version);
+    vt_tests_free(p);
     for (size_t i = 0; i < p->nstrings; i++)
         free(p->strings[i]);
     free(p->strings);

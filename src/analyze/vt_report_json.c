@@ -458,6 +458,25 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
         fprintf(o, "]}");
     }
     fprintf(o, "]}");
+    /* tests: the pytest plugin's ranges (vt_replay_tests.c), in order */
+    fprintf(o, ",\"tests\":[");
+    for (size_t i = 0; i < p->ntests; i++) {
+        const vt_test *x = &p->tests[i];
+        fprintf(o, "%s{\"name\":", i ? "," : "");
+        vt_json_str(o, x->name);
+        fprintf(o, ",\"start_s\":%.6f,\"duration_s\":%.6f,\"ended\":%s,\"allocated_bytes\":%" PRIu64
+                   ",\"allocs\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64
+                   ",\"peak_bytes\":%" PRIu64 ",\"call_sites\":%u,\"sites\":[",
+                rep_rel_s(p, x->t0), (double)(x->t1 - x->t0) / 1e9, x->ended ? "true" : "false", x->allocated,
+                x->allocs, x->leaked, x->leaked_blocks, x->peak, x->nsites);
+        for (uint32_t s = 0; s < x->nsites && s < VT_TEST_SITES; s++) {
+            if (s)
+                fputc(',', o);
+            json_site(a, p, x->site[s].unit, (int64_t)x->site[s].bytes, (int64_t)x->site[s].blocks, o);
+        }
+        fputs("]}", o);
+    }
+    fputc(']', o);
     /* allocator */
     int tl;
     const char *mode = rep_allocator_mode(p, &tl);

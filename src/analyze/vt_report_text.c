@@ -503,6 +503,62 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
         fprintf(o, "... %zu more call site%s\n", p->nleak - a->cfg.top, p->nleak - a->cfg.top == 1 ? "" : "s");
 }
 
+/* Tests (the pytest plugin's ranges, vt_replay_tests.c): those that left
+ * memory live first, by bytes, each with its call sites; then a count of
+ * the rest and the test with the highest peak. */
+static void text_tests(vt_analysis *a, vt_proc *p, FILE *o)
+{
+    if (!p->ntests)
+        return;
+    char b1[32], b2[32], b3[32];
+    size_t *ord = malloc(p->ntests * sizeof(*ord)), nleak = 0, top = 0;
+    uint64_t total = 0;
+    if (!ord)
+        return;
+    for (size_t i = 0; i < p->ntests; i++) {
+        ord[i] = i;
+        nleak += p->tests[i].leaked > 0;
+        total += p->tests[i].leaked;
+        if (p->tests[i].peak > p->tests[top].peak)
+            top = i;
+    }
+    for (size_t i = 1; i < p->ntests; i++) { /* by leaked bytes, stable: tests run in order */
+        size_t v = ord[i], j = i;
+        for (; j > 0 && p->tests[ord[j - 1]].leaked < p->tests[v].leaked; j--)
+            ord[j] = ord[j - 1];
+        ord[j] = v;
+    }
+    fprintf(o, "\n-- tests: GPU memory each test allocated and left live --\n");
+    fprintf(o, "%zu test%s, %zu left memory live (%s in all); the highest peak: %s in %s\n", p->ntests,
+            p->ntests == 1 ? "" : "s", nleak, rep_bytes(b1, (double)total), rep_bytes(b2, (double)p->tests[top].peak),
+            p->tests[top].name);
+    for (size_t k = 0; k < nleak && k < a->cfg.top; k++) {
+        const vt_test *x = &p->tests[ord[k]];
+        fprintf(o, "#%zu %s: left %s live in %" PRIu64 " block%s; peak %s, %s allocated in %" PRIu64
+                   " block%s, %.3f s%s\n",
+                k + 1, x->name, rep_bytes(b1, (double)x->leaked), x->leaked_blocks, x->leaked_blocks == 1 ? "" : "s",
+                rep_bytes(b2, (double)x->peak), rep_bytes(b3, (double)x->allocated), x->allocs,
+                x->allocs == 1 ? "" : "s", (double)(x->t1 - x->t0) / 1e9,
+                x->ended ? "" : " (the process stopped inside it)");
+        for (uint32_t s = 0; s < x->nsites && s < VT_TEST_SITES; s++) {
+            const vt_unit *u = &p->units[x->site[s].unit];
+            fprintf(o, "    ");
+            unit_line(p, u, (int64_t)x->site[s].bytes, (int64_t)x->site[s].blocks, o);
+            fputc('\n', o);
+            text_holder(p, u, o, "        ");
+            g_headline_only = !a->cfg.native;
+            rep_text_unit_stack(a, p, u, o, "        ");
+            g_headline_only = 0;
+        }
+        if (x->nsites > VT_TEST_SITES)
+            fprintf(o, "    ... %u more call site%s\n", x->nsites - VT_TEST_SITES,
+                    x->nsites - VT_TEST_SITES == 1 ? "" : "s");
+    }
+    if (nleak > a->cfg.top)
+        fprintf(o, "... %zu more test%s left memory live\n", nleak - a->cfg.top, nleak - a->cfg.top == 1 ? "" : "s");
+    free(ord);
+}
+
 static void text_steps(const vt_analysis *a, const vt_proc *p, FILE *o)
 {
     if (p->steps && !strncmp(p->step_source, "nvtx:", 5)) {
@@ -788,6 +844,7 @@ int vt_report_text(vt_analysis *a, FILE *o)
         text_peak(a, p, o);
         text_oom(a, p, o);
         text_walks(p, 0, o);
+        text_tests(a, p, o);
         text_allocator(a, p, o);
     }
     if (a->nprocs > 1)

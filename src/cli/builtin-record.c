@@ -659,7 +659,8 @@ int cmd_record(int argc, char **argv)
     }
     /* Python programs: who holds the memory, walked at exit (src/python,
      * issue 25) by our sitecustomize first on PYTHONPATH, which runs the
-     * program's own; holders.PID.txt goes beside the traces */
+     * program's own; holders.PID.txt goes beside the traces.  The same
+     * directory holds CuPy's hook and the pytest plugin (issue 37). */
     if (o.holders) {
         char pydir[PATH_MAX], why[PATH_MAX + 64];
         if (vt_record_python_dir(pydir, sizeof(pydir), why, sizeof(why))) {
@@ -673,6 +674,10 @@ int cmd_record(int argc, char **argv)
                 setenv("PYTHONPATH", pp, 1);
                 free(pp);
                 setenv("VRAMTRACE_HOLDERS", absdir, 1);
+                /* the pytest plugin: loaded by pytest, inert without --vramtrace */
+                char plugins[4096];
+                if (vt_record_pytest_plugins(getenv("PYTEST_PLUGINS"), plugins, sizeof(plugins)) == 0)
+                    setenv("PYTEST_PLUGINS", plugins, 1);
                 if (o.holders_signal)
                     setenv("VRAMTRACE_HOLDERS_SIGNAL", o.holders_signal, 1);
             }

@@ -581,3 +581,24 @@ int vt_record_exit_status(int wstatus)
         return 128 + WTERMSIG(wstatus);
     return 1;
 }
+
+int vt_record_pytest_plugins(const char *old, char *out, size_t outlen)
+{
+    const size_t nm = strlen(VT_RECORD_PYTEST_PLUGIN);
+    int have = 0;
+    for (const char *p = old && *old ? old : ""; *p;) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        while (n && (*p == ' ' || *p == '\t'))
+            p++, n--;
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        have |= n == nm && !strncmp(p, VT_RECORD_PYTEST_PLUGIN, nm);
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    int w = have || !old || !*old ? snprintf(out, outlen, "%s", have ? old : VT_RECORD_PYTEST_PLUGIN)
+                                  : snprintf(out, outlen, "%s,%s", old, VT_RECORD_PYTEST_PLUGIN);
+    return w < 0 || (size_t)w >= outlen ? VT_ERR_INVALID : 0;
+}

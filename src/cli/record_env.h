@@ -123,4 +123,14 @@ void vt_record_plan_free(vt_record_plan *p);
  * exit code, or 128 + signal number when a signal killed it (as shells do). */
 int vt_record_exit_status(int wstatus);
 
+/* The pytest plugin's module, which `record` names in PYTEST_PLUGINS
+ * (src/python/vramtrace_pytest.py; inert without --vramtrace). */
+#define VT_RECORD_PYTEST_PLUGIN "vramtrace_pytest"
+
+/* PYTEST_PLUGINS for the command: `old` (may be NULL or "", pytest's
+ * comma-separated list of modules) with VT_RECORD_PYTEST_PLUGIN added at
+ * the end, unless it is there already.  Returns 0, or VT_ERR_INVALID when
+ * out (outlen bytes) is too small. */
+int vt_record_pytest_plugins(const char *old, char *out, size_t outlen);
+
 #endif

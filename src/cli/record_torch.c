@@ -15,9 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern const char vt_torch_shim_cpp[], vt_torch_abi_h[], vt_py_holders[], vt_py_sitecustomize[], vt_py_cupy[];
+extern const char vt_torch_shim_cpp[], vt_torch_abi_h[], vt_py_holders[], vt_py_sitecustomize[], vt_py_cupy[], vt_py_pytest[];
 extern const unsigned long vt_torch_shim_cpp_len, vt_torch_abi_h_len, vt_py_holders_len, vt_py_sitecustomize_len,
-    vt_py_cupy_len;
+    vt_py_cupy_len, vt_py_pytest_len;
 
 #define PFX "vramtrace: "
 
@@ -290,13 +290,15 @@ static void cache_dir(char *cache, size_t len)
 
 int vt_record_python_dir(char *out, size_t outlen, char *why, size_t whylen)
 {
-    /* the holder walk, CuPy's hook and the sitecustomize that loads both */
+    /* the holder walk, CuPy's hook, the pytest plugin and the sitecustomize
+     * that loads the first two (pytest loads the plugin: PYTEST_PLUGINS) */
     static const struct {
         const char *name;
         const char *data;
         const unsigned long *len;
     } files[] = {{"vramtrace_holders.py", vt_py_holders, &vt_py_holders_len},
                  {"vramtrace_cupy.py", vt_py_cupy, &vt_py_cupy_len},
+                 {"vramtrace_pytest.py", vt_py_pytest, &vt_py_pytest_len},
                  {"sitecustomize.py", vt_py_sitecustomize, &vt_py_sitecustomize_len}};
     enum { NFILES = sizeof(files) / sizeof(files[0]) };
     char cache[PATH_MAX], dir[PATH_MAX + 64], f[NFILES][PATH_MAX + 96], t[PATH_MAX + 128];

@@ -9,7 +9,8 @@ add_library(vt_inject_common STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/vt_cfi.c
   ${CMAKE_CURRENT_SOURCE_DIR}/vt_unwind.c
   ${CMAKE_CURRENT_SOURCE_DIR}/vt_got.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/vt_actmux.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/vt_actmux.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/vt_marktab.c)
 set_target_properties(vt_inject_common PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_include_directories(vt_inject_common PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(vt_inject_common PUBLIC vt_core Threads::Threads ${CMAKE_DL_LIBS})
@@ -24,12 +25,12 @@ if(VT_HAVE_CUPTI)
     set(dir ${CMAKE_CURRENT_FUNCTION_LIST_DIR}) # src/inject, wherever it is called from
     set(srcs ${dir}/vt_inject.c ${dir}/vt_inject_driver.c ${dir}/vt_inject_vmm.c ${dir}/vt_inject_devices.c
              ${dir}/vt_inject_nvtx.c ${dir}/vt_inject_activity.c ${dir}/vt_inject_sampler.c ${dir}/vt_inject_exit.c
-             ${dir}/vt_inject_torch.c ${dir}/vt_inject_hook.c)
+             ${dir}/vt_inject_torch.c ${dir}/vt_inject_hook.c ${dir}/vt_inject_test.c)
     if(ARGN AND TARGET vt_pystack)
       list(APPEND srcs ${dir}/vt_pystack.c ${dir}/vt_pystack_layout.c ${dir}/vt_pystack_merge.c)
     endif()
     if(ARGN)
-      list(APPEND srcs ${dir}/vt_modmap.c ${dir}/vt_cfi.c ${dir}/vt_unwind.c ${dir}/vt_got.c ${dir}/vt_actmux.c) # their copies in vt_inject_common are then not linked
+      list(APPEND srcs ${dir}/vt_modmap.c ${dir}/vt_cfi.c ${dir}/vt_unwind.c ${dir}/vt_got.c ${dir}/vt_actmux.c ${dir}/vt_marktab.c) # their copies in vt_inject_common are then not linked
     endif()
     if("VT_BENCH" IN_LIST ARGN) # benchmark builds: the gate and CUPTI attributes (bench/)
       list(APPEND srcs ${PROJECT_SOURCE_DIR}/bench/vt_gate.c)

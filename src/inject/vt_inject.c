@@ -519,6 +519,7 @@ static int init_once(void)
     say("vramtrace: recording to %s (CUPTI %u %s%s%s%s)", g.out_path, cupti_version, cupti_file,
         g.cfg.kernels ? ", kernels" : "", g.uw ? ", native stacks" : "", g.pystack ? ", python stacks" : "");
     t_in.internal = saved;
+    test_begin_pending();
     return 0;
 }
 

@@ -49,6 +49,8 @@ VT_HOT static void emit_alloc(inject_tls *T, uint64_t addr, uint64_t size, uint3
                                .stream = stream, .pool = pool, .corr = corr};
     capture_site(T, &ev.u.alloc.site);
     emit(&ev);
+    if (mark_on())
+        mark_alloc(addr, size, dev, api);
     if (__builtin_expect(!atomic_load_explicit(&g.used, memory_order_relaxed), 0))
         atomic_store_explicit(&g.used, 1, memory_order_relaxed);
     if (g.static_on)
@@ -63,6 +65,8 @@ VT_HOT static void emit_free(uint64_t addr, uint32_t dev, vt_memkind kind, vt_al
     ev.time_ns = now;
     ev.u.free = (vt_ev_free){.address = addr, .device = dev, .kind = kind, .api = api, .stream = stream, .corr = corr};
     emit(&ev);
+    if (mark_on())
+        mark_free(addr, api);
 }
 
 void emit_failed(inject_tls *T, uint64_t size, uint32_t dev, vt_memkind kind, vt_allocapi api, CUresult err,

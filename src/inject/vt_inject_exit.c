@@ -175,6 +175,7 @@ void on_fork_child(void)
 {
     /* The writer disables itself in the child; stop producing too. */
     atomic_store(&g.active, 0);
+    mark_fork_child();
     g.sampler_started = 0;
     act.started = 0;
 #ifdef VT_BENCH

@@ -77,5 +77,16 @@ int vt_hook_event(uint32_t action, int32_t device, uint64_t addr, uint64_t size)
             .address = addr, .device = dev, .kind = VT_MEM_TENSOR, .api = VT_API_CACHING_ALLOCATOR};
     }
     vt_inject_emit(&ev);
+    if (mark_on()) {
+        if (action == 0)
+            mark_alloc(addr, size, dev, VT_API_CACHING_ALLOCATOR);
+        else
+            mark_free(addr, VT_API_CACHING_ALLOCATOR);
+    }
     return 0;
+}
+
+int hook_attached(void)
+{
+    return atomic_load_explicit(&g_hook_pool, memory_order_relaxed) != 0;
 }

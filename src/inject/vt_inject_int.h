@@ -14,6 +14,7 @@
  *   vt_inject_exit.c      exit, fatal signals, fork
  *   vt_inject_torch.c     PyTorch's caching allocator: the shim's attach and checks
  *   vt_inject_hook.c      tensor events from a Python memory hook (CuPy), via ctypes
+ *   vt_inject_test.c      tests as ranges and what each left live (pytest plugin), via ctypes
  *
  * Rules inside the host process: never exit/abort, never take the GIL, one
  * message on failure and then stay out of the way.  Driver calls made by
@@ -216,6 +217,19 @@ int enable_driver_callbacks(int on);
 void torch_try_attach(inject_tls *T);
 void torch_check_layout(inject_tls *T, const vt_torch_entry *e);
 void torch_on_entry(const vt_torch_entry *e);
+int hook_attached(void); /* a Python memory hook reports tensor events (vt_inject_hook.c) */
+/* Tests (vt_inject_test.c): while one is open (g_mark_on), every
+ * allocation and free also goes to its table of live blocks; the hot path
+ * pays the flag's load and a predicted branch otherwise. */
+extern _Atomic int g_mark_on;
+void mark_alloc(uint64_t addr, uint64_t size, uint32_t dev, vt_allocapi api);
+void mark_free(uint64_t addr, vt_allocapi api);
+void mark_fork_child(void);
+void test_begin_pending(void); /* at start: the test open before CUDA loaded the library */
+static inline int mark_on(void)
+{
+    return __builtin_expect(atomic_load_explicit(&g_mark_on, memory_order_relaxed), 0);
+}
 /* A device allocation or map (addr, size) seen by a driver callback: while
  * the PyTorch shim waits or checks, remember it and try to attach. */
 static inline void torch_seen_segment(inject_tls *T, uint64_t addr, uint64_t size)

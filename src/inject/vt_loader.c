@@ -44,9 +44,13 @@
 typedef int (*init_fn)(void);
 typedef int (*attach_fn)(const char *);
 typedef int (*event_fn)(uint32_t, int32_t, uint64_t, uint64_t);
+typedef int (*test_begin_fn)(const char *);
+typedef int (*test_end_fn)(const char *, void *, void *, uint32_t); /* vt_test_summary *, vt_test_site * */
 
 static attach_fn g_attach;
 static event_fn g_event;
+static test_begin_fn g_test_begin;
+static test_end_fn g_test_end;
 
 static void say(const char *fmt, ...)
 {
@@ -164,6 +168,10 @@ int InitializeInjection(void)
     }
     __atomic_store_n(&g_event, event, __ATOMIC_RELEASE);
     __atomic_store_n(&g_attach, attach, __ATOMIC_RELEASE);
+    /* the pytest plugin's (vt_inject_test.c): a library proper without them
+     * answers -1 (not tracing) */
+    __atomic_store_n(&g_test_begin, (test_begin_fn)dlsym(h, "vt_test_begin"), __ATOMIC_RELEASE);
+    __atomic_store_n(&g_test_end, (test_end_fn)dlsym(h, "vt_test_end"), __ATOMIC_RELEASE);
     return init();
 }
 
@@ -181,4 +189,20 @@ int vt_hook_event(uint32_t action, int32_t device, uint64_t addr, uint64_t size)
 {
     event_fn f = __atomic_load_n(&g_event, __ATOMIC_ACQUIRE);
     return f ? f(action, device, addr, size) : -1;
+}
+
+/* The pytest plugin's entry points (vt_inject_test.c, vt_test_abi.h),
+ * passed on; -1 (not tracing) while the library proper is not loaded. */
+VT_EXPORT int vt_test_begin(const char *nodeid);
+int vt_test_begin(const char *nodeid)
+{
+    test_begin_fn f = __atomic_load_n(&g_test_begin, __ATOMIC_ACQUIRE);
+    return f ? f(nodeid) : -1;
+}
+
+VT_EXPORT int vt_test_end(const char *nodeid, void *sum, void *sites, uint32_t max_sites);
+int vt_test_end(const char *nodeid, void *sum, void *sites, uint32_t max_sites)
+{
+    test_end_fn f = __atomic_load_n(&g_test_end, __ATOMIC_ACQUIRE);
+    return f ? f(nodeid, sum, sites, max_sites) : -1;
 }

@@ -887,6 +887,85 @@ static void gen_job_files(void)
         }
 }
 
+/* A pytest run under the plugin (src/python/vramtrace_pytest.py): each
+ * test's call an NVTX range of the domain "vramtrace.test" (START with the
+ * node id, END by range id), PyTorch's tensor events.  test_clean grows
+ * the allocator's first segment (reserved, not the test's) and frees its
+ * tensor; test_leaks keeps a 4 MiB tensor (test_model.py:14) and frees a
+ * temporary; test_caches grows a 32 MiB segment for a 16 MiB tensor it
+ * frees (the cache is no leak; its peak is 16 MiB); test_crash leaves
+ * 1 MiB and the process stops inside it (no END). */
+#define TESTS "/home/user/project/tests/test_model.py"
+#define PYTEST_PY "/usr/lib/python3/dist-packages/_pytest/python.py"
+enum { K_TCLEAN = 100, K_TLEAKS, K_TCACHES, K_TCRASH, K_PYFUNC };
+
+static void test_range(uint64_t t, vt_nvtxop op, const char *nodeid, uint64_t id)
+{
+    vt_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_NVTX;
+    ev.time_ns = t;
+    ev.u.nvtx.op = op;
+    ev.u.nvtx.message = nodeid;
+    ev.u.nvtx.domain = "vramtrace.test";
+    ev.u.nvtx.range_id = id;
+    gen_emit(&ev);
+}
+
+static gen_stack test_stack(uint64_t key, uint32_t line, int segment)
+{
+    gen_stack s = {.n = 0};
+    if (segment)
+        gs_native(&s, 0x7f0000001234ull); /* cudaMalloc from the allocator */
+    gs_native(&s, segment ? 0x7f2000004000ull : 0x7f2000008000ull);
+    gs_py(&s, key, line);
+    gs_py(&s, K_PYFUNC, 195);
+    return s;
+}
+
+static void gen_pytest(void)
+{
+    gen_proc gp = {.program = "pytest", .pid = 6300, .kernels = 1, .native = 1, .python = 1};
+    gen_open(P("pytest.zst"), &gp);
+    common_defs();
+    gen_code(K_TCLEAN, TESTS, "test_clean");
+    gen_code(K_TLEAKS, TESTS, "test_leaks");
+    gen_code(K_TCACHES, TESTS, "test_caches");
+    gen_code(K_TCRASH, TESTS, "test_crash");
+    gen_code(K_PYFUNC, PYTEST_PY, "pytest_pyfunc_call");
+    const uint64_t A = 0x800000000ull, B = 0x900000000ull;
+    gen_stack seg1 = test_stack(K_TCLEAN, 6, 1), clean = test_stack(K_TCLEAN, 6, 0);
+    gen_stack keep = test_stack(K_TLEAKS, 14, 0), tmp = test_stack(K_TLEAKS, 15, 0);
+    gen_stack seg2 = test_stack(K_TCACHES, 19, 1), big = test_stack(K_TCACHES, 19, 0);
+    gen_stack crash = test_stack(K_TCRASH, 24, 0);
+    /* test_clean */
+    test_range(T(1 * MS), VT_NVTX_START, "tests/test_model.py::test_clean", 1);
+    gen_alloc(T(1 * MS + 1000), A, 20 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &seg1);
+    gen_alloc(T(1 * MS + 2000), A, 1 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &clean);
+    gen_kernel(T(1 * MS + 3000), "fill", 0, 100000);
+    gen_free_tensor(T(1 * MS + 200000), A, 0);
+    test_range(T(2 * MS), VT_NVTX_END, NULL, 1);
+    /* test_leaks */
+    test_range(T(3 * MS), VT_NVTX_START, "tests/test_model.py::test_leaks", 2);
+    gen_alloc(T(3 * MS + 1000), A, 4 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &keep);
+    gen_alloc(T(3 * MS + 2000), A + 4 * MiB, 2 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &tmp);
+    gen_kernel(T(3 * MS + 3000), "add", 0, 100000);
+    gen_free_tensor(T(3 * MS + 200000), A + 4 * MiB, 0);
+    test_range(T(4 * MS), VT_NVTX_END, NULL, 2);
+    /* test_caches */
+    test_range(T(5 * MS), VT_NVTX_START, "tests/test_model.py::test_caches", 3);
+    gen_alloc(T(5 * MS + 1000), B, 32 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, &seg2);
+    gen_alloc(T(5 * MS + 2000), B, 16 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &big);
+    gen_kernel(T(5 * MS + 3000), "gemm", 0, 100000);
+    gen_free_tensor(T(5 * MS + 300000), B, 0);
+    test_range(T(6 * MS), VT_NVTX_END, NULL, 3);
+    /* test_crash: no end */
+    test_range(T(7 * MS), VT_NVTX_START, "tests/test_model.py::test_crash", 4);
+    gen_alloc(T(7 * MS + 1000), A + 4 * MiB, 1 * MiB, 0, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, &crash);
+    gen_kernel(T(7 * MS + 3000), "add", 0, 100000);
+    gen_close(VT_END_SIGNAL, 11);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -921,5 +1000,6 @@ int main(int argc, char **argv)
     gen_cupy_native();
     gen_jax_bfc();
     gen_jax_platform();
+    gen_pytest();
     return 0;
 }

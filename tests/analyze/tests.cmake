@@ -54,7 +54,7 @@ function(vt_analyze_golden name rc)
   set_tests_properties(analyze.golden.${name} PROPERTIES FIXTURES_REQUIRED analyze_traces
                        LABELS "analyze;analyze-golden")
 endfunction()
-foreach(t leak growth_nvtx growth_kernels growth_late oom oom_retry vmm caching caching_tensors oddities)
+foreach(t leak growth_nvtx growth_kernels growth_late oom oom_retry vmm caching caching_tensors oddities pytest)
   vt_analyze_golden(report_${t}.txt 0 report ${t}.zst)
   vt_analyze_golden(report_${t}.json 0 report --json ${t}.zst)
 endforeach()
@@ -225,4 +225,12 @@ if(VT_NODE_PQ AND EXISTS ${PROJECT_SOURCE_DIR}/viewer/node_modules/@duckdb/node-
            $<TARGET_FILE:vt_gen_job> ${VT_NODE_PQ} ${PROJECT_SOURCE_DIR}/viewer ${VT_PQ_OUT}/job 50)
   set_tests_properties(analyze.parquet.edge analyze.parquet.seeds analyze.parquet.gpu analyze.parquet.matrix analyze.parquet.job
                        PROPERTIES LABELS "analyze;parquet")
+endif()
+# The pytest plugin's recording on the GPU (tests/gpu/check_pytest.sh), once
+# it is a fixture: the report's tests section names the leaking test's line.
+if(EXISTS ${VT_TEST_DATA}/pytest)
+  add_test(NAME analyze.pytest_fixture
+           COMMAND python3 ${PROJECT_SOURCE_DIR}/tests/gpu/check_pytest_report.py --run $<TARGET_FILE:vramtrace>
+                   ${VT_TEST_DATA}/pytest ${PROJECT_SOURCE_DIR}/tests/gpu/pytest_leak.py)
+  set_tests_properties(analyze.pytest_fixture PROPERTIES LABELS "analyze")
 endif()

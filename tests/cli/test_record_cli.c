@@ -186,7 +186,7 @@ static void test_env_passed(void **state)
                           g_child, "env", "CUDA_INJECTION64_PATH", "VRAMTRACE_OUTPUT",
                           "VRAMTRACE_KERNELS", "VRAMTRACE_STACK_DEPTH", "VRAMTRACE_FLUSH_MS",
                           "VRAMTRACE_PYTHON_STACKS", "VRAMTRACE_NATIVE_STACKS", "VRAMTRACE_QUIET",
-                          "PYTORCH_CUDA_ALLOC_CONF", NULL};
+                          "PYTORCH_CUDA_ALLOC_CONF", "PYTEST_PLUGINS", NULL};
     assert_int_equal(exit_code(run(g_tmp, lib_env(), argv)), 0);
     char want[PATH_MAX * 2];
     snprintf(want, sizeof(want), "CUDA_INJECTION64_PATH=%s\n", g_fakelib);
@@ -201,6 +201,7 @@ static void test_env_passed(void **state)
     check_contains(g_out, "VRAMTRACE_NATIVE_STACKS unset\n");
     check_contains(g_out, "VRAMTRACE_QUIET=1\n");
     check_contains(g_out, "PYTORCH_CUDA_ALLOC_CONF unset\n");
+    check_contains(g_out, "PYTEST_PLUGINS=vramtrace_pytest\n"); /* the plugin, inert without --vramtrace */
     check_contains(g_err, "no trace");
 }
 

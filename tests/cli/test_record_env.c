@@ -518,6 +518,23 @@ static void test_exit_status(void **state)
     }
 }
 
+static void test_pytest_plugins(void **state)
+{
+    (void)state;
+    char out[128];
+    assert_int_equal(vt_record_pytest_plugins(NULL, out, sizeof(out)), 0);
+    assert_string_equal(out, "vramtrace_pytest");
+    assert_int_equal(vt_record_pytest_plugins("", out, sizeof(out)), 0);
+    assert_string_equal(out, "vramtrace_pytest");
+    assert_int_equal(vt_record_pytest_plugins("xdist.plugin", out, sizeof(out)), 0);
+    assert_string_equal(out, "xdist.plugin,vramtrace_pytest");
+    assert_int_equal(vt_record_pytest_plugins("a, vramtrace_pytest ,b", out, sizeof(out)), 0);
+    assert_string_equal(out, "a, vramtrace_pytest ,b");
+    assert_int_equal(vt_record_pytest_plugins("vramtrace_pytest_other", out, sizeof(out)), 0);
+    assert_string_equal(out, "vramtrace_pytest_other,vramtrace_pytest");
+    assert_int_equal(vt_record_pytest_plugins("a", out, 8), VT_ERR_INVALID);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -539,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_default_dir),
         cmocka_unit_test(test_trace_names),
         cmocka_unit_test(test_exit_status),
+        cmocka_unit_test(test_pytest_plugins),
     };
     return cmocka_run_group_tests_name("record_env", tests, NULL, NULL);
 }

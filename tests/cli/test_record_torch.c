@@ -30,6 +30,8 @@ const char vt_py_sitecustomize[] = "# sitecustomize\n";
 const unsigned long vt_py_sitecustomize_len = sizeof(vt_py_sitecustomize) - 1;
 const char vt_py_cupy[] = "# cupy hook\n";
 const unsigned long vt_py_cupy_len = sizeof(vt_py_cupy) - 1;
+const char vt_py_pytest[] = "# pytest plugin\n";
+const unsigned long vt_py_pytest_len = sizeof(vt_py_pytest) - 1;
 
 static void test_version(void **state)
 {
@@ -210,6 +212,8 @@ static void test_python_dir(void **state)
     snprintf(f, sizeof(f), "%s/vramtrace_holders.py", out);
     assert_int_equal(access(f, R_OK), 0);
     snprintf(f, sizeof(f), "%s/vramtrace_cupy.py", out);
+    assert_int_equal(access(f, R_OK), 0);
+    snprintf(f, sizeof(f), "%s/vramtrace_pytest.py", out);
     assert_int_equal(access(f, R_OK), 0);
     char again[PATH_MAX];
     assert_int_equal(vt_record_python_dir(again, sizeof(again), why, sizeof(why)), 0);

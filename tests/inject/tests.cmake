@@ -74,3 +74,20 @@ add_test(NAME inject.cupy_hook COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/test_cu
                                        $<TARGET_FILE:vt_fake_hook>)
 # nosan: loads the fake library into a Python that sanitizers did not start
 set_tests_properties(inject.cupy_hook PROPERTIES LABELS "inject;nosan")
+
+# The table of blocks allocated since a mark (src/inject/vt_marktab.c), what
+# vt_test_end() reports to the pytest plugin
+add_executable(test_inject_marktab ${CMAKE_CURRENT_LIST_DIR}/test_marktab.c)
+target_link_libraries(test_inject_marktab PRIVATE vt_inject_common vt_cmocka Threads::Threads)
+add_test(NAME inject.marktab COMMAND test_inject_marktab)
+set_tests_properties(inject.marktab PROPERTIES LABELS "inject")
+
+# The pytest plugin (src/python/vramtrace_pytest.py): its hooks on stand-in
+# objects, then real pytest runs (where an interpreter has pytest) on a
+# stand-in torch calling a fake library over the real table (fake_test_lib.c)
+add_library(vt_fake_test SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_test_lib.c ${PROJECT_SOURCE_DIR}/src/inject/vt_marktab.c)
+target_include_directories(vt_fake_test PRIVATE ${PROJECT_SOURCE_DIR}/src/inject)
+target_link_libraries(vt_fake_test PRIVATE Threads::Threads)
+add_test(NAME inject.pytest_plugin COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/test_pytest_plugin.py ${CMAKE_SOURCE_DIR}/src/python
+                                           $<TARGET_FILE:vt_fake_test>)
+set_tests_properties(inject.pytest_plugin PROPERTIES LABELS "inject;nosan")
