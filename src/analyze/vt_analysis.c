@@ -179,6 +179,8 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
                 break;
             }
             n += (uint64_t)k;
+            if (vt_reader_unverified(r))
+                a->cur->unverified_events += (uint64_t)k;
             if (tty && n >= next_check) {
                 next_check = n + (1u << 20);
                 double t = now_s();

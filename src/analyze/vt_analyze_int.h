@@ -372,6 +372,7 @@ typedef struct {
     /* counts */
     uint64_t nev[VT_EV__MAX];
     uint64_t records;
+    uint64_t unverified_events; /* events decoded from frames not verified by their checksum (vt_reader_unverified) */
     /* state */
     vt_unit *units; size_t nunits, capunits;
     vt_map unitmap;
@@ -549,6 +550,14 @@ void vt_proc_add_note(vt_proc *p, int sev, const char *text);
 int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t len);
 void vt_proc_free_holders(vt_proc *p);
 void vt_json_str(FILE *f, const char *s);
+/* s escaped for a terminal (vt_escape.h) in one of 8 rotating static
+ * buffers (2 KiB, a longer name ends in "..."): for a text rendering's
+ * printf arguments; not thread-safe (the renderings run on one thread) */
+const char *rep_t(const char *s);
+/* one (a report) or two (a diff) rendered into memory, then written to o
+ * through the terminal escaper with newlines kept */
+int rep_text_escaped(vt_analysis *a, vt_analysis *b, int (*one)(vt_analysis *, FILE *),
+                     int (*two)(vt_analysis *, vt_analysis *, FILE *), FILE *o);
 /* the same through put (runs of bytes), for writers with their own buffer */
 void vt_json_str_to(const char *s, void (*put)(void *ctx, const char *p, size_t n), void *ctx);
 

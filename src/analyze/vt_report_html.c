@@ -388,17 +388,21 @@ static void json_proc(hs *h, unsigned i, FILE *o)
     fputs("]}", o);
 }
 
-/* Write s into o, "</" as "<\/" so that no string closes the script. */
+/* Write s (JSON) into o with every '<' as \u003c: '<' stands only inside
+ * JSON strings, so the data stays the same to JSON.parse, and no name can
+ * close the script ("</script>") or open a comment ("<!--<script>", which
+ * makes the HTML parser swallow the rest of the page). */
 static void put_script_safe(FILE *o, const char *s, size_t n)
 {
+    size_t run = 0;
     for (size_t k = 0; k < n; k++) {
-        if (s[k] == '<' && k + 1 < n && s[k + 1] == '/') {
-            fputs("<\\/", o);
-            k++;
-        } else {
-            fputc(s[k], o);
+        if (s[k] == '<') {
+            fwrite(s + run, 1, k - run, o);
+            fputs("\\u003c", o);
+            run = k + 1;
         }
     }
+    fwrite(s + run, 1, n - run, o);
 }
 
 static int write_page(FILE *out, const char *data, size_t n)

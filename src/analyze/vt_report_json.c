@@ -242,6 +242,7 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     vt_json_str(o, p->tool_version);
     fprintf(o, ",\"clock\":");
     vt_json_str(o, p->clock);
+    fprintf(o, ",\"unverified_events\":%" PRIu64, p->unverified_events);
     fprintf(o, ",\"complete\":%s,\"end_reason\":%s", p->complete ? "true" : "false",
             !p->complete ? "null" : p->end_reason == VT_END_NORMAL ? "\"normal\"" : p->end_reason == VT_END_SIGNAL ? "\"signal\"" : "\"error\"");
     fprintf(o, ",\"recorded\":{\"kernels\":%s,\"native_stacks\":%s,\"python_stacks\":%s}", p->hdr_kernels ? "true" : "false",

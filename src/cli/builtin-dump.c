@@ -26,6 +26,7 @@
 
 #include "builtin.h"
 #include "vt_error.h"
+#include "vt_escape.h"
 #include "vt_reader.h"
 #include "vt_outbuf.h"
 #include "vt_tracedir.h"
@@ -64,87 +65,31 @@ static const char *const end_names[] = {"normal", "signal", "error"};
 
 /* ---- value printers ------------------------------------------------- */
 
+static void ob_put_cb(void *ctx, const char *p, size_t n)
+{
+    vt_ob_put(ctx, p, n);
+}
+
+/* a name in double quotes, escaped (vt_escape.h: no control byte, no
+ * byte that is not UTF-8, reaches the terminal) */
 static void put_text_str(dump_ctx *c, const char *s, size_t n)
 {
     vt_ob_putc(&c->ob, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        switch (ch) {
-        case '"': vt_ob_puts(&c->ob, "\\\""); break;
-        case '\\': vt_ob_puts(&c->ob, "\\\\"); break;
-        case '\n': vt_ob_puts(&c->ob, "\\n"); break;
-        case '\t': vt_ob_puts(&c->ob, "\\t"); break;
-        case '\r': vt_ob_puts(&c->ob, "\\r"); break;
-        default:
-            if (ch < 0x20 || ch == 0x7f)
-                vt_ob_printf(&c->ob, "\\x%02x", ch);
-            else
-                vt_ob_putc(&c->ob, (char)ch);
-        }
-    }
+    vt_esc_text(s, n, VT_ESC_QUOTE, ob_put_cb, &c->ob);
     vt_ob_putc(&c->ob, '"');
 }
 
-/* Length of a valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+/* a name unquoted (frames, enum-like names), escaped the same way */
+static void put_text_name(dump_ctx *c, const char *s)
 {
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-        len = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4)
-        len = 4, cp = c & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
+    vt_esc_text(s, s ? strlen(s) : 0, 0, ob_put_cb, &c->ob);
 }
 
+/* a JSON string (the reader's strings are C strings: a NUL inside is C0 80) */
 static void put_json_str(dump_ctx *c, const char *s, size_t n)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    vt_ob_putc(&c->ob, '"');
-    for (size_t i = 0; i < n;) {
-        unsigned char ch = u[i];
-        if (ch == '"' || ch == '\\') {
-            vt_ob_putc(&c->ob, '\\');
-            vt_ob_putc(&c->ob, (char)ch);
-            i++;
-        } else if (ch < 0x20) {
-            switch (ch) {
-            case '\n': vt_ob_puts(&c->ob, "\\n"); break;
-            case '\t': vt_ob_puts(&c->ob, "\\t"); break;
-            case '\r': vt_ob_puts(&c->ob, "\\r"); break;
-            case '\b': vt_ob_puts(&c->ob, "\\b"); break;
-            case '\f': vt_ob_puts(&c->ob, "\\f"); break;
-            default: vt_ob_printf(&c->ob, "\\u%04x", ch);
-            }
-            i++;
-        } else {
-            size_t l = utf8_len(u + i, n - i);
-            if (!l) {
-                vt_ob_puts(&c->ob, "\\ufffd"); /* not UTF-8: replaced, JSON must stay valid */
-                i++;
-            } else {
-                vt_ob_put(&c->ob, (const char *)u + i, l);
-                i += l;
-            }
-        }
-    }
-    vt_ob_putc(&c->ob, '"');
+    (void)n;
+    vt_esc_json(s, 0, ob_put_cb, &c->ob);
 }
 
 /* The hot fields without printf, unlocked (the output is this thread's
@@ -223,7 +168,7 @@ static inline __attribute__((always_inline)) void f_name(dump_ctx *c, const char
     if (c->json)
         put_json_str(c, v, strlen(v));
     else
-        vt_ob_puts(&c->ob, v);
+        put_text_name(c, v);
 }
 static void f_strn(dump_ctx *c, const char *k, const char *s, size_t n)
 {
@@ -345,14 +290,20 @@ static void print_frame(dump_ctx *c, uint32_t fid, int first)
     }
     if (f->kind == VT_FRAME_PYTHON) {
         const char *fn = vt_reader_string(c->r, f->function), *file = vt_reader_string(c->r, f->file);
-        vt_ob_printf(&c->ob, "\t%s (%s:%u) [python]\n", fn ? fn : "?", file ? file : "?", f->line);
+        vt_ob_putc(&c->ob, '\t');
+        put_text_name(c, fn ? fn : "?");
+        vt_ob_puts(&c->ob, " (");
+        put_text_name(c, file ? file : "?");
+        vt_ob_printf(&c->ob, ":%u) [python]\n", f->line);
     } else {
         const vt_ev_module *m = vt_reader_module(c->r, f->module);
-        if (m)
-            vt_ob_printf(&c->ob, "\t%16llx [%s+0x%llx]\n", (unsigned long long)f->ip, basename_of(m->path),
-                    (unsigned long long)(f->ip - m->load_bias));
-        else
+        if (m) {
+            vt_ob_printf(&c->ob, "\t%16llx [", (unsigned long long)f->ip);
+            put_text_name(c, basename_of(m->path));
+            vt_ob_printf(&c->ob, "+0x%llx]\n", (unsigned long long)(f->ip - m->load_bias));
+        } else {
             vt_ob_printf(&c->ob, "\t%16llx [?]\n", (unsigned long long)f->ip);
+        }
     }
 }
 
@@ -408,26 +359,27 @@ static void print_event(dump_ctx *c, const vt_event *ev)
     } else {
         int64_t d = (int64_t)(t - c->base);
         uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
-        /* "%16s %-16s" of "[-]S.NNNNNNNNN" and the type's name, by hand */
-        char line[40], *e = line + 17, *q;
-        e[-1] = ' ';
+        /* "%16s %-16s" of "[-]S.NNNNNNNNN" and the type's name, by hand:
+         * the time right-aligned in 16 columns, wider when it needs more
+         * (up to 31: 20 digits of seconds, a sign, a point and 9 digits) */
+        char line[64], *e = line + 32, *q = e;
         uint64_t ns = a % 1000000000u;
-        q = e - 1;
         for (int k = 0; k < 9; k++, ns /= 10)
             *--q = (char)('0' + ns % 10);
         *--q = '.';
         q = dec_digits(q, a / 1000000000u);
         if (d < 0)
             *--q = '-';
-        while (q > line)
+        while (e - q < 16)
             *--q = ' ';
+        *e = ' ';
         const char *tn = vt_evtype_name(ev->type);
         size_t tl = strlen(tn);
         if (tl > 16)
             tl = 16;
-        memcpy(line + 17, tn, tl);
-        memset(line + 17 + tl, ' ', 16 - tl);
-        vt_ob_put(&c->ob, line, 33);
+        memcpy(e + 1, tn, tl);
+        memset(e + 1 + tl, ' ', 16 - tl);
+        vt_ob_put(&c->ob, q, (size_t)(e + 17 - q));
     }
 
     switch (ev->type) {
@@ -465,7 +417,7 @@ static void print_event(dump_ctx *c, const vt_event *ev)
             }
             for (uint32_t i = 0; i < h->nenv; i++) {
                 vt_ob_puts(&c->ob, " env.");
-                vt_ob_puts(&c->ob, h->env_names[i]);
+                put_text_name(c, h->env_names[i]);
                 vt_ob_putc(&c->ob, '=');
                 put_text_str(c, h->env_values[i], strlen(h->env_values[i]));
             }

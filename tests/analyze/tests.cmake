@@ -153,3 +153,16 @@ add_test(NAME analyze.matrix.replay
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/matrix/run.py --replay ${VT_TEST_DATA}/matrix
                  --vt $<TARGET_FILE:vramtrace> --out ${CMAKE_CURRENT_BINARY_DIR}/matrix-replay)
 set_tests_properties(analyze.matrix.replay PROPERTIES LABELS "analyze")
+
+# Hostile traces (issue 36): names with control bytes, markup, invalid
+# UTF-8 and NUL; times far from the start and running backwards; ranges
+# overlapping in part; an impossible device; traces cut short; outputs
+# with links planted at their paths; the analysis budget.  One test per
+# finding (tests/analyze/hostile.sh CASE).
+add_executable(gen_hostile ${CMAKE_CURRENT_LIST_DIR}/gen_hostile.c)
+target_link_libraries(gen_hostile PRIVATE vt_reader_testlib)
+foreach(c dump_time escape html utf8 nul unverified outputs time overlap budget bad_device messages)
+  add_test(NAME analyze.hostile.${c}
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/hostile.sh ${c} $<TARGET_FILE:gen_hostile> $<TARGET_FILE:vramtrace>)
+  set_tests_properties(analyze.hostile.${c} PROPERTIES LABELS "analyze;hostile")
+endforeach()

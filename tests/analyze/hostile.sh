@@ -1,0 +1,118 @@
+#!/bin/bash
+# hostile.sh CASE GEN_HOSTILE VRAMTRACE - the findings of issue 36 on the
+# traces of gen_hostile.c, one ctest per CASE (tests/analyze/tests.cmake).
+set -u
+case_=$1
+gen=$(readlink -f "$2") vt=$(readlink -f "$3")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+"$gen" "$tmp" || exit 1
+cd "$tmp"
+
+# clean FILE: no byte a terminal acts on (C0 but newline and tab, DEL, C1), valid UTF-8
+clean() {
+    python3 - "$1" <<'PY' || fail "$1: control bytes or invalid UTF-8 reach the terminal"
+import sys
+b = open(sys.argv[1], 'rb').read()
+bad = [i for i, c in enumerate(b) if (c < 0x20 and c not in (9, 10)) or c == 0x7f]
+try:
+    t = b.decode('utf-8')
+except UnicodeDecodeError as e:
+    print(sys.argv[1], 'not UTF-8:', e); sys.exit(1)
+c1 = [ch for ch in t if 0x80 <= ord(ch) <= 0x9f]
+if bad or c1:
+    print(sys.argv[1], 'control bytes at', bad[:5], 'C1', len(c1)); sys.exit(1)
+PY
+}
+
+case $case_ in
+dump_time) # 1: dump's time column, 10^6 s after and 10^5 s before the first timed record
+    "$vt" dump far.zst >out.txt 2>err.txt || fail "dump far.zst: exit $?"
+    grep -q '^2000000\.000001000 alloc ' out.txt || fail "dump: no '2000000.000001000 alloc' line"
+    grep -q '^-199999\.999999000 alloc ' out.txt || fail "dump: no '-199999.999999000 alloc' line"
+    "$vt" dump --json far.zst >out.jsonl || fail "dump --json far.zst: exit $?"
+    grep -q '"time":2000000.000001000,' out.jsonl || fail "dump --json: no time 2000000.000001000"
+    ;;
+escape) # 2: names from the trace never reach the terminal raw
+    "$vt" report names.zst >r.txt 2>&1; clean r.txt
+    "$vt" report --native --frames 50 names.zst >rn.txt 2>&1; clean rn.txt
+    "$vt" report names.zst far.zst >r2.txt 2>&1; clean r2.txt
+    "$vt" diff far.zst names.zst >d.txt 2>&1; clean d.txt
+    grep -q 'new in B' d.txt || fail "diff: no row for the hostile sites"
+    "$vt" dump --stacks names.zst >du.txt 2>&1; clean du.txt
+    "$vt" export --format memory-viz -o m.pickle names.zst 2>mv.txt; clean mv.txt
+    "$vt" export --format perfetto -o p.pftrace names.zst 2>pf.txt; clean pf.txt
+    # a newline in a name forges no line
+    for f in r.txt d.txt du.txt; do
+        grep -q '^verdict: no leak (forged)' $f && fail "$f: a name forged a verdict line"
+        grep -q '^read error: forged' $f && fail "$f: a note forged a read error line"
+    done
+    grep -q 'evil\\x1b\]0;pwned-title\\x07\.py' r.txt || fail "report: argv not shown escaped"
+    ;;
+html) # 3: the page's data cannot close its script or open a comment
+    "$vt" report --html p.html names.zst >/dev/null 2>&1 || fail "report --html: exit $?"
+    python3 - <<'PY' || fail "page data"
+import re, sys
+page = open('p.html', encoding='utf-8').read()
+i = page.index('<script>', page.index('</style>') if '</style>' in page else 0)
+for bad in ('<!--', '<script>alert', '<img src=x onerror'):
+    if bad in page:
+        print('page holds', repr(bad)); sys.exit(1)
+PY
+    ;;
+utf8) # 4: every export loads: valid UTF-8 in the pickle and in Perfetto's strings
+    "$vt" export --format memory-viz -o m.pickle names.zst 2>/dev/null || fail "export memory-viz: exit $?"
+    python3 -c "
+import pickle
+d = pickle.load(open('m.pickle', 'rb'))
+names = [f['filename'] + f['name'] for t in d['device_traces'] for e in t for f in e.get('frames', [])]
+assert any('bad\ufffd\ufffd utf8 \ufffd(' in n for n in names), names
+" || fail "memory-viz pickle does not load, or the name is not sanitized"
+    "$vt" export --format perfetto -o p.pftrace names.zst 2>/dev/null || fail "export perfetto: exit $?"
+    python3 -c "
+b = open('p.pftrace', 'rb').read()
+assert b'\xff\xfe' not in b and b'\xc3(' not in b, 'raw invalid UTF-8 in the Perfetto trace'
+assert 'bad\ufffd\ufffd utf8'.encode() in b, 'no sanitized name'
+" || fail "perfetto strings"
+    "$vt" export --format chrome -o c.json names.zst 2>/dev/null || fail "export chrome: exit $?"
+    python3 -c "import json; json.load(open('c.json', encoding='utf-8'))" || fail "chrome json does not load"
+    ;;
+nul) # 10: a NUL in a name is shown, not a silent cut
+    "$vt" report names.zst >r.txt 2>&1
+    grep -q 'fn\\x00after-nul' r.txt || fail "report: the NUL is not shown (fn\\x00after-nul)"
+    "$vt" report --json names.zst >r.json 2>/dev/null
+    python3 -c "
+import json
+d = json.load(open('r.json'))
+s = json.dumps(d)
+assert 'fn\\\\u0000after-nul' in s, 'no fn\\\\u0000after-nul in the JSON'
+" || fail "report --json: the NUL is not kept"
+    "$vt" report --html p.html names.zst >/dev/null 2>&1
+    grep -q 'fn\\u0000after-nul' p.html || fail "page: the NUL is not kept"
+    "$vt" dump names.zst | grep -q 'value="fn\\x00after-nul"' || fail "dump: the NUL is not shown"
+    ;;
+unverified) # 5: events from frames no checksum verified are counted and shown
+    "$vt" report cut-alloc.zst >r.txt 2>&1
+    grep -q '^status: INCOMPLETE .*; 4 events UNVERIFIED' r.txt || { fail "report: no unverified count"; grep status r.txt; }
+    "$vt" report --json cut-alloc.zst 2>/dev/null | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d['processes'][0]['unverified_events'] == 4, d['processes'][0]['unverified_events']
+" || fail "report --json: unverified_events is not 4"
+    # a pipe: nothing is verified
+    "$vt" report --json <(cat names.zst) 2>/dev/null | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d['processes'][0]['unverified_events'] > 0
+" || fail "report --json of a pipe: no unverified events"
+    "$vt" report --json names.zst 2>/dev/null | python3 -c "
+import json, sys
+assert json.load(sys.stdin)['processes'][0]['unverified_events'] == 0
+" || fail "report --json of a whole file: unverified events"
+    ;;
+*) echo "hostile.sh: unknown case $case_"; exit 2 ;;
+esac
+[ $fails = 0 ] && echo "hostile $case_: ok" || echo "hostile $case_: $fails failures"
+[ $fails = 0 ]
