@@ -121,6 +121,10 @@
       box.appendChild(el("div", { id: "damaged", "class": "damaged" },
         "The trace is damaged: " + errs.join("; ") + ". What follows is what could be read."));
     }
+    if (p.unverified_events) /* frames no checksum verified: a flipped bit there is a value here */
+      box.appendChild(el("div", { id: "unverified", "class": "damaged" }, p.unverified_events + " event" +
+        (p.unverified_events === 1 ? "" : "s") + " UNVERIFIED: decoded from frames no checksum checked (the last " +
+        "frame of a trace cut short, or a trace read from a pipe); a damaged byte there would show as a value."));
     var dl = el("dl");
     function row(k, val, id) {
       dl.appendChild(el("dt", {}, k));
