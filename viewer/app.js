@@ -71,6 +71,8 @@
     if (v && v.kind === "cannot_tell" && v.pool) return { cls: "warn", kind: "cannot_tell", text: "Cannot tell: " + v.reason +
       (v.segments_grown_bytes ? " (its chunks grew by " + L.fmtBytes(v.segments_grown_bytes) + ")" : "") +
       ". To see its blocks: " + v.command };
+    if (v && v.kind === "cannot_tell" && !v.command) /* a trace cut before any allocation */
+      return { cls: "warn", kind: "cannot_tell", text: "Cannot tell: " + v.reason };
     if (v && v.kind === "cannot_tell") return { cls: "warn", kind: "cannot_tell", text: "Cannot tell in this mode: the caching allocator's " +
       "segments grew by " + L.fmtBytes(v.segments_grown_bytes) + "; " + v.reason + ". To find the line: " + v.command };
     if (v && v.kind === "no_leak") return { cls: p.oom_headline ? "info" : "ok", kind: "no_leak", text: "No leak: no call site keeps growing" +

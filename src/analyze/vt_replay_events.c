@@ -675,8 +675,10 @@ int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
     }
     case VT_EV_DEVICE: {
         const vt_ev_device *d = &ev->u.device;
-        if (d->index >= VT_MAX_DEVICES)
+        if (d->index >= VT_MAX_DEVICES) {
+            p->bad_device++; /* shown among the oddities */
             return 0;
+        }
         vt_devstate *s = &p->dev[d->index];
         s->present = 1;
         free(s->name);

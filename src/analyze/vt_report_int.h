@@ -63,6 +63,7 @@ typedef struct {
     const char *mode;
     int tensor_level;
     int pool;               /* REP_CANNOT_TELL: VT_POOL_* the trace cannot see into, 0 none */
+    int blind;              /* REP_CANNOT_TELL: the trace was cut before any allocation */
     char reason[400];
     char command[600];
 } rep_verdict;

@@ -373,6 +373,15 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
         v->confidence = u->growth_conf;
         return;
     }
+    if (!p->complete && !p->nev[VT_EV_ALLOC] && !p->nev[VT_EV_VMM_CREATE]) {
+        /* cut short with nothing allocated: what it did not see is no answer */
+        v->kind = REP_CANNOT_TELL;
+        v->blind = 1;
+        snprintf(v->reason, sizeof(v->reason),
+                 "the trace was cut short (no end record) before any allocation was recorded: what the process "
+                 "allocated after the cut is not in it");
+        return;
+    }
     v->kind = REP_NO_LEAK;
 }
 

@@ -31,6 +31,8 @@ static void text_verdict(vt_analysis *a, vt_proc *p, FILE *o)
         if (p->ngrowth > 1)
             fprintf(o, " (%zu growing call sites, %s in all)", p->ngrowth, rep_bytes(b1, (double)v.grown));
         fputc('\n', o);
+    } else if (v.kind == REP_CANNOT_TELL && v.blind) { /* cut before any allocation */
+        fprintf(o, "verdict: CANNOT TELL: %s\n", v.reason);
     } else if (v.kind == REP_CANNOT_TELL && v.pool) { /* a pool the trace cannot see into (vt_pools.c) */
         fprintf(o, "verdict: CANNOT TELL: %s", v.reason);
         if (v.segments_grown)

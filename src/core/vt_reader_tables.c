@@ -490,8 +490,17 @@ int rd_def_device(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
         return rc;
     if (dr.uuid)
         memcpy(d.uuid, dr.uuid, dr.uuid_len < 16 ? dr.uuid_len : 16);
-    if (d.index >= MAX_DEVICES)
-        return rd_why(r, "device index %u out of range", d.index);
+    if (d.index >= MAX_DEVICES) {
+        /* no device has this index: the record goes out as it is, not kept
+         * (the analyzer counts it among events with an invalid device); the
+         * rest of its frame is read as before (it was all dropped) */
+        if (rd_scratch_reserve(r, 2 * (dr.name_len + dr.pci_len) + 2))
+            return VT_ERR_NOMEM;
+        d.name = rd_scratch_str(r, dr.name, dr.name_len);
+        d.pci_bus_id = rd_scratch_str(r, dr.pci, dr.pci_len);
+        ev->u.device = d;
+        return 0;
+    }
     if (d.index >= r->ndevices) { /* grows to the highest index seen */
         uint32_t n = r->ndevices ? r->ndevices : 8;
         while (n <= d.index)

@@ -112,6 +112,31 @@ import json, sys
 assert json.load(sys.stdin)['processes'][0]['unverified_events'] == 0
 " || fail "report --json of a whole file: unverified events"
     ;;
+bad_device) # 9: one record with an impossible device index is skipped alone, not its frame
+    "$vt" dump --no-defs baddev.zst >out.txt 2>err.txt || fail "dump baddev.zst: exit $? ($(head -1 err.txt))"
+    [ "$(grep -c ' alloc ' out.txt)" = 6 ] || fail "dump: $(grep -c ' alloc ' out.txt) allocations, the trace has 6"
+    "$vt" report baddev.zst >r.txt 2>&1 || fail "report baddev.zst: exit $?"
+    grep -q '^events: 6 alloc' r.txt || fail "report: $(grep '^events' r.txt), the trace has 6 allocations"
+    grep -q 'events with an invalid device' r.txt || fail "report: the bad device record is not among the oddities"
+    ;;
+messages) # 11: a link loop, the version's offset, a trace cut before any allocation
+    mkdir loop && ln -s a.zst loop/b.zst && ln -s b.zst loop/a.zst && cp far.zst loop/c.zst && ln -s nothing.zst loop/d.zst
+    "$vt" report loop >/dev/null 2>err.txt
+    grep -q 'loop/a.zst: skipped, a symbolic link loop' err.txt || fail "a link loop is not called one: $(grep a.zst err.txt)"
+    grep -q 'loop/d.zst: skipped, a dangling link' err.txt || fail "a dangling link is not called one: $(grep d.zst err.txt)"
+    "$vt" report version.zst >/dev/null 2>err.txt
+    grep -q 'version.zst: header at offset [0-9]* (decompressed byte [0-9]*): unsupported format version 99' err.txt ||
+        fail "the version error has no offset: $(cat err.txt)"
+    "$vt" report cut-noalloc.zst >r.txt 2>/dev/null
+    grep -q '^verdict: no leak' r.txt && fail "a trace cut before any allocation says 'verdict: no leak'"
+    grep -q '^verdict: CANNOT TELL: the trace was cut short (no end record) before any allocation' r.txt ||
+        fail "report: $(grep ^verdict r.txt)"
+    "$vt" report --json cut-noalloc.zst 2>/dev/null | python3 -c "
+import json, sys
+v = json.load(sys.stdin)['processes'][0]['verdict']
+assert v['kind'] == 'cannot_tell' and 'cut short' in v['reason'], v
+" || fail "report --json: the verdict of a trace cut before any allocation"
+    ;;
 *) echo "hostile.sh: unknown case $case_"; exit 2 ;;
 esac
 [ $fails = 0 ] && echo "hostile $case_: ok" || echo "hostile $case_: $fails failures"

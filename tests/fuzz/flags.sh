@@ -10,10 +10,16 @@
 # cost grows with its size; with the 64 KiB of the other targets the working
 # corpus drifts to the largest seed's 9 KiB and the rate halves within
 # three minutes (BENCHMARKS.md, "hardening").
-FUZZ_TARGETS="reader analyze export sidecar"
+# -max_len for fuzz_render: MAXLEN_RENDER.  Each input runs dump twice,
+# the analysis twice (report, diff against itself) and the page's second
+# replay, so it costs about five of fuzz_analyze's; 4 KiB of records (a
+# few hundred events, every record kind) keep it above 2,000 execs/s.
+FUZZ_TARGETS="reader analyze export sidecar render"
 MAXLEN_EXPORT=2048
+MAXLEN_RENDER=4096
 fuzz_flags() {
     local max_len=65536
     [ "$1" = export ] && max_len=$MAXLEN_EXPORT
+    [ "$1" = render ] && max_len=$MAXLEN_RENDER
     echo "-max_len=$max_len -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 -print_final_stats=1"
 }
