@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "outfile.h"
 #include "vt_analyze.h"
 #include "vt_error.h"
 
@@ -107,10 +108,15 @@ int cmd_diff(int argc, char **argv)
     if (rc)
         goto cleanup;
     if (html) {
-        FILE *f = fopen(html, "w");
+        vt_outfile of; /* written beside and renamed: a link at FILE is not followed */
+        FILE *f = vt_outfile_open(&of, html, 1) ? NULL : of.f;
         int hrc = f ? vt_diff_html(an[0], an[1], f) : VT_ERR_IO;
-        if (f && fclose(f) && !hrc)
-            hrc = VT_ERR_IO;
+        if (f) {
+            if (hrc)
+                vt_outfile_abort(&of);
+            else if (vt_outfile_commit(&of, 1))
+                hrc = VT_ERR_IO;
+        }
         if (hrc) {
             fprintf(stderr, "vramtrace diff: %s: cannot write the page: %s\n", html, vt_strerror(hrc));
             rc = 1;

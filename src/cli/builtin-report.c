@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "builtin.h"
+#include "outfile.h"
 #include "vt_analyze.h"
 #include "vt_error.h"
 
@@ -211,10 +212,17 @@ int cmd_report(int argc, char **argv)
     if (html && nothing)
         html = NULL;
     if (html) { /* the page; stdout says where it went (--json: the JSON as asked) */
-        FILE *f = strcmp(html, "-") ? fopen(html, "w") : stdout;
+        /* written beside and renamed: a link planted at FILE is replaced, never followed */
+        vt_outfile of;
+        int to_file = strcmp(html, "-") != 0;
+        FILE *f = !to_file ? stdout : vt_outfile_open(&of, html, 1) ? NULL : of.f;
         int hrc = f ? vt_report_html(a, inputs, ninputs, f) : VT_ERR_IO;
-        if (f && f != stdout && fclose(f) && !hrc)
-            hrc = VT_ERR_IO;
+        if (f && to_file) {
+            if (hrc)
+                vt_outfile_abort(&of);
+            else if (vt_outfile_commit(&of, 1))
+                hrc = VT_ERR_IO;
+        }
         if (hrc) {
             fprintf(stderr, "vramtrace report: %s: cannot write the page: %s\n", html, vt_strerror(hrc));
             rc = 1;

@@ -137,6 +137,30 @@ v = json.load(sys.stdin)['processes'][0]['verdict']
 assert v['kind'] == 'cannot_tell' and 'cut short' in v['reason'], v
 " || fail "report --json: the verdict of a trace cut before any allocation"
     ;;
+outputs) # 6: no output is written through a link planted at its path
+    echo precious >victim
+    # export's default name: refused when anything is there, a link included
+    ln -s victim far.perfetto-trace
+    "$vt" export --format perfetto far.zst 2>err.txt && fail "export over a planted link: exit 0"
+    grep -q 'far.perfetto-trace exists: not replaced' err.txt || fail "export: $(cat err.txt)"
+    [ -L far.perfetto-trace ] && [ "$(cat victim)" = precious ] || fail "export wrote through the link at its default name"
+    rm far.perfetto-trace; echo mine >far.perfetto-trace
+    "$vt" export --format perfetto far.zst 2>/dev/null && fail "export replaced an existing file it was not told to"
+    [ "$(cat far.perfetto-trace)" = mine ] || fail "export's default name replaced an existing file"
+    # -o names it: replaced, the link itself, never its target
+    ln -s victim out.pftrace
+    "$vt" export --format perfetto -o out.pftrace far.zst 2>/dev/null || fail "export -o over a link: exit $?"
+    [ -f out.pftrace ] && [ ! -L out.pftrace ] && [ "$(cat victim)" = precious ] || fail "export -o wrote through the link"
+    # the page
+    ln -s victim page.html
+    "$vt" report --html page.html far.zst >/dev/null 2>&1 || fail "report --html over a link: exit $?"
+    [ -f page.html ] && [ ! -L page.html ] && [ "$(cat victim)" = precious ] || fail "report --html wrote through the link"
+    grep -q '<html' page.html || fail "report --html: no page"
+    ln -s victim diff.html
+    "$vt" diff --html diff.html far.zst names.zst >/dev/null 2>&1 || fail "diff --html over a link: exit $?"
+    [ ! -L diff.html ] && [ "$(cat victim)" = precious ] || fail "diff --html wrote through the link"
+    ls | grep -q '\.vt-' && fail "a temporary file was left: $(ls | grep '\.vt-')"
+    ;;
 *) echo "hostile.sh: unknown case $case_"; exit 2 ;;
 esac
 [ $fails = 0 ] && echo "hostile $case_: ok" || echo "hostile $case_: $fails failures"
