@@ -438,6 +438,12 @@ typedef struct {
     /* oddities */
     uint64_t unknown_frees, double_frees, overlap_allocs, unknown_vmm_release, unknown_unmaps,
         double_vmm_release, zero_frees, bad_device, absurd_sizes;
+    uint64_t t_seq;          /* the latest time of the host events that come in time order (not
+                              * kernels, not the sampler's MemoryUsage and PoolUsage) */
+    uint64_t time_back;      /* such events earlier than one before them (the clock ran backwards) */
+    uint64_t time_back_max;  /* ... by at most this (ns) */
+    uint64_t t_min;          /* the earliest host time, once time ran backwards (else t0) */
+    uint64_t partial_overlaps; /* live blocks at the end whose ranges overlap in part */
     uint64_t dropped[4];
     /* failed allocations: failed = the program's failed requests (an
      * allocator's retries folded in, probes left out); failed_oom = those

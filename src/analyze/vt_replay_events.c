@@ -708,6 +708,12 @@ int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
     }
     if (t > p->t_last && ev->type != VT_EV_KERNEL)
         p->t_last = t;
+    if (ev->type != VT_EV_KERNEL && ev->type != VT_EV_MEMORY_USAGE && ev->type != VT_EV_POOL_USAGE) {
+        if (t > p->t_seq)
+            p->t_seq = t;
+        else if (t < p->t_seq)
+            time_back_note(p, t, p->t_seq);
+    }
     switch (ev->type) {
     case VT_EV_ALLOC_FAILED:
         on_failed(p, &ev->u.alloc_failed, t);

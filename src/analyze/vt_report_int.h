@@ -68,6 +68,9 @@ typedef struct {
     char command[600];
 } rep_verdict;
 void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v);
+/* from the earliest host event (time that ran backwards included) to the
+ * latest: never negative, never wrapped */
+double rep_duration_s(const vt_proc *p);
 
 /* A pool above CUDA whose blocks the trace does not hold (vt_pools.c):
  * the one with most bytes allocated through it (0: none), its call sites

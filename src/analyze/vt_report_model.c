@@ -80,6 +80,12 @@ double rep_rel_s(const vt_proc *p, uint64_t t)
     return t >= p->t0 ? (double)(t - p->t0) / 1e9 : -(double)(p->t0 - t) / 1e9;
 }
 
+double rep_duration_s(const vt_proc *p)
+{
+    uint64_t start = p->t_min && p->t_min < p->t0 ? p->t_min : p->t0; /* time that ran backwards included */
+    return p->t_last > start ? (double)(p->t_last - start) / 1e9 : 0.0;
+}
+
 const char *rep_view_mode_name(int m)
 {
     switch (m) {

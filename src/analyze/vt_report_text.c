@@ -297,7 +297,7 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
     fputc('\n', o);
     fprintf(o, "recorded: kernels %s, native stacks %s, python stacks %s\n", p->hdr_kernels ? "yes" : "no",
             p->hdr_native ? "yes" : "no", p->hdr_python ? "yes" : "no");
-    fprintf(o, "duration: %.3f s\n", rep_rel_s(p, p->t_last));
+    fprintf(o, "duration: %.3f s\n", rep_duration_s(p));
     /* failed: the program's requests; an allocator's retries and a
      * library's probes are failed calls, said apart */
     fprintf(o, "events: %" PRIu64 " alloc, %" PRIu64 " free, %" PRIu64 " failed", p->nev[VT_EV_ALLOC], p->nev[VT_EV_FREE],
@@ -348,8 +348,12 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, "    driver view: max used %s of %s at %.3f s; traced live then %s",
                     rep_bytes(b1, (double)s->drv_max_used), rep_bytes(b2, (double)s->drv_total), rep_rel_s(p, s->drv_max_t),
                     rep_bytes(b3, (double)s->drv_traced_then));
-            fprintf(o, " (%s not traced: CUDA context, other processes, driver reserves)\n",
-                    rep_bytes(b1, (double)untraced));
+            if (untraced >= 0)
+                fprintf(o, " (%s not traced: CUDA context, other processes, driver reserves)\n",
+                        rep_bytes(b1, (double)untraced));
+            else /* a sample or the trace is wrong: said so, not a negative size */
+                fprintf(o, " (%s more than the driver's used memory: the sample or the trace is wrong)\n",
+                        rep_bytes(b1, -(double)untraced));
         } else {
             fprintf(o, "    driver view: no MemoryUsage sample\n");
         }
@@ -372,6 +376,14 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
     ODD(p->zero_frees, "events with address 0");
     ODD(p->bad_device, "events with an invalid device");
     ODD(p->absurd_sizes, "sizes above 16 TiB (clamped)");
+    ODD(p->partial_overlaps, "live blocks whose address ranges overlap in part (a free not seen, or a bad record)");
+    if (p->time_back) {
+        char bb[48];
+        snprintf(bb, sizeof(bb), "%.6f s", (double)p->time_back_max / 1e9);
+        fprintf(o, "%s%" PRIu64 " events earlier than one before them (time ran backwards, by up to %s)",
+                any ? ", " : "oddities: ", p->time_back, bb);
+        any = 1;
+    }
     ODD(p->dropped[VT_DROP_WRITER_QUEUE], "events dropped by the writer (queue full)");
     ODD(p->dropped[VT_DROP_CUPTI_ACTIVITY], "CUPTI activity records dropped");
     ODD(p->dropped[VT_DROP_STACK], "stacks not captured");

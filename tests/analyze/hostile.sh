@@ -161,6 +161,34 @@ outputs) # 6: no output is written through a link planted at its path
     [ ! -L diff.html ] && [ "$(cat victim)" = precious ] || fail "diff --html wrote through the link"
     ls | grep -q '\.vt-' && fail "a temporary file was left: $(ls | grep '\.vt-')"
     ;;
+time) # 7: time running backwards is an oddity; durations and sizes never wrap
+    "$vt" report backwards.zst >r.txt 2>&1 || fail "report backwards.zst: exit $?"
+    grep -q 'events earlier than one before them (time ran backwards, by up to 10.000000 s)' r.txt ||
+        fail "report: time running backwards is not an oddity: $(grep oddities r.txt)"
+    grep -q '^duration: 10\.000 s' r.txt || fail "report: $(grep ^duration r.txt), the events span 10 s"
+    grep -q ' not traced' r.txt && fail "report: a negative 'not traced': $(grep 'driver view' r.txt)"
+    grep -q 'more than the driver.s used memory' r.txt || fail "report: the driver view does not say the sample is wrong"
+    grep -E -q '[0-9]{10,} s|-[0-9.]+ [KMGT]iB' r.txt && fail "report: a wrapped duration or a negative size: $(grep -E '[0-9]{10,} s|-[0-9.]+ [KMGT]iB' r.txt)"
+    "$vt" report --json backwards.zst 2>/dev/null | python3 -c "
+import json, sys
+p = json.load(sys.stdin)['processes'][0]
+o = p['oddities']
+assert o['time_backwards'] >= 2 and abs(o['time_backwards_max_s'] - 10) < 1e-6, o
+assert 0 <= p['duration_s'] < 100, p['duration_s']
+" || fail "report --json: time_backwards or duration_s"
+    ;;
+overlap) # 7: live blocks whose ranges overlap in part are flagged
+    "$vt" report overlap.zst >r.txt 2>&1 || fail "report overlap.zst: exit $?"
+    grep -q '1 live blocks whose address ranges overlap in part' r.txt || fail "report: $(grep oddities r.txt)"
+    "$vt" report --json overlap.zst 2>/dev/null | python3 -c "
+import json, sys
+assert json.load(sys.stdin)['processes'][0]['oddities']['partial_overlaps'] == 1
+" || fail "report --json: partial_overlaps is not 1"
+    "$vt" report --json far.zst 2>/dev/null | python3 -c "
+import json, sys
+assert json.load(sys.stdin)['processes'][0]['oddities']['partial_overlaps'] == 0
+" || fail "report --json: partial overlaps where there are none"
+    ;;
 *) echo "hostile.sh: unknown case $case_"; exit 2 ;;
 esac
 [ $fails = 0 ] && echo "hostile $case_: ok" || echo "hostile $case_: $fails failures"
