@@ -119,7 +119,7 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
         uint64_t sz = b->size, ta = b->t;
         if (!get_unit(p, e->site.stack, device, e->kind < VT_MEM__COUNT ? e->kind : 0,
                       e->api < VT_API__COUNT ? e->api : 0, &ui))
-            return VT_ERR_NOMEM;
+            return p->over_budget ? VT_ERR_LIMIT : VT_ERR_NOMEM;
         b->size = size;
         b->t = t;
         b->unit = ui;
@@ -132,7 +132,7 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
     }
     if (!get_unit(p, e->site.stack, device, e->kind < VT_MEM__COUNT ? e->kind : 0,
                   e->api < VT_API__COUNT ? e->api : 0, &ui))
-        return VT_ERR_NOMEM;
+        return p->over_budget ? VT_ERR_LIMIT : VT_ERR_NOMEM;
     if (!p->units[ui].allocs)
         p->units[ui].thread = e->site.thread; /* its first allocation's */
     b->addr = key;

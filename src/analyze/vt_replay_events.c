@@ -270,7 +270,7 @@ static int on_vmm_create(vt_analysis *a, vt_proc *p, const vt_ev_vmm_create *e, 
     }
     unsigned kind = e->kind ? (e->kind < VT_MEM__COUNT ? e->kind : 0) : VT_MEM_DEVICE;
     if (!get_unit(p, e->site.stack, device, kind, VT_API_VMM, &ui))
-        return VT_ERR_NOMEM;
+        return p->over_budget ? VT_ERR_LIMIT : VT_ERR_NOMEM;
     uint32_t idx;
     if (p->nvmm_free) {
         idx = p->vmm_free[--p->nvmm_free];

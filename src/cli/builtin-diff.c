@@ -17,7 +17,7 @@ static void diff_usage(FILE *f)
 {
     fprintf(f, "usage: vramtrace diff [options] A B   (A, B: trace files or directories)\n"
                "  --json  --html FILE  --at TIME|MARKER|end  --top N  --frames N  --no-symbols  --sysroot DIR\n"
-               "  --no-progress        (as for `vramtrace report`)\n"
+               "  --no-progress  --max-memory BYTES   (as for `vramtrace report`)\n"
                "  --fail-on-growth BYTES  exit 3 when B holds more than BYTES more than A at the view\n"
                "call sites are matched by their user frames and symbol names, never raw offsets.\n"
                "exit status: 0 ok; 1 a read error; 2 usage; 3 the --fail-on-growth threshold\n");

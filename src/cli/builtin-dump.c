@@ -691,6 +691,7 @@ static void usage(FILE *f)
             "  --no-defs   leave out the definition records\n"
             "  --stacks    print the call stack under each event that has one\n"
             "  --stats     reader statistics on stderr at the end\n"
+            "  --max-memory BYTES  the definition tables of each file at most (K, M, G; default 1G)\n"
             "  -h, --help  this help\n"
             "\n"
             "A damaged or truncated trace is printed as far as it can be read; the\n"
@@ -813,6 +814,15 @@ int cmd_dump(int argc, char **argv)
             c.stacks = 1;
         } else if (!strcmp(a, "--stats")) {
             stats = 1;
+        } else if (!strcmp(a, "--max-memory") && i + 1 < argc) { /* each file's tables at most */
+            char *end;
+            uint64_t b = strtoull(argv[++i], &end, 10);
+            b <<= *end == 'G' ? 30 : *end == 'M' ? 20 : *end == 'K' ? 10 : 0;
+            if (end == argv[i] || (*end && end[1]) || (*end && !strchr("KMG", *end)) || b < (1u << 20)) {
+                fprintf(stderr, "vramtrace dump: --max-memory needs a byte count of at least 1M (e.g. 4G)\n");
+                return 2;
+            }
+            budget.limit = b;
         } else if (!strcmp(a, "--") && i + 1 < argc && !path) {
             path = argv[++i];
         } else if (a[0] == '-' && a[1]) {

@@ -41,7 +41,8 @@ static void export_usage(FILE *f)
             "                       256M: what a browser still opens)\n"
             "  --no-symbols         do not read binaries to symbolize native frames\n"
             "  --sysroot DIR        look for the traced binaries under DIR\n"
-            "  --no-progress        never print progress on stderr\n");
+            "  --no-progress        never print progress on stderr\n"
+            "  --max-memory BYTES   the analysis's memory budget (as for `vramtrace report`)\n");
 }
 
 static const char *suffix(vt_export_format f)

@@ -36,6 +36,8 @@ static void report_usage(FILE *f)
             "  --no-symbols         do not read binaries to symbolize native frames\n"
             "  --sysroot DIR        look for the traced binaries under DIR\n"
             "  --no-progress        never print progress on stderr\n"
+            "  --max-memory BYTES   one budget for all the analysis keeps (names, call sites,\n"
+            "                       processes; default 1G): past it, reading stops with an error\n"
             "exit status: 0 ok; 1 a read error (the report of what was readable comes first; a file\n"
             "that is no trace gets the error alone); 2 usage, or --at naming nothing in the traces;\n"
             "3 a --fail-on-* threshold was exceeded\n");
@@ -58,6 +60,16 @@ int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
     }
     if (!strcmp(o, "--no-progress")) {
         cfg->progress = 0;
+        return 1;
+    }
+    if (!strcmp(o, "--max-memory")) { /* the analysis's one memory budget */
+        uint64_t b;
+        if (!v || vt_parse_bytes(v, &b) || b < (1u << 20)) {
+            fprintf(stderr, "vramtrace: --max-memory needs a byte count of at least 1M (e.g. 4G)\n");
+            return -1;
+        }
+        cfg->max_memory = b;
+        (*i)++;
         return 1;
     }
     if (!strcmp(o, "--at") || !strcmp(o, "--top") || !strcmp(o, "--frames") || !strcmp(o, "--sysroot") ||

@@ -13,7 +13,8 @@
  *   baddev.zst   a Device record with an impossible index among good ones;
  *   cut-noalloc.zst a trace cut short before any allocation;
  *   cut-alloc.zst   a trace cut short inside its last frame (unverified);
- *   version.zst  a header of format version 99. */
+ *   version.zst  a header of format version 99;
+ *   sites.zst    3000 call sites; bigname.zst one 8 KiB name (budgets). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +294,34 @@ static int cut(const char *dir)
     return save(dir, "cut-alloc.zst", e, vt_tenc_size(e));
 }
 
+/* 3000 call sites (a stack each): past a small analysis budget */
+static int sites(const char *dir)
+{
+    vt_tenc *e = start(1);
+    device(e, 0);
+    vt_tenc_string(e, 1, "site");
+    vt_tenc_string(e, 2, "sites.py");
+    for (uint32_t i = 1; i <= 3000; i++) {
+        py_frame(e, i, 1, 2, i);
+        stack1(e, i, i);
+        alloc(e, 1000, 0x10000000ull + (uint64_t)i * 0x1000, 4096, i);
+    }
+    vt_tenc_end(e, 3000);
+    return save(dir, "sites.zst", e, 0);
+}
+
+/* one 8 KiB name: its tables take ~8 KiB, a directory of copies more
+ * together than a small budget (dump gives each file's back) */
+static int bigname(const char *dir)
+{
+    static char name[8193];
+    memset(name, 'n', 8192);
+    vt_tenc *e = start(1);
+    vt_tenc_string(e, 1, name);
+    vt_tenc_end(e, 0);
+    return save(dir, "bigname.zst", e, 0);
+}
+
 static int version(const char *dir)
 {
     vt_tenc *e = vt_tenc_new(1);
@@ -309,5 +338,6 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *d = argv[1];
-    return names(d) || far(d) || backwards(d) || overlap(d) || baddev(d) || cut(d) || version(d);
+    return names(d) || far(d) || backwards(d) || overlap(d) || baddev(d) || cut(d) || version(d) || sites(d) ||
+           bigname(d);
 }

@@ -189,6 +189,21 @@ import json, sys
 assert json.load(sys.stdin)['processes'][0]['oddities']['partial_overlaps'] == 0
 " || fail "report --json: partial overlaps where there are none"
     ;;
+budget) # 8: one budget for all an analysis keeps, a clear error naming what ran out
+    "$vt" report --max-memory 1M sites.zst >r.txt 2>err.txt; rc=$?
+    [ $rc = 1 ] || fail "report past the budget: exit $rc, expected 1"
+    grep -q "sites.zst: at offset [0-9]*: the analysis's memory budget of 1 MiB is spent: [0-9]* call sites" err.txt ||
+        fail "report: the error does not name the call sites: $(cat err.txt)"
+    grep -q '^vramtrace report: 1 process' r.txt || fail "report: what was read before is not reported"
+    "$vt" report --max-memory 64M sites.zst >/dev/null 2>&1 || fail "report sites.zst within the budget: exit $?"
+    mkdir procs && for i in $(seq 1 12); do cp far.zst procs/p$i.zst; done
+    "$vt" report --max-memory 1M procs >/dev/null 2>err.txt && fail "12 processes in 1 MiB: exit 0"
+    grep -q "not read: the analysis's memory budget of 1 MiB is spent ([0-9]* processes" err.txt ||
+        fail "report: the error does not name the processes: $(head -2 err.txt)"
+    # dump gives each file's tables back: a directory of many fits any budget one file fits
+    mkdir names && for i in $(seq 1 300); do cp bigname.zst names/n$i.zst; done
+    "$vt" dump --no-defs --max-memory 1M names >/dev/null 2>err.txt || fail "dump of 300 files in 1 MiB each: $(head -1 err.txt)"
+    ;;
 *) echo "hostile.sh: unknown case $case_"; exit 2 ;;
 esac
 [ $fails = 0 ] && echo "hostile $case_: ok" || echo "hostile $case_: $fails failures"
