@@ -860,10 +860,11 @@ int vt_export(const vt_export_config *cfg, char *const *inputs, int ninputs, FIL
         snprintf(err, errlen, "%s", vt_strerror(rc));
         return rc;
     }
+    char eb[1200]; /* the errors name files: escaped */
     rc = add_inputs(j.model, inputs, ninputs);
     unsigned nerr = vt_analysis_nerrors(j.model);
     for (unsigned k = 0; k < nerr; k++)
-        fprintf(stderr, "vramtrace export: %s\n", vt_analysis_error(j.model, k));
+        fprintf(stderr, "vramtrace export: %s\n", vt_esc_text_buf(vt_analysis_error(j.model, k), eb, sizeof(eb)));
     if (rc || !vt_analysis_nprocs(j.model)) {
         snprintf(err, errlen, "no trace could be read");
         vt_analysis_free(j.model);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "vt_escape.h"
 #include "outfile.h"
 #include "vt_analyze.h"
 #include "vt_error.h"
@@ -97,10 +98,11 @@ int cmd_diff(int argc, char **argv)
         }
     }
     /* A side with nothing readable: its errors alone, no comparison with zero. */
+    char eb[1200]; /* the errors name files: escaped (a name may hold ESC) */
     for (int s = 0; s < 2; s++)
         if (vt_analysis_nprocs(an[s]) == 0) {
             for (unsigned i = 0; i < vt_analysis_nerrors(an[s]); i++)
-                fprintf(stderr, "vramtrace diff: %s\n", vt_analysis_error(an[s], i));
+                fprintf(stderr, "vramtrace diff: %s\n", vt_esc_text_buf(vt_analysis_error(an[s], i), eb, sizeof(eb)));
             if (!vt_analysis_nerrors(an[s]))
                 fprintf(stderr, "vramtrace diff: %s: %s: no trace could be read\n", s ? "B" : "A", in[s]);
             rc = 1;
@@ -131,7 +133,7 @@ int cmd_diff(int argc, char **argv)
     }
     for (int s = 0; s < 2; s++)
         for (unsigned i = 0; i < vt_analysis_nerrors(an[s]); i++) {
-            fprintf(stderr, "vramtrace diff: %s\n", vt_analysis_error(an[s], i));
+            fprintf(stderr, "vramtrace diff: %s\n", vt_esc_text_buf(vt_analysis_error(an[s], i), eb, sizeof(eb)));
             rc = 1;
         }
     if (!rc && have_fail_growth) {

@@ -721,9 +721,10 @@ static int dump_one(dump_ctx *c, const char *path, int stats)
         }
         if (rc == 0)
             break;
+        char eb[1200];
         vt_ob_flush(&c->ob);
         fflush(c->out);
-        fprintf(stderr, "vramtrace dump: %s\n", vt_reader_errmsg(c->r));
+        fprintf(stderr, "vramtrace dump: %s\n", vt_esc_text_buf(vt_reader_errmsg(c->r), eb, sizeof(eb)));
         status = 1;
         if (rc != VT_ERR_CORRUPT && rc != VT_ERR_TOO_LARGE)
             break; /* final */

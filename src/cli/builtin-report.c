@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "builtin.h"
+#include "vt_escape.h"
 #include "outfile.h"
 #include "vt_analyze.h"
 #include "vt_error.h"
@@ -255,9 +256,10 @@ int cmd_report(int argc, char **argv)
         rc = 1;
         goto cleanup;
     }
+    char eb[1200]; /* the errors name files: escaped (a name may hold ESC) */
     if (vt_analysis_nerrors(a)) {
         for (unsigned i = 0; i < vt_analysis_nerrors(a); i++)
-            fprintf(stderr, "vramtrace report: %s\n", vt_analysis_error(a, i));
+            fprintf(stderr, "vramtrace report: %s\n", vt_esc_text_buf(vt_analysis_error(a, i), eb, sizeof(eb)));
         rc = 1;
         goto cleanup;
     }

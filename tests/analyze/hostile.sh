@@ -44,6 +44,11 @@ escape) # 2: names from the trace never reach the terminal raw
     "$vt" dump --stacks names.zst >du.txt 2>&1; clean du.txt
     "$vt" export --format memory-viz -o m.pickle names.zst 2>mv.txt; clean mv.txt
     "$vt" export --format perfetto -o p.pftrace names.zst 2>pf.txt; clean pf.txt
+    # a file name with ESC in a directory: the errors that name it are escaped
+    mkdir evil && echo "not a trace" >evil/$'x\e]0;t\a.zst' && mkfifo evil/$'f\e[2J.zst' && cp far.zst evil/
+    "$vt" report evil >/dev/null 2>ev.txt; clean ev.txt
+    "$vt" dump evil >/dev/null 2>evd.txt; clean evd.txt
+    grep -q 'x\\x1b\]0;t\\x07.zst' ev.txt || fail "report: the bad file's name is not shown escaped: $(cat -v ev.txt)"
     # a newline in a name forges no line
     for f in r.txt d.txt du.txt; do
         grep -q '^verdict: no leak (forged)' $f && fail "$f: a name forged a verdict line"
