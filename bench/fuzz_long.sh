@@ -6,6 +6,7 @@
 # with clang, ASan+UBSan over vt_core and vt_analyze), or those in BIN_DIR
 # (carried to a machine with more cores).  Findings land in OUT/crash-*.
 #   bench/fuzz_long.sh SECONDS WORKERS [BIN_DIR] [OUT]
+# VT_FUZZ_TARGETS="render ..." runs only those targets.
 set -u
 cd "$(dirname "$0")/.."
 secs=${1:?seconds per worker}
@@ -14,7 +15,7 @@ bin=${3:-build-fuzz/tests}
 out=${4:-build-fuzz/long}
 mkdir -p "$out"
 . tests/fuzz/flags.sh
-targets=$FUZZ_TARGETS
+targets=${VT_FUZZ_TARGETS:-$FUZZ_TARGETS}
 for t in $targets; do
     [ -x "$bin/fuzz_$t" ] || { echo "fuzz_long: no $bin/fuzz_$t (scripts/fuzz.sh builds them)" >&2; exit 1; }
     mkdir -p "$out/corpus-$t"
@@ -25,7 +26,8 @@ for t in $targets; do
     for w in $(seq 1 "$workers"); do
         # shellcheck disable=SC2046 # the flags are words
         "$bin/fuzz_$t" -max_total_time="$secs" $(fuzz_flags $t) -seed="$w$((RANDOM % 1000))" -artifact_prefix="$out/" \
-            "$out/corpus-$t" tests/fuzz/corpus tests/fuzz/regress >"$out/fuzz_$t.$w.log" 2>&1 &
+            "$out/corpus-$t" $( [ -d tests/fuzz/corpus-$t ] && echo tests/fuzz/corpus-$t ) tests/fuzz/corpus \
+            tests/fuzz/regress >"$out/fuzz_$t.$w.log" 2>&1 &
         pids+=($!)
     done
 done

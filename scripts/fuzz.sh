@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the libFuzzer targets with clang (ASan+UBSan over vt_core and
 # vt_analyze, not only the harness) and run each on the corpus for a fixed
-# time.  A finding fails the run and is left as crash-* in build-fuzz/out/;
+# time (a target's own seeds, tests/fuzz/corpus-NAME/, beside the shared
+# corpus).  A finding fails the run and is left as crash-* in build-fuzz/out/;
 # add it to tests/fuzz/regress/ once fixed (replayed by every ctest run).
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [JOBS]     (default 30 s, 1 job)
 set -euo pipefail
@@ -27,7 +28,8 @@ for t in $FUZZ_TARGETS; do
     # shellcheck disable=SC2046 # the flags are words
     if ! build-fuzz/tests/fuzz_$t -max_total_time="$secs" $(fuzz_flags $t) -artifact_prefix=build-fuzz/out/ \
             $( [ "$jobs" -gt 1 ] && echo "-jobs=$jobs -workers=$jobs" ) \
-            "$work" tests/fuzz/corpus tests/fuzz/regress >build-fuzz/out/fuzz_$t.log 2>&1; then
+            "$work" $( [ -d tests/fuzz/corpus-$t ] && echo tests/fuzz/corpus-$t ) tests/fuzz/corpus tests/fuzz/regress \
+            >build-fuzz/out/fuzz_$t.log 2>&1; then
         status=1
     fi
     grep -h -E "stat::number_of_executed_units|stat::average_exec_per_sec|SUMMARY|ERROR:" \

@@ -72,6 +72,8 @@
     if (v && v.kind === "cannot_tell" && v.pool) return { cls: "warn", kind: "cannot_tell", text: "Cannot tell: " + v.reason +
       (v.segments_grown_bytes ? " (its chunks grew by " + L.fmtBytes(v.segments_grown_bytes) + ")" : "") +
       ". To see its blocks: " + v.command };
+    if (v && v.kind === "cannot_tell" && !v.command) /* a trace cut before any allocation */
+      return { cls: "warn", kind: "cannot_tell", text: "Cannot tell: " + v.reason };
     if (v && v.kind === "cannot_tell") return { cls: "warn", kind: "cannot_tell", text: "Cannot tell in this mode: the caching allocator's " +
       "segments grew by " + L.fmtBytes(v.segments_grown_bytes) + "; " + v.reason + ". To find the line: " + v.command };
     if (v && v.kind === "no_leak") return { cls: p.oom_headline ? "info" : "ok", kind: "no_leak", text: "No leak: no call site keeps growing" +
@@ -122,6 +124,10 @@
       box.appendChild(el("div", { id: "damaged", "class": "damaged" },
         "The trace is damaged: " + errs.join("; ") + ". What follows is what could be read."));
     }
+    if (p.unverified_events) /* frames no checksum verified: a flipped bit there is a value here */
+      box.appendChild(el("div", { id: "unverified", "class": "damaged" }, p.unverified_events + " event" +
+        (p.unverified_events === 1 ? "" : "s") + " UNVERIFIED: decoded from frames no checksum checked (the last " +
+        "frame of a trace cut short, or a trace read from a pipe); a damaged byte there would show as a value."));
     var dl = el("dl");
     function row(k, val, id) {
       dl.appendChild(el("dt", {}, k));

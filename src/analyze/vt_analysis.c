@@ -32,7 +32,7 @@ int vt_analysis_create(vt_analysis **out, const vt_analysis_config *cfg)
         a->cfg = *cfg;
     else
         vt_analysis_config_default(&a->cfg);
-    a->tables.limit = VT_READER_COMMAND_TABLE_BYTES;
+    a->tables.limit = cfg && cfg->max_memory ? cfg->max_memory : VT_READER_COMMAND_TABLE_BYTES;
     if (!a->cfg.top)
         a->cfg.top = 20;
     if (!a->cfg.max_frames)
@@ -99,16 +99,36 @@ void vt_analysis_free(vt_analysis *a)
     free(a);
 }
 
+static uint64_t units_of(const vt_analysis *a)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < a->nprocs; i++)
+        n += a->procs[i]->nunits;
+    return n;
+}
+
 int vt_analysis_begin_process(vt_analysis *a, const char *name)
 {
     if (a->finished)
         return VT_ERR_INVALID;
     if (VT_GROW(a->procs, a->nprocs, a->capprocs, 4))
             return VT_ERR_NOMEM;
+    /* one budget for what the analysis keeps: definition tables, call
+     * sites, processes (vt_analysis_config.max_memory) */
+    if (a->tables.used + VT_PROC_COST > a->tables.limit) {
+        snprintf(a->budget_why, sizeof(a->budget_why),
+                 "%s: not read: the analysis's memory budget of %llu MiB is spent (%zu processes, %llu call sites, "
+                 "their names and stacks); a new process would pass it",
+                 name, (unsigned long long)(a->tables.limit >> 20), a->nprocs, (unsigned long long)units_of(a));
+        vt_analysis_add_error(a, VT_ERR_LIMIT, a->budget_why);
+        return VT_ERR_LIMIT;
+    }
     vt_proc *p;
     int rc = vt_proc_create(&p, name);
     if (rc)
         return rc;
+    a->tables.used += VT_PROC_COST;
+    p->budget = &a->tables;
     p->view_mode = a->cfg.at_mode;
     p->index = (unsigned)a->nprocs;
     a->procs[a->nprocs++] = p;
@@ -187,13 +207,24 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
         if (k > 0) {
             int frc = vt_proc_feed_batch(a, a->cur, ev, k);
             if (frc) {
-                snprintf(msg, sizeof(msg), "%s: replay failed at offset %llu: %s", path,
-                         (unsigned long long)vt_reader_offset(r), vt_strerror(frc));
+                if (frc == VT_ERR_LIMIT && a->cur->over_budget) /* what ran out, and where */
+                    snprintf(msg, sizeof(msg),
+                             "%s: at offset %llu: the analysis's memory budget of %llu MiB is spent: %llu call sites "
+                             "(about %zu bytes each) in %zu processes (about %zu KiB each) and the definition tables; "
+                             "a new call site would pass it; what was read before is reported",
+                             path, (unsigned long long)vt_reader_offset(r), (unsigned long long)(a->tables.limit >> 20),
+                             (unsigned long long)units_of(a), (size_t)VT_UNIT_COST, a->nprocs,
+                             (size_t)(VT_PROC_COST >> 10));
+                else
+                    snprintf(msg, sizeof(msg), "%s: replay failed at offset %llu: %s", path,
+                             (unsigned long long)vt_reader_offset(r), vt_strerror(frc));
                 vt_analysis_add_error(a, frc, msg);
                 first_err = frc;
                 break;
             }
             n += (uint64_t)k;
+            if (vt_reader_unverified(r))
+                a->cur->unverified_events += (uint64_t)k;
             if (tty && n >= next_check) {
                 next_check = n + (1u << 20);
                 double t = now_s();

@@ -46,6 +46,9 @@ typedef struct {
     int progress;           /* print progress on stderr when a file takes > 2 s */
     const char *sysroot;    /* optional prefix for module paths (binaries copied from another machine) */
     const char *steps_name; /* the NVTX range that counts the steps (trailing digits stripped), NULL: found */
+    uint64_t max_memory;    /* one budget for all the analysis keeps: definition tables, call sites,
+                             * processes; 0: 1 GiB.  Past it, reading stops with VT_ERR_LIMIT and an
+                             * error naming what ran out (vt_analysis_error); what was read is kept */
 } vt_analysis_config;
 
 void vt_analysis_config_default(vt_analysis_config *cfg);

@@ -462,6 +462,7 @@ typedef struct {
     /* counts */
     uint64_t nev[VT_EV__MAX];
     uint64_t records;
+    uint64_t unverified_events; /* events decoded from frames not verified by their checksum (vt_reader_unverified) */
     /* state */
     vt_unit *units; size_t nunits, capunits;
     vt_map unitmap;
@@ -527,6 +528,14 @@ typedef struct {
     /* oddities */
     uint64_t unknown_frees, double_frees, overlap_allocs, unknown_vmm_release, unknown_unmaps,
         double_vmm_release, zero_frees, bad_device, absurd_sizes;
+    uint64_t t_seq;          /* the latest time of the host events that come in time order (not
+                              * kernels, not the sampler's MemoryUsage and PoolUsage) */
+    vt_table_budget *budget; /* the analysis's one memory budget (vt_analysis.tables), or NULL */
+    int over_budget;         /* a new call site would have passed it (VT_ERR_LIMIT) */
+    uint64_t time_back;      /* such events earlier than one before them (the clock ran backwards) */
+    uint64_t time_back_max;  /* ... by at most this (ns) */
+    uint64_t t_min;          /* the earliest host time, once time ran backwards (else t0) */
+    uint64_t partial_overlaps; /* live blocks at the end whose ranges overlap in part */
     uint64_t dropped[4];
     /* failed allocations: failed = the program's failed requests (an
      * allocator's retries folded in, probes left out); failed_oom = those
@@ -577,7 +586,9 @@ struct vt_analysis {
     vt_symbolizer *sym;
     int finished;
     char *all_errors[VT_MAX_ERRORS * 4];
-    vt_table_budget tables; /* the definition tables of all files read */
+    vt_table_budget tables; /* the one memory budget: the definition tables of all files read, each
+                             * process (VT_PROC_COST) and call site (VT_UNIT_COST) */
+    char budget_why[512];
     unsigned nall_errors;
     vt_replay_fn consumer; /* vt_analysis_set_consumer */
     void *consumer_ctx;
@@ -651,7 +662,22 @@ void vt_proc_add_note(vt_proc *p, int sev, const char *text);
  * (after vt_proc_finish): 0, or a vt_err with msg (none is not an error) */
 int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t len);
 void vt_proc_free_holders(vt_proc *p);
+/* What the analysis's budget (vt_analysis_config.max_memory) is charged
+ * for each call site (the unit, twice over for its array's doubling, and
+ * its map entry) and each process (the process's state, its freed-address
+ * cache, its first tables: about 175 KiB measured), beside the definition
+ * tables. */
+#define VT_UNIT_COST (2 * sizeof(vt_unit) + 32)
+#define VT_PROC_COST (sizeof(vt_proc) + (160u << 10))
 void vt_json_str(FILE *f, const char *s);
+/* s escaped for a terminal (vt_escape.h) in one of 8 rotating static
+ * buffers (2 KiB, a longer name ends in "..."): for a text rendering's
+ * printf arguments; not thread-safe (the renderings run on one thread) */
+const char *rep_t(const char *s);
+/* one (a report) or two (a diff) rendered into memory, then written to o
+ * through the terminal escaper with newlines kept */
+int rep_text_escaped(vt_analysis *a, vt_analysis *b, int (*one)(vt_analysis *, FILE *),
+                     int (*two)(vt_analysis *, vt_analysis *, FILE *), FILE *o);
 /* the same through put (runs of bytes), for writers with their own buffer */
 void vt_json_str_to(const char *s, void (*put)(void *ctx, const char *p, size_t n), void *ctx);
 

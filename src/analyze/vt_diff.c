@@ -138,11 +138,9 @@ static void totals(vt_analysis *a, int64_t *leak, int64_t *peak)
     }
 }
 
-int vt_diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
+static int diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
 {
     char b1[32], b2[32], b3[32], line[1200];
-    if (!a->finished || !b->finished)
-        return VT_ERR_INVALID;
     int64_t la, pa, lb, pb;
     totals(a, &la, &pa);
     totals(b, &lb, &pb);
@@ -188,7 +186,7 @@ int vt_diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
         const char *tname = rep_thread_name(p, p->units[d->unit].thread, &tid);
         if (nf && (user < 0 || fr[user].internal) && tname && *tname) {
             /* no frame of the user's: the thread that allocated, as report says it */
-            fprintf(o, "    at (no frame of yours) in thread %s (tid %u)\n", tname, tid);
+            fprintf(o, "    at (no frame of yours) in thread %s (tid %u)\n", rep_t(tname), tid);
             user = -1;
         }
         if (nf) {
@@ -216,6 +214,14 @@ int vt_diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
     }
     free(r);
     return ferror(o) ? VT_ERR_IO : 0;
+}
+
+/* escaped once more as a whole, as the report (vt_report_text) */
+int vt_diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
+{
+    if (!a->finished || !b->finished)
+        return VT_ERR_INVALID;
+    return rep_text_escaped(a, b, NULL, diff_text, o);
 }
 
 int vt_diff_json(vt_analysis *a, vt_analysis *b, FILE *o)

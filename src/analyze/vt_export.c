@@ -11,6 +11,7 @@
  * are read from the replay's own tables.  Touches: the inputs (read), the
  * output FILE, stderr (read errors, as `report` prints them). */
 #define _GNU_SOURCE
+#include "vt_escape.h"
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,10 +41,14 @@ int vt_xjob_in_window(const vt_xjob *j, const vt_proc *p, uint64_t t)
     return 1;
 }
 
+/* names escaped (vt_escape.h): the label goes to stderr and into the
+ * exports' process names */
 void vt_xjob_label(const vt_proc *p, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s (rank %s, host %s, pid %" PRIu32 ")", p->program ? p->program : "?",
-             p->env_rank ? p->env_rank : "0", p->host ? p->host : "?", p->pid);
+    char prog[256], rank[64], host[256];
+    snprintf(buf, len, "%s (rank %s, host %s, pid %" PRIu32 ")", vt_esc_text_buf(p->program ? p->program : "?", prog, sizeof(prog)),
+             vt_esc_text_buf(p->env_rank ? p->env_rank : "0", rank, sizeof(rank)),
+             vt_esc_text_buf(p->host ? p->host : "?", host, sizeof(host)), p->pid);
 }
 
 uint32_t vt_xjob_frames(vt_xjob *j, const vt_proc *p, uint32_t stack, vt_xframe *out, uint32_t max)
@@ -859,10 +864,11 @@ int vt_export(const vt_export_config *cfg, char *const *inputs, int ninputs, FIL
         snprintf(err, errlen, "%s", vt_strerror(rc));
         return rc;
     }
+    char eb[1200]; /* the errors name files: escaped */
     rc = add_inputs(j.model, inputs, ninputs);
     unsigned nerr = vt_analysis_nerrors(j.model);
     for (unsigned k = 0; k < nerr; k++)
-        fprintf(stderr, "vramtrace export: %s\n", vt_analysis_error(j.model, k));
+        fprintf(stderr, "vramtrace export: %s\n", vt_esc_text_buf(vt_analysis_error(j.model, k), eb, sizeof(eb)));
     if (rc || !vt_analysis_nprocs(j.model)) {
         snprintf(err, errlen, "no trace could be read");
         vt_analysis_free(j.model);

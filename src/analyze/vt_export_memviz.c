@@ -30,6 +30,7 @@
  * after that.  Touches: the output FILE, temporary files in $TMPDIR
  * (/tmp when unset), deleted from the start. */
 #define _GNU_SOURCE /* O_TMPFILE, mkostemp */
+#include "vt_escape.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -52,9 +53,23 @@ static void pk_u32(FILE *f, uint32_t v)
     fwrite(b, 1, 4, f);
 }
 
+/* a str of the pickle: valid UTF-8 always (vt_utf8_sanitize), or
+ * pickle.load raises UnicodeDecodeError on the whole file */
 static void pk_str(FILE *f, const char *s)
 {
     size_t n = s ? strlen(s) : 0;
+    char small[512], *tmp = NULL;
+    if (n && vt_utf8_needs_sanitize(s)) {
+        size_t cap = 3 * n + 1;
+        char *b = cap <= sizeof(small) ? small : (tmp = malloc(cap));
+        if (b) {
+            n = vt_utf8_sanitize(s, b, cap);
+            s = b;
+        } else {
+            s = "?";
+            n = 1;
+        }
+    }
     if (n < 256) {
         fputc(0x8c, f); /* SHORT_BINUNICODE */
         fputc((int)n, f);
@@ -64,6 +79,7 @@ static void pk_str(FILE *f, const char *s)
     }
     if (n)
         fwrite(s, 1, n, f);
+    free(tmp);
 }
 
 static void pk_int(FILE *f, int64_t v)

@@ -9,6 +9,7 @@
  * tests/analyze/export/perfetto_fields.tsv records it (the subset proto
  * and every export are checked against that table in CI; docs/EXPORT.md).
  * Touches only the FILE. */
+#include "vt_escape.h"
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +98,24 @@ static void pb_bytes(pb *b, unsigned f, const void *p, size_t n)
     pb_raw(b, p, n);
 }
 
-static void pb_str(pb *b, unsigned f, const char *s) { pb_bytes(b, f, s ? s : "", s ? strlen(s) : 0); }
+/* a string field: valid UTF-8 always (vt_utf8_sanitize); Perfetto's
+ * strings are UTF-8 */
+static void pb_str(pb *b, unsigned f, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n && vt_utf8_needs_sanitize(s)) {
+        size_t cap = 3 * n + 1;
+        char *t = malloc(cap);
+        if (t) {
+            pb_bytes(b, f, t, vt_utf8_sanitize(s, t, cap));
+            free(t);
+            return;
+        }
+        s = "?";
+        n = 1;
+    }
+    pb_bytes(b, f, s ? s : "", n);
+}
 static void pb_msg(pb *b, unsigned f, const pb *m) { pb_bytes(b, f, m->d, m->n); }
 static void pb_reset(pb *b) { b->n = 0; }
 
@@ -280,15 +298,22 @@ static void pf_args(pf *f, const vt_xarg *a, int n)
 {
     for (int k = 0; k < n; k++) {
         uint64_t iid = pf_key_iid(f, a[k].key);
-        size_t sl = a[k].is_str ? strlen(a[k].s ? a[k].s : "") : 0;
+        const char *sv = a[k].is_str && a[k].s ? a[k].s : "";
+        char *t = NULL;
+        size_t sl = strlen(sv);
+        if (sl && vt_utf8_needs_sanitize(sv) && (t = malloc(3 * sl + 1))) {
+            sl = vt_utf8_sanitize(sv, t, 3 * sl + 1);
+            sv = t;
+        }
         uint64_t len = 1 + vlen(iid) + 1 + (a[k].is_str ? vlen(sl) + sl : vlen((uint64_t)a[k].i));
         pb_varint(&f->ev, 4 << 3 | 2);
         pb_varint(&f->ev, len);
         pb_uint(&f->ev, 1, iid);
         if (a[k].is_str)
-            pb_bytes(&f->ev, 6, a[k].s ? a[k].s : "", sl);
+            pb_bytes(&f->ev, 6, sv, sl);
         else
             pb_int(&f->ev, 4, a[k].i);
+        free(t);
     }
 }
 

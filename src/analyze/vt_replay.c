@@ -119,7 +119,7 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
         uint64_t sz = b->size, ta = b->t;
         if (!get_unit(p, e->site.stack, device, e->kind < VT_MEM__COUNT ? e->kind : 0,
                       e->api < VT_API__COUNT ? e->api : 0, &ui))
-            return VT_ERR_NOMEM;
+            return p->over_budget ? VT_ERR_LIMIT : VT_ERR_NOMEM;
         b->size = size;
         b->t = t;
         b->unit = ui;
@@ -132,7 +132,7 @@ static int on_alloc(vt_analysis *a, vt_proc *p, const vt_ev_alloc *e, uint64_t t
     }
     if (!get_unit(p, e->site.stack, device, e->kind < VT_MEM__COUNT ? e->kind : 0,
                   e->api < VT_API__COUNT ? e->api : 0, &ui))
-        return VT_ERR_NOMEM;
+        return p->over_budget ? VT_ERR_LIMIT : VT_ERR_NOMEM;
     if (!p->units[ui].allocs)
         p->units[ui].thread = e->site.thread; /* its first allocation's */
     b->addr = key;
@@ -424,6 +424,11 @@ static inline __attribute__((always_inline)) int proc_feed(vt_analysis *a, vt_pr
         }
         if (t > p->t_last)
             p->t_last = t;
+        if (t > p->t_seq)
+            p->t_seq = t;
+        else if (__builtin_expect(t < p->t_seq, 0) &&
+                 !(ev->type == VT_EV_ALLOC && ev->u.alloc.kind == VT_MEM_DEVICE_STATIC)) /* module globals: late */
+            time_back_note(p, t, p->t_seq);
         if (ev->type == VT_EV_ALLOC)
             return on_alloc(a, p, &ev->u.alloc, t);
         return on_free(a, p, &ev->u.free, t);
@@ -508,7 +513,7 @@ __attribute__((aligned(64))) int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, 
 {
     if (__builtin_expect(a->consumer != NULL || p->test_open, 0))
         return feed_consumed(a, p, ev, n);
-    uint64_t nalloc = 0, nfree = 0, nkernel = 0, t_last = p->t_last;
+    uint64_t nalloc = 0, nfree = 0, nkernel = 0, t_last = p->t_last, t_seq;
     int rc = 0, i = 0;
     /* until the fast paths can run (the trace's first events), the full way */
     if (__builtin_expect(!p->have_t0 || !p->blocks.cap || !p->freed_cache, 0)) {
@@ -519,12 +524,17 @@ __attribute__((aligned(64))) int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, 
         }
         t_last = p->t_last;
     }
+    t_seq = p->t_seq;
     for (; i < n; i++) {
         const vt_event *e = &ev[i];
         const uint64_t t = e->time_ns;
         switch (e->type) {
         case VT_EV_ALLOC:
             nalloc++;
+            /* module globals come from CUPTI's activity, late, timed at their load */
+            if (__builtin_expect(t < t_seq, 0) && e->u.alloc.kind != VT_MEM_DEVICE_STATIC)
+                time_back_note(p, t, t_seq);
+            t_seq = t > t_seq ? t : t_seq;
             t_last = t > t_last ? t : t_last;
             rc = alloc_fast(p, &e->u.alloc, t);
             if (__builtin_expect(rc == 0, 0))
@@ -536,6 +546,9 @@ __attribute__((aligned(64))) int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, 
             continue;
         case VT_EV_FREE:
             nfree++;
+            if (__builtin_expect(t < t_seq, 0))
+                time_back_note(p, t, t_seq);
+            t_seq = t > t_seq ? t : t_seq;
             t_last = t > t_last ? t : t_last;
             rc = free_fast(a, p, &e->u.free, t);
             if (__builtin_expect(rc == 0, 0))
@@ -553,7 +566,9 @@ __attribute__((aligned(64))) int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, 
         default:
             break;
         }
+        p->t_seq = t_seq; /* the full way checks and moves it too */
         rc = feed_slow(a, p, e);
+        t_seq = p->t_seq;
         if (rc)
             goto out;
         if (__builtin_expect(p->test_open, 0)) { /* a test began: the rest the full way */
@@ -562,6 +577,7 @@ __attribute__((aligned(64))) int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, 
         }
     }
 out:
+    p->t_seq = t_seq;
     if (t_last > p->t_last)
         p->t_last = t_last;
     p->records += nalloc + nfree + nkernel;

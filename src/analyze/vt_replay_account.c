@@ -22,6 +22,13 @@ vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsigned kin
             p->stack_unit[stack] = *idx + 1;
         return &p->units[*v];
     }
+    if (p->budget) { /* the analysis's one budget: a new call site must fit */
+        if (p->budget->used + VT_UNIT_COST > p->budget->limit) {
+            p->over_budget = 1;
+            return NULL;
+        }
+        p->budget->used += VT_UNIT_COST;
+    }
     if (p->nunits == p->capunits) {
         size_t nc = p->capunits ? p->capunits * 2 : 256;
         vt_unit *u = aligned_alloc(_Alignof(vt_unit), nc * sizeof(*u)); /* see vt_unit */

@@ -270,7 +270,7 @@ static int on_vmm_create(vt_analysis *a, vt_proc *p, const vt_ev_vmm_create *e, 
     }
     unsigned kind = e->kind ? (e->kind < VT_MEM__COUNT ? e->kind : 0) : VT_MEM_DEVICE;
     if (!get_unit(p, e->site.stack, device, kind, VT_API_VMM, &ui))
-        return VT_ERR_NOMEM;
+        return p->over_budget ? VT_ERR_LIMIT : VT_ERR_NOMEM;
     uint32_t idx;
     if (p->nvmm_free) {
         idx = p->vmm_free[--p->nvmm_free];
@@ -677,8 +677,10 @@ int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
     }
     case VT_EV_DEVICE: {
         const vt_ev_device *d = &ev->u.device;
-        if (d->index >= VT_MAX_DEVICES)
+        if (d->index >= VT_MAX_DEVICES) {
+            p->bad_device++; /* shown among the oddities */
             return 0;
+        }
         vt_devstate *s = &p->dev[d->index];
         s->present = 1;
         free(s->name);
@@ -708,6 +710,12 @@ int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev)
     }
     if (t > p->t_last && ev->type != VT_EV_KERNEL)
         p->t_last = t;
+    if (ev->type != VT_EV_KERNEL && ev->type != VT_EV_MEMORY_USAGE && ev->type != VT_EV_POOL_USAGE) {
+        if (t > p->t_seq)
+            p->t_seq = t;
+        else if (t < p->t_seq)
+            time_back_note(p, t, p->t_seq);
+    }
     switch (ev->type) {
     case VT_EV_ALLOC_FAILED:
         on_failed(p, &ev->u.alloc_failed, t);

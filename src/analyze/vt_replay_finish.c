@@ -527,8 +527,69 @@ static void never_freed(vt_proc *p, vt_unit *u, uint64_t size, uint64_t t, int a
     }
 }
 
+/* Live blocks at the end whose ranges overlap in part: an allocation inside
+ * a live block, not at its address (an allocation at the same address is
+ * counted as it comes: overlap_allocs).  A tensor lies inside its segment
+ * and a VMM handle is no address: those are left out. */
+typedef struct {
+    uint64_t addr, end;
+} ov_range;
+typedef struct {
+    const vt_proc *p;
+    ov_range *r;
+    size_t n, cap;
+    int nomem;
+} ov_ctx;
+
+static int ov_add(void *ctx, uint64_t addr, uint64_t size, uint64_t t, uint32_t unit)
+{
+    ov_ctx *c = ctx;
+    (void)t;
+    const vt_unit *u = &c->p->units[unit];
+    if (u->kind == VT_MEM_TENSOR || u->api == VT_API_VMM || u->segment || !size)
+        return 0;
+    if (c->n == c->cap) {
+        size_t ncap = c->cap ? 2 * c->cap : 1024;
+        ov_range *nr = realloc(c->r, ncap * sizeof(*nr));
+        if (!nr) {
+            c->nomem = 1;
+            return 1;
+        }
+        c->r = nr;
+        c->cap = ncap;
+    }
+    c->r[c->n].addr = addr;
+    c->r[c->n].end = addr + size < addr ? UINT64_MAX : addr + size;
+    c->n++;
+    return 0;
+}
+
+static int ov_cmp(const void *x, const void *y)
+{
+    const ov_range *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static void partial_overlaps(vt_proc *p)
+{
+    ov_ctx c = {p, NULL, 0, 0, 0};
+    vt_proc_live_blocks(p, ov_add, &c);
+    if (!c.nomem && c.n > 1) {
+        qsort(c.r, c.n, sizeof(*c.r), ov_cmp);
+        uint64_t end = c.r[0].end;
+        for (size_t i = 1; i < c.n; i++) {
+            if (c.r[i].addr < end)
+                p->partial_overlaps++;
+            if (c.r[i].end > end)
+                end = c.r[i].end;
+        }
+    }
+    free(c.r);
+}
+
 int vt_proc_finish(vt_analysis *a, vt_proc *p)
 {
+    partial_overlaps(p);
     int trc = vt_tests_finish(p); /* a test the process never ended */
     if (trc)
         return trc;

@@ -36,6 +36,19 @@
  * clamped and counted, so that the signed byte counters cannot overflow. */
 #define VT_MAX_SIZE (1ull << 44)
 
+/* A host event at t, earlier than the latest host time seen (last): time
+ * ran backwards (a clock stepped, a damaged or crafted trace).  Counted,
+ * the largest step kept, and the earliest time, so that the duration
+ * spans every event and cannot wrap. */
+static inline __attribute__((cold)) void time_back_note(vt_proc *p, uint64_t t, uint64_t last)
+{
+    p->time_back++;
+    if (last - t > p->time_back_max)
+        p->time_back_max = last - t;
+    if (!p->t_min || t < p->t_min)
+        p->t_min = t;
+}
+
 static inline uint64_t clamp_size(vt_proc *p, uint64_t size)
 {
     if (size <= VT_MAX_SIZE)

@@ -67,10 +67,14 @@ typedef struct {
     const char *mode;
     int tensor_level;
     int pool;               /* REP_CANNOT_TELL: VT_POOL_* the trace cannot see into, 0 none */
+    int blind;              /* REP_CANNOT_TELL: the trace was cut before any allocation */
     char reason[400];
     char command[600];
 } rep_verdict;
 void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v);
+/* from the earliest host event (time that ran backwards included) to the
+ * latest: never negative, never wrapped */
+double rep_duration_s(const vt_proc *p);
 
 /* A pool above CUDA whose blocks the trace does not hold (vt_pools.c):
  * the one with most bytes allocated through it (0: none), its call sites

@@ -242,11 +242,12 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     vt_json_str(o, p->tool_version);
     fprintf(o, ",\"clock\":");
     vt_json_str(o, p->clock);
+    fprintf(o, ",\"unverified_events\":%" PRIu64, p->unverified_events);
     fprintf(o, ",\"complete\":%s,\"end_reason\":%s", p->complete ? "true" : "false",
             !p->complete ? "null" : p->end_reason == VT_END_NORMAL ? "\"normal\"" : p->end_reason == VT_END_SIGNAL ? "\"signal\"" : "\"error\"");
     fprintf(o, ",\"recorded\":{\"kernels\":%s,\"native_stacks\":%s,\"python_stacks\":%s}", p->hdr_kernels ? "true" : "false",
             p->hdr_native ? "true" : "false", p->hdr_python ? "true" : "false");
-    fprintf(o, ",\"duration_s\":%.6f", rep_rel_s(p, p->t_last));
+    fprintf(o, ",\"duration_s\":%.6f", rep_duration_s(p));
     fprintf(o, ",\"events\":{");
     int first = 1;
     for (int t = 0; t < VT_EV__MAX; t++) {
@@ -310,6 +311,8 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
                ",\"zero_addresses\":%" PRIu64 ",\"invalid_devices\":%" PRIu64 ",\"absurd_sizes\":%" PRIu64,
             p->unknown_frees, p->double_frees, p->overlap_allocs, p->unknown_vmm_release, p->double_vmm_release,
             p->unknown_unmaps, p->zero_frees, p->bad_device, p->absurd_sizes);
+    fprintf(o, ",\"partial_overlaps\":%" PRIu64 ",\"time_backwards\":%" PRIu64 ",\"time_backwards_max_s\":%.6f",
+            p->partial_overlaps, p->time_back, (double)p->time_back_max / 1e9);
     fprintf(o, ",\"dropped\":{\"writer_queue\":%" PRIu64 ",\"cupti_activity\":%" PRIu64 ",\"stack\":%" PRIu64 ",\"other\":%" PRIu64 "}}",
             p->dropped[0], p->dropped[1], p->dropped[2], p->dropped[3]);
     fprintf(o, ",\"notes\":[");

@@ -1,6 +1,7 @@
 /* vt_report_model.c - the report model the text and JSON renderings share:
  * byte formatting, the view, peak rows, the allocator mode, merged rows. */
 #include "vt_report_int.h"
+#include "vt_escape.h"
 /* ------------------------------------------------------------ helpers */
 
 void vt_fmt_bytes(char *buf, size_t len, double b)
@@ -18,79 +19,11 @@ void vt_fmt_bytes(char *buf, size_t len, double b)
         snprintf(buf, len, "%s%.2f %s", b < 0 ? "-" : "", v, u[i]);
 }
 
-/* length of a valid UTF-8 sequence at p (1..4), 0 if invalid */
-static int utf8_len(const unsigned char *p)
-{
-    int n;
-    uint32_t c;
-    if (p[0] < 0x80)
-        return 1;
-    if ((p[0] & 0xe0) == 0xc0) {
-        n = 2;
-        c = p[0] & 0x1f;
-    } else if ((p[0] & 0xf0) == 0xe0) {
-        n = 3;
-        c = p[0] & 0x0f;
-    } else if ((p[0] & 0xf8) == 0xf0) {
-        n = 4;
-        c = p[0] & 0x07;
-    } else
-        return 0;
-    for (int i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        c = (c << 6) | (p[i] & 0x3f);
-    }
-    if ((n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-        (c >= 0xd800 && c <= 0xdfff))
-        return 0;
-    return n;
-}
-
-/* a JSON string; invalid UTF-8 bytes become U+FFFD so the output always
- * parses.  Runs of bytes that go out as they are (printable ASCII, valid
- * UTF-8) are put at once: one fwrite per character was most of an export. */
+/* a JSON string (vt_escape.h): control bytes as \uXXXX, bytes that are
+ * not UTF-8 as U+FFFD, so the output always parses */
 void vt_json_str_to(const char *s, void (*put)(void *ctx, const char *p, size_t n), void *ctx)
 {
-    if (!s) {
-        put(ctx, "null", 4);
-        return;
-    }
-    put(ctx, "\"", 1);
-    const unsigned char *p = (const unsigned char *)s, *run = p;
-    while (*p) {
-        if (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
-            p++;
-            continue;
-        }
-        int n = *p >= 0x80 ? utf8_len(p) : 0;
-        if (n) {
-            p += n;
-            continue;
-        }
-        if (p > run)
-            put(ctx, (const char *)run, (size_t)(p - run));
-        switch (*p) {
-        case '"': put(ctx, "\\\"", 2); break;
-        case '\\': put(ctx, "\\\\", 2); break;
-        case '\n': put(ctx, "\\n", 2); break;
-        case '\r': put(ctx, "\\r", 2); break;
-        case '\t': put(ctx, "\\t", 2); break;
-        default:
-            if (*p < 0x20) {
-                static const char hex[] = "0123456789abcdef";
-                char u[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
-                put(ctx, u, 6);
-            } else {
-                put(ctx, "\\ufffd", 6); /* not UTF-8 */
-            }
-        }
-        p++;
-        run = p;
-    }
-    if (p > run)
-        put(ctx, (const char *)run, (size_t)(p - run));
-    put(ctx, "\"", 1);
+    vt_esc_json(s, 0, put, ctx);
 }
 
 static void json_put_file(void *ctx, const char *p, size_t n)
@@ -103,6 +36,39 @@ void vt_json_str(FILE *f, const char *s)
     vt_json_str_to(s, json_put_file, f);
 }
 
+const char *rep_t(const char *s)
+{
+    static char ring[8][2048];
+    static unsigned next;
+    char *b = ring[next++ & 7];
+    return vt_esc_text_buf(s ? s : "", b, sizeof(ring[0]));
+}
+
+static void put_file(void *ctx, const char *p, size_t n)
+{
+    fwrite(p, 1, n, (FILE *)ctx);
+}
+
+int rep_text_escaped(vt_analysis *a, vt_analysis *b, int (*one)(vt_analysis *, FILE *),
+                     int (*two)(vt_analysis *, vt_analysis *, FILE *), FILE *o)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m)
+        return VT_ERR_NOMEM;
+    int rc = one ? one(a, m) : two(a, b, m);
+    if (fclose(m)) {
+        free(buf);
+        return VT_ERR_NOMEM;
+    }
+    vt_esc_text(buf, len, VT_ESC_KEEP_NL, put_file, o);
+    free(buf);
+    if (!rc && ferror(o))
+        rc = VT_ERR_IO;
+    return rc;
+}
+
 const char *rep_bytes(char *buf, double b)
 {
     vt_fmt_bytes(buf, 32, b);
@@ -112,6 +78,12 @@ const char *rep_bytes(char *buf, double b)
 double rep_rel_s(const vt_proc *p, uint64_t t)
 {
     return t >= p->t0 ? (double)(t - p->t0) / 1e9 : -(double)(p->t0 - t) / 1e9;
+}
+
+double rep_duration_s(const vt_proc *p)
+{
+    uint64_t start = p->t_min && p->t_min < p->t0 ? p->t_min : p->t0; /* time that ran backwards included */
+    return p->t_last > start ? (double)(p->t_last - start) / 1e9 : 0.0;
 }
 
 const char *rep_view_mode_name(int m)
@@ -410,6 +382,15 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
         v->per_step = p->steps ? (u->growth_per_step >= 0 ? u->growth_per_step : u->growth_rate * p->step_period_ns / 1e9)
                                : -1;
         v->confidence = u->growth_conf;
+        return;
+    }
+    if (!p->complete && !p->nev[VT_EV_ALLOC] && !p->nev[VT_EV_VMM_CREATE]) {
+        /* cut short with nothing allocated: what it did not see is no answer */
+        v->kind = REP_CANNOT_TELL;
+        v->blind = 1;
+        snprintf(v->reason, sizeof(v->reason),
+                 "the trace was cut short (no end record) before any allocation was recorded: what the process "
+                 "allocated after the cut is not in it");
         return;
     }
     v->kind = REP_NO_LEAK;

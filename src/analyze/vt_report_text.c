@@ -32,6 +32,8 @@ void rep_text_verdict(vt_analysis *a, vt_proc *p, FILE *o, const char *lead, con
         if (p->ngrowth > 1)
             fprintf(o, " (%zu growing call sites, %s in all)", p->ngrowth, rep_bytes(b1, (double)v.grown));
         fputc('\n', o);
+    } else if (v.kind == REP_CANNOT_TELL && v.blind) { /* cut before any allocation */
+        fprintf(o, "verdict: CANNOT TELL: %s\n", v.reason);
     } else if (v.kind == REP_CANNOT_TELL && v.pool) { /* a pool the trace cannot see into (vt_pools.c) */
         fprintf(o, "%sCANNOT TELL: %s", lead, v.reason);
         if (v.segments_grown)
@@ -72,7 +74,7 @@ int rep_text_oom_headline(vt_analysis *a, vt_proc *p, FILE *o, const char *lead,
     else
         snprintf(at, sizeof(at), "(no call stack recorded)");
     fprintf(o, "%sOUT OF MEMORY at %s: %s requested on device %u at %.3f s (%s", lead, at, rep_bytes(b1, (double)e->size),
-            e->device, rep_rel_s(p, e->t_first), e->error_name ? e->error_name : "out of memory");
+            e->device, rep_rel_s(p, e->t_first), rep_t(e->error_name ? e->error_name : "out of memory"));
     if (e->attempts > 1)
         fprintf(o, "; one request, %u failed calls: the allocator's retries", e->attempts);
     fprintf(o, ")");
@@ -105,7 +107,7 @@ int rep_text_oom_headline(vt_analysis *a, vt_proc *p, FILE *o, const char *lead,
         if (!k->nh)
             fprintf(o, " no Python object reachable from module globals or the running frames");
         for (uint32_t i = 0; i < k->nh && i < 3; i++)
-            fprintf(o, "%s %u) %s (%s, %" PRIu64 " tensor%s, %s)", i ? ";" : "", i + 1, k->h[i].path, k->h[i].type,
+            fprintf(o, "%s %u) %s (%s, %" PRIu64 " tensor%s, %s)", i ? ";" : "", i + 1, rep_t(k->h[i].path), rep_t(k->h[i].type),
                     k->h[i].tensors, k->h[i].tensors == 1 ? "" : "s", rep_bytes(b1, (double)(k->h[i].bytes + k->h[i].graph_bytes)));
         fputc('\n', o);
     } else if (e->ntop) {
@@ -175,7 +177,7 @@ static void text_stack_lead(vt_analysis *a, const vt_proc *p, uint32_t stack, FI
         tname = NULL; /* a thread without a name says nothing the frames do not */
     if (!n) {
         if (tname)
-            fprintf(o, "%s%s (no call stack recorded) in thread %s (tid %u)\n", indent, lead, tname, tid);
+            fprintf(o, "%s%s (no call stack recorded) in thread %s (tid %u)\n", indent, lead, rep_t(tname), tid);
         else
             fprintf(o, "%s%s (no call stack recorded)\n", indent, lead);
         return;
@@ -185,15 +187,15 @@ static void text_stack_lead(vt_analysis *a, const vt_proc *p, uint32_t stack, FI
     char op[96], node[96], opw[220] = "";
     if (vt_site_operator(fr, n, op, sizeof(op), node, sizeof(node))) {
         if (node[0] && op[0])
-            snprintf(opw, sizeof(opw), ", in %s (%s)", node, op);
+            snprintf(opw, sizeof(opw), ", in %s (%s)", rep_t(node), rep_t(op));
         else
-            snprintf(opw, sizeof(opw), ", in %s", node[0] ? node : op);
+            snprintf(opw, sizeof(opw), ", in %s", rep_t(node[0] ? node : op));
     }
     char ref[48] = "";
     if (g_leak_ref)
         snprintf(ref, sizeof(ref), " (stack: leak #%zu)", g_leak_ref);
     if ((user < 0 || fr[user].internal) && tname && !a->cfg.native) {
-        fprintf(o, "%s%s (no frame of yours) in thread %s (tid %u)%s%s%s\n", indent, lead, tname, tid,
+        fprintf(o, "%s%s (no frame of yours) in thread %s (tid %u)%s%s%s\n", indent, lead, rep_t(tname), tid,
                 !strncmp(tname, "pt_autograd", 11) ? ": PyTorch's autograd engine, during backward" : "", opw, ref);
     } else {
         vt_xframe_format(&fr[user >= 0 ? user : 0], line, sizeof(line));
@@ -273,26 +275,31 @@ static void text_stack_lead(vt_analysis *a, const vt_proc *p, uint32_t stack, FI
 static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
 {
     char b1[32], b2[32], b3[32];
-    fprintf(o, "trace: %s  (format %u, vramtrace %s, clock %s)\n", p->name, p->format_version,
-            p->tool_version ? p->tool_version : "?", p->clock ? p->clock : "?");
+    fprintf(o, "trace: %s  (format %u, vramtrace %s, clock %s)\n", rep_t(p->name), p->format_version,
+            rep_t(p->tool_version ? p->tool_version : "?"), rep_t(p->clock ? p->clock : "?"));
     if (p->argc) {
         fprintf(o, "command:");
         for (uint32_t i = 0; i < p->argc; i++)
-            fprintf(o, " %s", p->argv[i]);
+            fprintf(o, " %s", rep_t(p->argv[i]));
         fprintf(o, "\n");
     }
     if (p->env_alloc_conf)
-        fprintf(o, "PYTORCH_CUDA_ALLOC_CONF=%s\n", p->env_alloc_conf);
+        fprintf(o, "PYTORCH_CUDA_ALLOC_CONF=%s\n", rep_t(p->env_alloc_conf));
     if (!p->complete)
-        fprintf(o, "status: INCOMPLETE (no end record: the process died or the file was cut)\n");
+        fprintf(o, "status: INCOMPLETE (no end record: the process died or the file was cut)");
     else
-        fprintf(o, "status: complete (%s%s)\n", p->end_reason == VT_END_NORMAL ? "normal exit"
+        fprintf(o, "status: complete (%s%s)", p->end_reason == VT_END_NORMAL ? "normal exit"
                                                  : p->end_reason == VT_END_SIGNAL ? "fatal signal"
                                                                                   : "tracing error",
                 p->end_reason == VT_END_SIGNAL ? ", flushed on the signal" : "");
+    if (p->unverified_events)
+        fprintf(o, "; %" PRIu64 " event%s UNVERIFIED (decoded from frames no checksum checked: the last frame of a "
+                   "trace cut short, or a trace read from a pipe)",
+                p->unverified_events, p->unverified_events == 1 ? "" : "s");
+    fputc('\n', o);
     fprintf(o, "recorded: kernels %s, native stacks %s, python stacks %s\n", p->hdr_kernels ? "yes" : "no",
             p->hdr_native ? "yes" : "no", p->hdr_python ? "yes" : "no");
-    fprintf(o, "duration: %.3f s\n", rep_rel_s(p, p->t_last));
+    fprintf(o, "duration: %.3f s\n", rep_duration_s(p));
     /* failed: the program's requests; an allocator's retries and a
      * library's probes are failed calls, said apart */
     fprintf(o, "events: %" PRIu64 " alloc, %" PRIu64 " free, %" PRIu64 " failed", p->nev[VT_EV_ALLOC], p->nev[VT_EV_FREE],
@@ -324,7 +331,7 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
                 host_only = 0;
         fprintf(o, "device %u", d);
         if (s->present)
-            fprintf(o, " (%s, %s)", s->name ? s->name : "?", rep_bytes(b1, (double)s->total));
+            fprintf(o, " (%s, %s)", rep_t(s->name ? s->name : "?"), rep_bytes(b1, (double)s->total));
         if (host_only && !s->peak)
             fprintf(o, ": no device memory traced\n");
         else
@@ -343,8 +350,12 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, "    driver view: max used %s of %s at %.3f s; traced live then %s",
                     rep_bytes(b1, (double)s->drv_max_used), rep_bytes(b2, (double)s->drv_total), rep_rel_s(p, s->drv_max_t),
                     rep_bytes(b3, (double)s->drv_traced_then));
-            fprintf(o, " (%s not traced: CUDA context, other processes, driver reserves)\n",
-                    rep_bytes(b1, (double)untraced));
+            if (untraced >= 0)
+                fprintf(o, " (%s not traced: CUDA context, other processes, driver reserves)\n",
+                        rep_bytes(b1, (double)untraced));
+            else /* a sample or the trace is wrong: said so, not a negative size */
+                fprintf(o, " (%s more than the driver's used memory: the sample or the trace is wrong)\n",
+                        rep_bytes(b1, -(double)untraced));
         } else {
             fprintf(o, "    driver view: no MemoryUsage sample\n");
         }
@@ -367,6 +378,14 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
     ODD(p->zero_frees, "events with address 0");
     ODD(p->bad_device, "events with an invalid device");
     ODD(p->absurd_sizes, "sizes above 16 TiB (clamped)");
+    ODD(p->partial_overlaps, "live blocks whose address ranges overlap in part (a free not seen, or a bad record)");
+    if (p->time_back) {
+        char bb[48];
+        snprintf(bb, sizeof(bb), "%.6f s", (double)p->time_back_max / 1e9);
+        fprintf(o, "%s%" PRIu64 " events earlier than one before them (time ran backwards, by up to %s)",
+                any ? ", " : "oddities: ", p->time_back, bb);
+        any = 1;
+    }
     ODD(p->dropped[VT_DROP_WRITER_QUEUE], "events dropped by the writer (queue full)");
     ODD(p->dropped[VT_DROP_CUPTI_ACTIVITY], "CUPTI activity records dropped");
     ODD(p->dropped[VT_DROP_STACK], "stacks not captured");
@@ -375,11 +394,11 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, "%s\n", any ? "" : "oddities: none");
     for (uint32_t i = 0; i < p->nnotes; i++)
         fprintf(o, "note (%s): %s\n", p->note_sev[i] == VT_SEV_ERROR ? "error" : p->note_sev[i] == VT_SEV_WARNING ? "warning" : "info",
-                p->notes[i]);
+                rep_t(p->notes[i]));
     if (p->notes_more)
         fprintf(o, "note: %u more notes\n", p->notes_more);
     for (uint32_t i = 0; i < p->nerrors; i++)
-        fprintf(o, "read error: %s\n", p->errors[i]);
+        fprintf(o, "read error: %s\n", rep_t(p->errors[i]));
 }
 
 static void unit_line(const vt_proc *p, const vt_unit *u, int64_t bytes, int64_t count, FILE *o)
@@ -430,7 +449,7 @@ static const char *holder_text(const vt_proc *p, const vt_unit *u, char *buf, si
         return buf;
     }
     const vt_holder *h = &p->holders[u->holder - 1];
-    size_t n = (size_t)snprintf(buf, len, "held by %s (%s, %" PRIu64 " tensor%s, %s", h->path, h->type, h->tensors,
+    size_t n = (size_t)snprintf(buf, len, "held by %s (%s, %" PRIu64 " tensor%s, %s", rep_t(h->path), rep_t(h->type), h->tensors,
                                 h->tensors == 1 ? "" : "s", rep_bytes(b1, (double)h->bytes));
     if (h->graph_bytes && n < len)
         n += (size_t)snprintf(buf + n, len - n, "; + %s of autograd graph", rep_bytes(b2, (double)h->graph_bytes));
@@ -562,7 +581,7 @@ static void text_tests(vt_analysis *a, vt_proc *p, FILE *o)
 static void text_steps(const vt_analysis *a, const vt_proc *p, FILE *o)
 {
     if (p->steps && !strncmp(p->step_source, "nvtx:", 5)) {
-        fprintf(o, "steps: %" PRIu64 " (NVTX range %s, %s), %.3f s per step", p->steps, p->step_source + 5,
+        fprintf(o, "steps: %" PRIu64 " (NVTX range %s, %s), %.3f s per step", p->steps, rep_t(p->step_source + 5),
                 a->cfg.steps_name ? "--steps" : "it repeats with the loop's work", p->step_period_ns / 1e9);
         if (p->kernel_steps)
             fprintf(o, "; the kernel sequence repeats %" PRIu64 " times", p->kernel_steps);
@@ -572,7 +591,7 @@ static void text_steps(const vt_analysis *a, const vt_proc *p, FILE *o)
                 p->steps, p->step_source + 8, p->step_period_ns / 1e9);
     } else if (p->steps_missing) {
         fprintf(o, "steps: unknown (no NVTX range \"%s\" repeats here); growth over the whole run\n",
-                a->cfg.steps_name);
+                rep_t(a->cfg.steps_name));
     } else {
         fprintf(o, "steps: unknown (no NVTX range repeats with the allocations, no kernel sequence repeats); "
                    "growth over the whole run\n");
@@ -677,7 +696,7 @@ static void text_oom(vt_analysis *a, vt_proc *p, FILE *o)
         const vt_oom *e = &p->oom[i];
         fprintf(o, "#%u at %.3f s: %s requested on device %u, %s (%s) -> %s (%d)", i + 1, rep_rel_s(p, e->t_first),
                 rep_bytes(b1, (double)e->size), e->device, vt_memkind_name((vt_memkind)e->kind),
-                vt_allocapi_name((vt_allocapi)e->api), e->error_name ? e->error_name : "error", e->error);
+                vt_allocapi_name((vt_allocapi)e->api), rep_t(e->error_name ? e->error_name : "error"), e->error);
         if (e->attempts > 1)
             fprintf(o, "; %u failed calls with the allocator's retries, the last at %.3f s (the state below)", e->attempts,
                     rep_rel_s(p, e->t));
@@ -748,7 +767,7 @@ static void text_walks(const vt_proc *p, int oom, FILE *o)
         if (!k->nh)
             fprintf(o, "    no Python object reachable from module globals or the running frames held one\n");
         for (uint32_t i = 0; i < k->nh; i++) {
-            fprintf(o, "    %u) %s (%s, %" PRIu64 " tensor%s, %s", i + 1, k->h[i].path, k->h[i].type, k->h[i].tensors,
+            fprintf(o, "    %u) %s (%s, %" PRIu64 " tensor%s, %s", i + 1, rep_t(k->h[i].path), rep_t(k->h[i].type), k->h[i].tensors,
                     k->h[i].tensors == 1 ? "" : "s", rep_bytes(b1, (double)k->h[i].bytes));
             if (k->h[i].graph_bytes)
                 fprintf(o, "; + %s of autograd graph", rep_bytes(b2, (double)k->h[i].graph_bytes));
@@ -819,18 +838,16 @@ static void text_allocator(vt_analysis *a, vt_proc *p, FILE *o)
 
 static void proc_title(const vt_proc *p, size_t i, FILE *o)
 {
-    fprintf(o, "== process %zu: %s (pid %u", i + 1, p->program ? p->program : "?", p->pid);
+    fprintf(o, "== process %zu: %s (pid %u", i + 1, rep_t(p->program ? p->program : "?"), p->pid);
     if (p->host)
-        fprintf(o, " on %s", p->host);
+        fprintf(o, " on %s", rep_t(p->host));
     if (p->env_rank)
-        fprintf(o, ", rank %s", p->env_rank);
+        fprintf(o, ", rank %s", rep_t(p->env_rank));
     fprintf(o, ") ==\n");
 }
 
-int vt_report_text(vt_analysis *a, FILE *o)
+static int report_text(vt_analysis *a, FILE *o)
 {
-    if (!a->finished)
-        return VT_ERR_INVALID;
     fprintf(o, "vramtrace report: %zu process%s\n", a->nprocs, a->nprocs == 1 ? "" : "es");
     for (size_t i = 0; i < a->nprocs; i++) {
         vt_proc *p = a->procs[i];
@@ -850,4 +867,14 @@ int vt_report_text(vt_analysis *a, FILE *o)
     if (a->nprocs > 1)
         rep_text_merged(a, o);
     return ferror(o) ? VT_ERR_IO : 0;
+}
+
+/* The whole report goes through the terminal escaper once more (newlines
+ * kept): a name that one of the sections above prints without rep_t()
+ * still puts no control byte on the terminal. */
+int vt_report_text(vt_analysis *a, FILE *o)
+{
+    if (!a->finished)
+        return VT_ERR_INVALID;
+    return rep_text_escaped(a, NULL, report_text, NULL, o);
 }

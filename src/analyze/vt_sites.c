@@ -2,6 +2,7 @@
  * frames (symbolizing native ones, inlines included), choosing the user's
  * own frame, and the process-independent key used to merge processes and
  * to diff traces.  Touches only analysis state. */
+#include "vt_escape.h"
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,18 +169,23 @@ int vt_site_operator(const vt_xframe *fr, uint32_t n, char *op, size_t oplen, ch
     return (oplen && op[0]) || (nodelen && node[0]);
 }
 
+/* names escaped for a terminal (vt_escape.h): the line goes into text
+ * reports, diff and the exporters' slice names */
 void vt_xframe_format(const vt_xframe *f, char *buf, size_t len)
 {
+    char fn[1024], file[1024], mod[512];
+    vt_esc_text_buf(f->function ? f->function : "?", fn, sizeof(fn));
+    vt_esc_text_buf(f->file ? f->file : "?", file, sizeof(file));
+    vt_esc_text_buf(f->module ? base_name(f->module) : "?", mod, sizeof(mod));
     if (f->python) {
-        snprintf(buf, len, "%s (%s:%u)", f->function ? f->function : "?", f->file ? f->file : "?", f->line);
+        snprintf(buf, len, "%s (%s:%u)", fn, file, f->line);
         return;
     }
-    const char *mod = f->module ? base_name(f->module) : "?";
     if (f->function) {
         if (f->file)
-            snprintf(buf, len, "%s (%s:%u)%s in %s", f->function, f->file, f->line, f->inlined ? " [inlined]" : "", mod);
+            snprintf(buf, len, "%s (%s:%u)%s in %s", fn, file, f->line, f->inlined ? " [inlined]" : "", mod);
         else
-            snprintf(buf, len, "%s in %s+0x%llx (%s)", f->function, mod, (unsigned long long)f->offset,
+            snprintf(buf, len, "%s in %s+0x%llx (%s)", fn, mod, (unsigned long long)f->offset,
                      vt_sym_status_name(f->status));
         return;
     }

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "vt_escape.h"
+#include "outfile.h"
 #include "vt_analyze.h"
 #include "vt_error.h"
 
@@ -16,7 +18,7 @@ static void diff_usage(FILE *f)
 {
     fprintf(f, "usage: vramtrace diff [options] A B   (A, B: trace files or directories)\n"
                "  --json  --html FILE  --at TIME|MARKER|end  --top N  --frames N  --no-symbols  --sysroot DIR\n"
-               "  --no-symbol-cache  --no-progress  (as for `vramtrace report`)\n"
+               "  --no-symbol-cache  --no-progress  --max-memory BYTES   (as for `vramtrace report`)\n"
                "  --fail-on-growth BYTES  exit 3 when B holds more than BYTES more than A at the view\n"
                "call sites are matched by their user frames and symbol names, never raw offsets.\n"
                "exit status: 0 ok; 1 a read error; 2 usage; 3 the --fail-on-growth threshold\n");
@@ -97,10 +99,11 @@ int cmd_diff(int argc, char **argv)
         }
     }
     /* A side with nothing readable: its errors alone, no comparison with zero. */
+    char eb[1200]; /* the errors name files: escaped (a name may hold ESC) */
     for (int s = 0; s < 2; s++)
         if (vt_analysis_nprocs(an[s]) == 0) {
             for (unsigned i = 0; i < vt_analysis_nerrors(an[s]); i++)
-                fprintf(stderr, "vramtrace diff: %s\n", vt_analysis_error(an[s], i));
+                fprintf(stderr, "vramtrace diff: %s\n", vt_esc_text_buf(vt_analysis_error(an[s], i), eb, sizeof(eb)));
             if (!vt_analysis_nerrors(an[s]))
                 fprintf(stderr, "vramtrace diff: %s: %s: no trace could be read\n", s ? "B" : "A", in[s]);
             rc = 1;
@@ -108,10 +111,15 @@ int cmd_diff(int argc, char **argv)
     if (rc)
         goto cleanup;
     if (html) {
-        FILE *f = fopen(html, "w");
+        vt_outfile of; /* written beside and renamed: a link at FILE is not followed */
+        FILE *f = vt_outfile_open(&of, html, 1) ? NULL : of.f;
         int hrc = f ? vt_diff_html(an[0], an[1], f) : VT_ERR_IO;
-        if (f && fclose(f) && !hrc)
-            hrc = VT_ERR_IO;
+        if (f) {
+            if (hrc)
+                vt_outfile_abort(&of);
+            else if (vt_outfile_commit(&of, 1))
+                hrc = VT_ERR_IO;
+        }
         if (hrc) {
             fprintf(stderr, "vramtrace diff: %s: cannot write the page: %s\n", html, vt_strerror(hrc));
             rc = 1;
@@ -126,7 +134,7 @@ int cmd_diff(int argc, char **argv)
     }
     for (int s = 0; s < 2; s++)
         for (unsigned i = 0; i < vt_analysis_nerrors(an[s]); i++) {
-            fprintf(stderr, "vramtrace diff: %s\n", vt_analysis_error(an[s], i));
+            fprintf(stderr, "vramtrace diff: %s\n", vt_esc_text_buf(vt_analysis_error(an[s], i), eb, sizeof(eb)));
             rc = 1;
         }
     if (!rc && have_fail_growth) {

@@ -26,6 +26,7 @@
 
 #include "builtin.h"
 #include "vt_error.h"
+#include "vt_escape.h"
 #include "vt_reader.h"
 #include "vt_outbuf.h"
 #include "vt_tracedir.h"
@@ -64,87 +65,31 @@ static const char *const end_names[] = {"normal", "signal", "error"};
 
 /* ---- value printers ------------------------------------------------- */
 
+static void ob_put_cb(void *ctx, const char *p, size_t n)
+{
+    vt_ob_put(ctx, p, n);
+}
+
+/* a name in double quotes, escaped (vt_escape.h: no control byte, no
+ * byte that is not UTF-8, reaches the terminal) */
 static void put_text_str(dump_ctx *c, const char *s, size_t n)
 {
     vt_ob_putc(&c->ob, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        switch (ch) {
-        case '"': vt_ob_puts(&c->ob, "\\\""); break;
-        case '\\': vt_ob_puts(&c->ob, "\\\\"); break;
-        case '\n': vt_ob_puts(&c->ob, "\\n"); break;
-        case '\t': vt_ob_puts(&c->ob, "\\t"); break;
-        case '\r': vt_ob_puts(&c->ob, "\\r"); break;
-        default:
-            if (ch < 0x20 || ch == 0x7f)
-                vt_ob_printf(&c->ob, "\\x%02x", ch);
-            else
-                vt_ob_putc(&c->ob, (char)ch);
-        }
-    }
+    vt_esc_text(s, n, VT_ESC_QUOTE, ob_put_cb, &c->ob);
     vt_ob_putc(&c->ob, '"');
 }
 
-/* Length of a valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+/* a name unquoted (frames, enum-like names), escaped the same way */
+static void put_text_name(dump_ctx *c, const char *s)
 {
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-        len = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4)
-        len = 4, cp = c & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
+    vt_esc_text(s, s ? strlen(s) : 0, 0, ob_put_cb, &c->ob);
 }
 
+/* a JSON string (the reader's strings are C strings: a NUL inside is C0 80) */
 static void put_json_str(dump_ctx *c, const char *s, size_t n)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    vt_ob_putc(&c->ob, '"');
-    for (size_t i = 0; i < n;) {
-        unsigned char ch = u[i];
-        if (ch == '"' || ch == '\\') {
-            vt_ob_putc(&c->ob, '\\');
-            vt_ob_putc(&c->ob, (char)ch);
-            i++;
-        } else if (ch < 0x20) {
-            switch (ch) {
-            case '\n': vt_ob_puts(&c->ob, "\\n"); break;
-            case '\t': vt_ob_puts(&c->ob, "\\t"); break;
-            case '\r': vt_ob_puts(&c->ob, "\\r"); break;
-            case '\b': vt_ob_puts(&c->ob, "\\b"); break;
-            case '\f': vt_ob_puts(&c->ob, "\\f"); break;
-            default: vt_ob_printf(&c->ob, "\\u%04x", ch);
-            }
-            i++;
-        } else {
-            size_t l = utf8_len(u + i, n - i);
-            if (!l) {
-                vt_ob_puts(&c->ob, "\\ufffd"); /* not UTF-8: replaced, JSON must stay valid */
-                i++;
-            } else {
-                vt_ob_put(&c->ob, (const char *)u + i, l);
-                i += l;
-            }
-        }
-    }
-    vt_ob_putc(&c->ob, '"');
+    (void)n;
+    vt_esc_json(s, 0, ob_put_cb, &c->ob);
 }
 
 /* The hot fields without printf, unlocked (the output is this thread's
@@ -223,7 +168,7 @@ static inline __attribute__((always_inline)) void f_name(dump_ctx *c, const char
     if (c->json)
         put_json_str(c, v, strlen(v));
     else
-        vt_ob_puts(&c->ob, v);
+        put_text_name(c, v);
 }
 static void f_strn(dump_ctx *c, const char *k, const char *s, size_t n)
 {
@@ -345,14 +290,20 @@ static void print_frame(dump_ctx *c, uint32_t fid, int first)
     }
     if (f->kind == VT_FRAME_PYTHON) {
         const char *fn = vt_reader_string(c->r, f->function), *file = vt_reader_string(c->r, f->file);
-        vt_ob_printf(&c->ob, "\t%s (%s:%u) [python]\n", fn ? fn : "?", file ? file : "?", f->line);
+        vt_ob_putc(&c->ob, '\t');
+        put_text_name(c, fn ? fn : "?");
+        vt_ob_puts(&c->ob, " (");
+        put_text_name(c, file ? file : "?");
+        vt_ob_printf(&c->ob, ":%u) [python]\n", f->line);
     } else {
         const vt_ev_module *m = vt_reader_module(c->r, f->module);
-        if (m)
-            vt_ob_printf(&c->ob, "\t%16llx [%s+0x%llx]\n", (unsigned long long)f->ip, basename_of(m->path),
-                    (unsigned long long)(f->ip - m->load_bias));
-        else
+        if (m) {
+            vt_ob_printf(&c->ob, "\t%16llx [", (unsigned long long)f->ip);
+            put_text_name(c, basename_of(m->path));
+            vt_ob_printf(&c->ob, "+0x%llx]\n", (unsigned long long)(f->ip - m->load_bias));
+        } else {
             vt_ob_printf(&c->ob, "\t%16llx [?]\n", (unsigned long long)f->ip);
+        }
     }
 }
 
@@ -408,26 +359,27 @@ static void print_event(dump_ctx *c, const vt_event *ev)
     } else {
         int64_t d = (int64_t)(t - c->base);
         uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
-        /* "%16s %-16s" of "[-]S.NNNNNNNNN" and the type's name, by hand */
-        char line[40], *e = line + 17, *q;
-        e[-1] = ' ';
+        /* "%16s %-16s" of "[-]S.NNNNNNNNN" and the type's name, by hand:
+         * the time right-aligned in 16 columns, wider when it needs more
+         * (up to 31: 20 digits of seconds, a sign, a point and 9 digits) */
+        char line[64], *e = line + 32, *q = e;
         uint64_t ns = a % 1000000000u;
-        q = e - 1;
         for (int k = 0; k < 9; k++, ns /= 10)
             *--q = (char)('0' + ns % 10);
         *--q = '.';
         q = dec_digits(q, a / 1000000000u);
         if (d < 0)
             *--q = '-';
-        while (q > line)
+        while (e - q < 16)
             *--q = ' ';
+        *e = ' ';
         const char *tn = vt_evtype_name(ev->type);
         size_t tl = strlen(tn);
         if (tl > 16)
             tl = 16;
-        memcpy(line + 17, tn, tl);
-        memset(line + 17 + tl, ' ', 16 - tl);
-        vt_ob_put(&c->ob, line, 33);
+        memcpy(e + 1, tn, tl);
+        memset(e + 1 + tl, ' ', 16 - tl);
+        vt_ob_put(&c->ob, q, (size_t)(e + 17 - q));
     }
 
     switch (ev->type) {
@@ -465,7 +417,7 @@ static void print_event(dump_ctx *c, const vt_event *ev)
             }
             for (uint32_t i = 0; i < h->nenv; i++) {
                 vt_ob_puts(&c->ob, " env.");
-                vt_ob_puts(&c->ob, h->env_names[i]);
+                put_text_name(c, h->env_names[i]);
                 vt_ob_putc(&c->ob, '=');
                 put_text_str(c, h->env_values[i], strlen(h->env_values[i]));
             }
@@ -739,6 +691,7 @@ static void usage(FILE *f)
             "  --no-defs   leave out the definition records\n"
             "  --stacks    print the call stack under each event that has one\n"
             "  --stats     reader statistics on stderr at the end\n"
+            "  --max-memory BYTES  the definition tables of each file at most (K, M, G; default 1G)\n"
             "  -h, --help  this help\n"
             "\n"
             "A damaged or truncated trace is printed as far as it can be read; the\n"
@@ -757,9 +710,8 @@ static int dump_one(dump_ctx *c, const char *path, int stats)
         return 1;
     }
     vt_reader_share_budget(c->r, c->budget);
-    c->out = stdout;
-    __fsetlocking(stdout, FSETLOCKING_BYCALLER); /* one thread writes */
-    vt_ob_init(&c->ob, stdout, c->obmem, sizeof(c->obmem));
+    __fsetlocking(c->out, FSETLOCKING_BYCALLER); /* one thread writes */
+    vt_ob_init(&c->ob, c->out, c->obmem, sizeof(c->obmem));
     vt_event ev;
     for (;;) {
         rc = vt_reader_next(c->r, &ev);
@@ -769,15 +721,16 @@ static int dump_one(dump_ctx *c, const char *path, int stats)
         }
         if (rc == 0)
             break;
+        char eb[1200];
         vt_ob_flush(&c->ob);
-        fflush(stdout);
-        fprintf(stderr, "vramtrace dump: %s\n", vt_reader_errmsg(c->r));
+        fflush(c->out);
+        fprintf(stderr, "vramtrace dump: %s\n", vt_esc_text_buf(vt_reader_errmsg(c->r), eb, sizeof(eb)));
         status = 1;
         if (rc != VT_ERR_CORRUPT && rc != VT_ERR_TOO_LARGE)
             break; /* final */
     }
     vt_ob_flush(&c->ob);
-    fflush(stdout);
+    fflush(c->out);
     if (stats) {
         vt_reader_stats st;
         vt_reader_get_stats(c->r, &st);
@@ -790,7 +743,7 @@ static int dump_one(dump_ctx *c, const char *path, int stats)
                 (unsigned long long)st.unknown_fields, (unsigned long long)st.unknown_records,
                 (unsigned long long)st.table_bytes, st.complete);
     }
-    if (ferror(stdout)) {
+    if (ferror(c->out)) {
         fprintf(stderr, "vramtrace dump: write error on standard output\n");
         status = 1;
     }
@@ -815,17 +768,23 @@ static int dump_dir(dump_ctx *c, const char *dir, int stats)
         dump_ctx one = *c; /* each trace its own time base */
         one.base = 0;
         one.base_set = 0;
+        /* and its own table budget: dump keeps nothing of a trace once it is
+         * printed, so what one file's tables took is given back after it (a
+         * budget shared by all refused the rest of a directory of ~49k
+         * traces while 11 MB were in use) */
+        vt_table_budget own = {.limit = c->budget->limit, .used = 0};
+        one.budget = &own;
+        vt_ob_init(&one.ob, c->out, one.obmem, sizeof(one.obmem));
         if (c->json) {
-            fputs("{\"type\":\"file\",\"path\":\"", stdout);
-            for (const char *q = names[i]; *q; q++) {
-                if (*q == '"' || *q == '\\')
-                    fputc('\\', stdout);
-                fputc(*q, stdout);
-            }
-            fputs("\"}\n", stdout);
+            vt_ob_puts(&one.ob, "{\"type\":\"file\",\"path\":");
+            put_json_str(&one, names[i], strlen(names[i]));
+            vt_ob_puts(&one.ob, "}\n");
         } else {
-            printf("== %s ==\n", names[i]);
+            vt_ob_puts(&one.ob, "== ");
+            put_text_name(&one, names[i]);
+            vt_ob_puts(&one.ob, " ==\n");
         }
+        vt_ob_flush(&one.ob);
         status |= dump_one(&one, names[i], stats);
         free(names[i]);
     }
@@ -835,9 +794,11 @@ static int dump_dir(dump_ctx *c, const char *dir, int stats)
 
 int cmd_dump(int argc, char **argv)
 {
-    dump_ctx c = {0};
+    static dump_ctx c; /* 128 KiB of output buffer: not on the stack */
+    memset(&c, 0, sizeof(c));
     vt_table_budget budget = {.limit = VT_READER_COMMAND_TABLE_BYTES, .used = 0};
     c.budget = &budget;
+    c.out = stdout;
     const char *path = NULL;
     int stats = 0, status = 0;
     c.defs = 1;
@@ -854,6 +815,15 @@ int cmd_dump(int argc, char **argv)
             c.stacks = 1;
         } else if (!strcmp(a, "--stats")) {
             stats = 1;
+        } else if (!strcmp(a, "--max-memory") && i + 1 < argc) { /* each file's tables at most */
+            char *end;
+            uint64_t b = strtoull(argv[++i], &end, 10);
+            b <<= *end == 'G' ? 30 : *end == 'M' ? 20 : *end == 'K' ? 10 : 0;
+            if (end == argv[i] || (*end && end[1]) || (*end && !strchr("KMG", *end)) || b < (1u << 20)) {
+                fprintf(stderr, "vramtrace dump: --max-memory needs a byte count of at least 1M (e.g. 4G)\n");
+                return 2;
+            }
+            budget.limit = b;
         } else if (!strcmp(a, "--") && i + 1 < argc && !path) {
             path = argv[++i];
         } else if (a[0] == '-' && a[1]) {
@@ -881,4 +851,19 @@ int cmd_dump(int argc, char **argv)
     else
         status = dump_one(&c, path, stats);
     return status;
+}
+
+/* One trace into out, as `dump [--json] [--stacks]` prints it (the fuzz
+ * target of the renderers, tests/fuzz/fuzz_render.c); 0 or 1 as dump. */
+int vt_dump_file(FILE *out, const char *path, int json, int stacks)
+{
+    static dump_ctx c;
+    memset(&c, 0, sizeof(c));
+    vt_table_budget budget = {.limit = VT_READER_COMMAND_TABLE_BYTES, .used = 0};
+    c.budget = &budget;
+    c.out = out;
+    c.defs = 1;
+    c.json = json;
+    c.stacks = stacks;
+    return dump_one(&c, path, 0);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "builtin.h"
+#include "outfile.h"
 #include "vt_error.h"
 #include "vt_export.h"
 
@@ -45,7 +46,8 @@ static void export_usage(FILE *f)
             "  --no-symbols         do not read binaries to symbolize native frames\n"
             "  --no-symbol-cache    read them even where the symbol cache has the address\n"
             "  --sysroot DIR        look for the traced binaries under DIR\n"
-            "  --no-progress        never print progress on stderr\n");
+            "  --no-progress        never print progress on stderr\n"
+            "  --max-memory BYTES   the analysis's memory budget (as for `vramtrace report`)\n");
 }
 
 static const char *suffix(vt_export_format f)
@@ -177,6 +179,7 @@ int cmd_export(int argc, char **argv)
         return 2;
     }
     char name[4096];
+    int named = out_path != NULL; /* -o names it: what is there is replaced */
     if (!out_path) {
         default_name(inputs[0], cfg.format, name, sizeof(name));
         out_path = name;
@@ -197,24 +200,33 @@ int cmd_export(int argc, char **argv)
         return rc ? 1 : 0;
     }
     int to_stdout = !strcmp(out_path, "-");
-    FILE *out = to_stdout ? stdout : fopen(out_path, "wb");
-    if (!out) {
-        fprintf(stderr, "vramtrace export: %s: cannot write: %s\n", out_path, strerror(errno));
-        free(inputs);
-        return 1;
+    vt_outfile of;
+    FILE *out = stdout;
+    if (!to_stdout) {
+        if (vt_outfile_open(&of, out_path, named)) {
+            if (errno == EEXIST)
+                fprintf(stderr, "vramtrace export: %s exists: not replaced (name it with -o to replace it)\n", out_path);
+            else
+                fprintf(stderr, "vramtrace export: %s: cannot write: %s\n", out_path, strerror(errno));
+            free(inputs);
+            return 1;
+        }
+        out = of.f;
     }
     char err[512] = "";
     /* this command writes from one thread: no stdio lock per character */
     __fsetlocking(out, FSETLOCKING_BYCALLER);
     int rc = vt_export(&cfg, inputs, ninputs, out, err, sizeof(err));
-    if (!to_stdout && fclose(out) && rc >= 0) {
-        snprintf(err, sizeof(err), "%.400s: write failed", out_path);
-        rc = VT_ERR_IO;
-    }
     if (rc < 0) {
         fprintf(stderr, "vramtrace export: %s\n", err[0] ? err : vt_strerror(rc));
         if (!to_stdout)
-            unlink(out_path); /* nothing usable */
+            vt_outfile_abort(&of); /* nothing usable: what was there stays */
+        free(inputs);
+        return 1;
+    }
+    if (!to_stdout && vt_outfile_commit(&of, named)) {
+        fprintf(stderr, "vramtrace export: %s: %s\n", out_path,
+                errno == EEXIST ? "appeared meanwhile: not replaced" : strerror(errno));
         free(inputs);
         return 1;
     }

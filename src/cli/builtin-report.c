@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #include "builtin.h"
+#include "vt_escape.h"
+#include "outfile.h"
 #include "vt_analyze.h"
 #include "vt_error.h"
 
@@ -37,6 +39,8 @@ static void report_usage(FILE *f)
             "                       (~/.cache/vramtrace/symbols, filled by record) has\n"
             "  --sysroot DIR        look for the traced binaries under DIR\n"
             "  --no-progress        never print progress on stderr\n"
+            "  --max-memory BYTES   one budget for all the analysis keeps (names, call sites,\n"
+            "                       processes; default 1G): past it, reading stops with an error\n"
             "exit status: 0 ok; 1 a read error (the report of what was readable comes first; a file\n"
             "that is no trace gets the error alone); 2 usage, or --at naming nothing in the traces;\n"
             "3 a --fail-on-* threshold was exceeded\n");
@@ -63,6 +67,16 @@ int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
     }
     if (!strcmp(o, "--no-progress")) {
         cfg->progress = 0;
+        return 1;
+    }
+    if (!strcmp(o, "--max-memory")) { /* the analysis's one memory budget */
+        uint64_t b;
+        if (!v || vt_parse_bytes(v, &b) || b < (1u << 20)) {
+            fprintf(stderr, "vramtrace: --max-memory needs a byte count of at least 1M (e.g. 4G)\n");
+            return -1;
+        }
+        cfg->max_memory = b;
+        (*i)++;
         return 1;
     }
     if (!strcmp(o, "--at") || !strcmp(o, "--top") || !strcmp(o, "--frames") || !strcmp(o, "--sysroot") ||
@@ -218,10 +232,17 @@ int cmd_report(int argc, char **argv)
     if (html && nothing)
         html = NULL;
     if (html) { /* the page; stdout says where it went (--json: the JSON as asked) */
-        FILE *f = strcmp(html, "-") ? fopen(html, "w") : stdout;
+        /* written beside and renamed: a link planted at FILE is replaced, never followed */
+        vt_outfile of;
+        int to_file = strcmp(html, "-") != 0;
+        FILE *f = !to_file ? stdout : vt_outfile_open(&of, html, 1) ? NULL : of.f;
         int hrc = f ? vt_report_html(a, inputs, ninputs, f) : VT_ERR_IO;
-        if (f && f != stdout && fclose(f) && !hrc)
-            hrc = VT_ERR_IO;
+        if (f && to_file) {
+            if (hrc)
+                vt_outfile_abort(&of);
+            else if (vt_outfile_commit(&of, 1))
+                hrc = VT_ERR_IO;
+        }
         if (hrc) {
             fprintf(stderr, "vramtrace report: %s: cannot write the page: %s\n", html, vt_strerror(hrc));
             rc = 1;
@@ -242,9 +263,10 @@ int cmd_report(int argc, char **argv)
         rc = 1;
         goto cleanup;
     }
+    char eb[1200]; /* the errors name files: escaped (a name may hold ESC) */
     if (vt_analysis_nerrors(a)) {
         for (unsigned i = 0; i < vt_analysis_nerrors(a); i++)
-            fprintf(stderr, "vramtrace report: %s\n", vt_analysis_error(a, i));
+            fprintf(stderr, "vramtrace report: %s\n", vt_esc_text_buf(vt_analysis_error(a, i), eb, sizeof(eb)));
         rc = 1;
         goto cleanup;
     }

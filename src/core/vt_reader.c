@@ -770,7 +770,9 @@ static int next_slow_(vt_reader *r, vt_event *ev)
                             continue;
                         }
                         if (rc == VT_ERR_VERSION)
-                            return rd_set_final(r, rc, "%s", r->why);
+                            return rd_set_final(r, rc, "header at offset %llu (decompressed byte %llu): %s",
+                                                (unsigned long long)r->in_pos,
+                                                (unsigned long long)(r->raw_base + r->rpos), r->why);
                         if (rc == VT_ERR_NOMEM)
                             return rd_set_final(r, rc, "out of memory");
                         if (rc == VT_ERR_LIMIT) /* tables cannot grow: stop here, keep what was read */

@@ -157,6 +157,13 @@ typedef struct {
 } vt_reader_stats;
 void vt_reader_get_stats(const vt_reader *r, vt_reader_stats *st);
 
+/* 1 when the events the last vt_reader_next() or vt_reader_next_batch()
+ * returned come from a frame handed out before its checksum could be
+ * checked (frames_unverified: the last frame of a trace cut short, a
+ * frame too large to hold whole, any frame read from a pipe): a flipped
+ * bit there reaches the caller as a value.  0 otherwise. */
+int vt_reader_unverified(const vt_reader *r);
+
 /* Charge this reader's tables to `b` too (not owned; must outlive it).
  * Call before the first vt_reader_next(). */
 void vt_reader_share_budget(vt_reader *r, vt_table_budget *b);

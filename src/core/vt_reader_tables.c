@@ -72,13 +72,54 @@ void *rd_arena_alloc(vt_reader *r, size_t n, size_t align)
     return b->data + at;
 }
 
-const char *rd_arena_str(vt_reader *r, const uint8_t *s, size_t n)
+/* s[0, n) as a C string at d (room for 2n + 1): a NUL inside is kept as
+ * C0 80 (vt_escape.h), so that no name is cut short at it; the length */
+static size_t copy_str(char *d, const uint8_t *s, size_t n)
+{
+    const uint8_t *z = memchr(s, 0, n);
+    if (!z) {
+        memcpy(d, s, n);
+        d[n] = 0;
+        return n;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i]) {
+            d[o++] = (char)s[i];
+        } else {
+            d[o++] = (char)0xc0;
+            d[o++] = (char)0x80;
+        }
+    }
+    d[o] = 0;
+    return o;
+}
+
+static size_t nuls_in(const uint8_t *s, size_t n)
+{
+    size_t k = 0;
+    for (const uint8_t *z; n && (z = memchr(s, 0, n)); n -= (size_t)(z + 1 - s), s = z + 1)
+        k++;
+    return k;
+}
+
+/* bytes as they are (a build id), terminated */
+static const uint8_t *arena_raw(vt_reader *r, const uint8_t *s, size_t n)
 {
     char *d = rd_arena_alloc(r, n + 1, 1);
     if (!d)
         return NULL;
     memcpy(d, s, n);
     d[n] = 0;
+    return (const uint8_t *)d;
+}
+
+const char *rd_arena_str(vt_reader *r, const uint8_t *s, size_t n)
+{
+    char *d = rd_arena_alloc(r, n + nuls_in(s, n) + 1, 1);
+    if (!d)
+        return NULL;
+    copy_str(d, s, n);
     return d;
 }
 
@@ -152,16 +193,20 @@ int rd_scratch_reserve(vt_reader *r, size_t n)
 
 const char *rd_scratch_str(vt_reader *r, const uint8_t *s, size_t n)
 {
-    if (r->scratch_used + n + 1 > r->scratch_cap)
+    size_t need = n + nuls_in(s, n) + 1;
+    if (r->scratch_used + need > r->scratch_cap)
         return ""; /* cannot happen: reserved 2x the record */
     char *d = (char *)r->scratch + r->scratch_used;
-    memcpy(d, s, n);
-    d[n] = 0;
-    r->scratch_used += n + 1;
+    r->scratch_used += copy_str(d, s, n) + 1;
     return d;
 }
 
 /* ---- protobuf wire format ------------------------------------------- */
+
+int vt_reader_unverified(const vt_reader *r)
+{
+    return r->frame_open;
+}
 
 const char *vt_reader_string(const vt_reader *r, uint32_t id)
 {
@@ -249,16 +294,16 @@ int rd_def_string(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
         if (!d)
             return rd_table_full(r, "strings");
         slot->id = id;
-        slot->len = (uint32_t)len;
+        slot->len = (uint32_t)strlen(d);
         slot->s = d;
         ev->u.string.value = d;
     } else {
-        if (rd_scratch_reserve(r, len + 1))
+        if (rd_scratch_reserve(r, 2 * len + 1))
             return VT_ERR_NOMEM;
         ev->u.string.value = rd_scratch_str(r, s, len);
     }
     ev->u.string.id = id;
-    ev->u.string.len = len;
+    ev->u.string.len = strlen(ev->u.string.value); /* a NUL inside is C0 80 */
     return rc;
 }
 
@@ -362,7 +407,7 @@ int rd_def_thread(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
             return rd_table_full(r, "threads");
         *slot = t;
     } else {
-        if (rd_scratch_reserve(r, nl + 1))
+        if (rd_scratch_reserve(r, 2 * nl + 1))
             return VT_ERR_NOMEM;
         t.name = rd_scratch_str(r, nm, nl);
     }
@@ -386,15 +431,19 @@ int rd_def_module(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
     m.build_id_len = (uint32_t)mr.build_id_len;
     if (!dup) {
         m.path = rd_arena_str(r, mr.path, mr.path_len);
-        m.build_id = (const uint8_t *)rd_arena_str(r, mr.build_id, mr.build_id_len);
+        m.build_id = arena_raw(r, mr.build_id, mr.build_id_len);
         if (!m.path || !m.build_id)
             return rd_table_full(r, "modules");
         *slot = m;
     } else {
-        if (rd_scratch_reserve(r, mr.path_len + mr.build_id_len + 2))
+        if (rd_scratch_reserve(r, 2 * mr.path_len + mr.build_id_len + 2))
             return VT_ERR_NOMEM;
         m.path = rd_scratch_str(r, mr.path, mr.path_len);
-        m.build_id = (const uint8_t *)rd_scratch_str(r, mr.build_id, mr.build_id_len);
+        uint8_t *bid = r->scratch + r->scratch_used; /* bytes as they are */
+        memcpy(bid, mr.build_id, mr.build_id_len);
+        bid[mr.build_id_len] = 0;
+        r->scratch_used += mr.build_id_len + 1;
+        m.build_id = bid;
     }
     ev->u.module = m;
     return rc;
@@ -441,8 +490,17 @@ int rd_def_device(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
         return rc;
     if (dr.uuid)
         memcpy(d.uuid, dr.uuid, dr.uuid_len < 16 ? dr.uuid_len : 16);
-    if (d.index >= MAX_DEVICES)
-        return rd_why(r, "device index %u out of range", d.index);
+    if (d.index >= MAX_DEVICES) {
+        /* no device has this index: the record goes out as it is, not kept
+         * (the analyzer counts it among events with an invalid device); the
+         * rest of its frame is read as before (it was all dropped) */
+        if (rd_scratch_reserve(r, 2 * (dr.name_len + dr.pci_len) + 2))
+            return VT_ERR_NOMEM;
+        d.name = rd_scratch_str(r, dr.name, dr.name_len);
+        d.pci_bus_id = rd_scratch_str(r, dr.pci, dr.pci_len);
+        ev->u.device = d;
+        return 0;
+    }
     if (d.index >= r->ndevices) { /* grows to the highest index seen */
         uint32_t n = r->ndevices ? r->ndevices : 8;
         while (n <= d.index)
@@ -465,7 +523,7 @@ int rd_def_device(vt_reader *r, const uint8_t *bp, const uint8_t *be, vt_event *
         slot->defined = 1;
         slot->d = d;
     } else {
-        if (rd_scratch_reserve(r, dr.name_len + dr.pci_len + 2))
+        if (rd_scratch_reserve(r, 2 * (dr.name_len + dr.pci_len) + 2))
             return VT_ERR_NOMEM;
         d.name = rd_scratch_str(r, dr.name, dr.name_len);
         d.pci_bus_id = rd_scratch_str(r, dr.pci, dr.pci_len);

@@ -1,8 +1,10 @@
 /* vt_tracedir.c: list the regular *.zst files of a directory, sorted; a
  * directory of job directories lists those of its subdirectories. */
 #include "vt_tracedir.h"
+#include "vt_escape.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +62,22 @@ static int list_one(const char *dir, const char *who, char ***names, size_t *n, 
         snprintf(p, pl, "%s/%s", dir, de->d_name);
         struct stat st;
         if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) {
-            fprintf(stderr, "%s: %s: skipped, %s\n", who, p,
-                    stat(p, &st) != 0 ? "cannot be read (dangling link?)" : kind_of(st.st_mode));
+            int e = errno;
+            char shown[1024];
+            const char *why = kind_of(st.st_mode);
+            char buf[160];
+            if (stat(p, &st) != 0) {
+                e = errno;
+                if (e == ELOOP)
+                    why = "a symbolic link loop (too many levels of links)";
+                else if (e == ENOENT)
+                    why = "a dangling link (its target does not exist)";
+                else {
+                    snprintf(buf, sizeof(buf), "cannot be read (%s)", strerror(e));
+                    why = buf;
+                }
+            }
+            fprintf(stderr, "%s: %s: skipped, %s\n", who, vt_esc_text_buf(p, shown, sizeof(shown)), why);
             free(p);
             continue;
         }

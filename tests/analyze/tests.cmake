@@ -234,3 +234,15 @@ if(EXISTS ${VT_TEST_DATA}/pytest)
                    ${VT_TEST_DATA}/pytest ${PROJECT_SOURCE_DIR}/tests/gpu/pytest_leak.py)
   set_tests_properties(analyze.pytest_fixture PROPERTIES LABELS "analyze")
 endif()
+# Hostile traces (issue 36): names with control bytes, markup, invalid
+# UTF-8 and NUL; times far from the start and running backwards; ranges
+# overlapping in part; an impossible device; traces cut short; outputs
+# with links planted at their paths; the analysis budget.  One test per
+# finding (tests/analyze/hostile.sh CASE).
+add_executable(gen_hostile ${CMAKE_CURRENT_LIST_DIR}/gen_hostile.c)
+target_link_libraries(gen_hostile PRIVATE vt_reader_testlib)
+foreach(c dump_time escape html utf8 nul unverified outputs time overlap budget bad_device messages)
+  add_test(NAME analyze.hostile.${c}
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/hostile.sh ${c} $<TARGET_FILE:gen_hostile> $<TARGET_FILE:vramtrace>)
+  set_tests_properties(analyze.hostile.${c} PROPERTIES LABELS "analyze;hostile")
+endforeach()

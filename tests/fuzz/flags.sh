@@ -10,10 +10,19 @@
 # cost grows with its size; with the 64 KiB of the other targets the working
 # corpus drifts to the largest seed's 9 KiB and the rate halves within
 # three minutes (BENCHMARKS.md, "hardening").
-FUZZ_TARGETS="reader analyze export sidecar"
+# -max_len for fuzz_render: MAXLEN_RENDER.  Each input is a record stream
+# that decodes (not compressed bytes that mostly fail their checksum, as
+# most of the other targets' inputs do) and runs one group of renderers
+# (dump; the reports; the page; diff: fuzz_render.c), so a run costs an
+# analysis's fixed costs whatever its size: 4 KiB of records (a few
+# hundred events, every record kind) is enough.  Its rate is below the
+# other targets' 2,000/s (BENCHMARKS.md, "fuzz_render").
+FUZZ_TARGETS="reader analyze export sidecar render"
 MAXLEN_EXPORT=2048
+MAXLEN_RENDER=4096
 fuzz_flags() {
     local max_len=65536
     [ "$1" = export ] && max_len=$MAXLEN_EXPORT
+    [ "$1" = render ] && max_len=$MAXLEN_RENDER
     echo "-max_len=$max_len -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 -print_final_stats=1"
 }

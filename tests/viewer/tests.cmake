@@ -23,4 +23,9 @@ if(VT_NODE)
             ${VT_ANALYZE_TRACES}/job_leak ${VT_ANALYZE_TRACES}/job_oom)
   set_tests_properties(viewer.browser_jobs PROPERTIES LABELS "viewer" TIMEOUT 300 SKIP_RETURN_CODE 77
                        FIXTURES_REQUIRED analyze_traces)
+  # pages built from hostile names (issue 36): whole, and no script of the trace runs
+  add_test(NAME viewer.hostile
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/hostile.sh ${VT_NODE} $<TARGET_FILE:vramtrace> $<TARGET_FILE:gen_hostile>
+            ${CMAKE_BINARY_DIR}/viewer-hostile ${PROJECT_SOURCE_DIR}/viewer)
+  set_tests_properties(viewer.hostile PROPERTIES LABELS "viewer" TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
