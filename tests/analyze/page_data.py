@@ -6,32 +6,14 @@ report itself: the unpacked VT_REPORT equals `report --json` of the same
 traces, VT_DIFF equals `diff --json`; and a job page stays small: every
 fixture in DATA_DIR as one job, at most 50 KB a process (100 processes in
 5 MB)."""
-import base64, gzip, json, os, re, subprocess, sys, tempfile
+import json, os, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from page_json import unpack  # noqa: E402
 
 vt, data = sys.argv[1], sys.argv[2]
 tmp = tempfile.mkdtemp(prefix="vt_page_data.")
 fails = []
-
-
-def unpack(html):
-    page = open(html, encoding="utf-8").read()
-    m = re.search(r'window\.VT_PACKED = "([A-Za-z0-9+/=]*)";', page)
-    if not m:
-        raise SystemExit(f"{html}: no VT_PACKED")
-    text = gzip.decompress(base64.b64decode(m.group(1))).decode("utf-8")
-    nl = text.index("\n")
-    tab = json.loads(text[:nl])
-
-    def revive(x):
-        if isinstance(x, str):
-            return tab[int(x[1:], 36)] if x[:1] == "\x01" else x
-        if isinstance(x, list):
-            return [revive(y) for y in x]
-        if isinstance(x, dict):
-            return {k: revive(v) for k, v in x.items()}
-        return x
-    # a table entry is data, never a reference
-    return revive(json.loads(text[nl + 1:])), len(page)
 
 
 def run(*args):
