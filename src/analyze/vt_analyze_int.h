@@ -295,6 +295,12 @@ typedef struct {
     int inlined;      /* this frame was inlined into the next one */
 } vt_symline;
 
+/* One "L LINE INLINED FUNCTION\tFILE" line of a symbol entry, as TRACE.sym
+ * and the symbol cache write it (docs/FORMAT.md): line[0..len) without its
+ * newline.  Fills *out (function and file malloc'd, NULL when empty);
+ * returns 0, or -1 when the line does not parse.  vt_symbols.c. */
+int vt_symline_parse(const char *line, size_t len, vt_symline *out);
+
 typedef struct {
     int status;       /* VT_SYM_* */
     vt_symline *lines;

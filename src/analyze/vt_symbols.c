@@ -509,6 +509,20 @@ static char *dup_or_null(const char *b, const char *e)
     return s;
 }
 
+int vt_symline_parse(const char *line, size_t len, vt_symline *out)
+{
+    unsigned lno;
+    int inl, pos = 0;
+    /* exactly one space: a scanf space would eat the tab of an empty name */
+    if (sscanf(line, "L %u %d%n", &lno, &inl, &pos) != 2 || !pos || (size_t)pos >= len || line[pos++] != ' ')
+        return -1;
+    const char *fn = line + pos, *end = line + len, *tab = memchr(fn, '\t', (size_t)(end - fn));
+    if (!tab)
+        return -1;
+    *out = (vt_symline){dup_or_null(fn, tab), dup_or_null(tab + 1, end), lno, inl ? 1 : 0};
+    return 0;
+}
+
 int vt_symbols_load(vt_symbolizer *s, const char *path, char *msg, size_t len)
 {
     msg[0] = 0;
@@ -549,15 +563,8 @@ int vt_symbols_load(vt_symbolizer *s, const char *path, char *msg, size_t len)
         unsigned got = 0;
         for (; got < nl && fgets(line, sizeof(line), f); got++) {
             ln++;
-            unsigned lno;
-            int inl, pos = 0;
-            /* exactly one space: a scanf space would eat the tab of an empty name */
-            if (sscanf(line, "L %u %d%n", &lno, &inl, &pos) != 2 || !pos || line[pos++] != ' ')
+            if (vt_symline_parse(line, strcspn(line, "\n"), &lines[got]))
                 break;
-            char *fn = line + pos, *tab = strchr(fn, '\t'), *end = fn + strcspn(fn, "\n");
-            if (!tab || tab > end)
-                break;
-            lines[got] = (vt_symline){dup_or_null(fn, tab), dup_or_null(tab + 1, end), lno, inl ? 1 : 0};
         }
         if (got == nl) {
             vt_symres res = {status, lines, nl};

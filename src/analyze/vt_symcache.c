@@ -95,18 +95,6 @@ static void cache_path(char *out, size_t len, const char *dir, const char *key, 
     snprintf(out, len, "%s/%s%s", dir, key, ext);
 }
 
-static char *dup_or_null(const char *b, const char *e)
-{
-    if (e <= b)
-        return NULL;
-    char *s = malloc((size_t)(e - b) + 1);
-    if (s) {
-        memcpy(s, b, (size_t)(e - b));
-        s[e - b] = 0;
-    }
-    return s;
-}
-
 /* the next line of buf[*pos..n) without its newline; NULL at the end or for
  * a last line without one */
 static char *next_line(char *buf, size_t n, size_t *pos, size_t *llen)
@@ -196,17 +184,9 @@ int vt_symcache_read(const char *dir, const char *key, vt_symcache_add_fn add, v
             goto out;
         }
         unsigned k = 0;
-        for (; k < nl && (line = next_line(buf, tail, &pos, &ll)); k++) {
-            unsigned lno;
-            int inl, p = 0;
-            /* exactly one space: a scanf space would eat the tab of an empty name */
-            if (sscanf(line, "L %u %d%n", &lno, &inl, &p) != 2 || !p || line[p++] != ' ')
+        for (; k < nl && (line = next_line(buf, tail, &pos, &ll)); k++)
+            if (vt_symline_parse(line, ll, &lines[k]))
                 break;
-            char *fn = line + p, *tab = strchr(fn, '\t'), *end = line + ll;
-            if (!tab)
-                break;
-            lines[k] = (vt_symline){dup_or_null(fn, tab), dup_or_null(tab + 1, end), lno, inl ? 1 : 0};
-        }
         int arc = 0;
         if (k == nl) {
             vt_symres res = {status, nl ? lines : NULL, nl};

@@ -5,16 +5,22 @@
 #include <pthread.h>
 /* ---- messages ------------------------------------------------------- */
 
-int rd_set_final(vt_reader *r, int code, const char *fmt, ...)
+static int set_final_v(vt_reader *r, int code, const char *fmt, va_list ap)
 {
     int n = snprintf(r->err, sizeof(r->err), "%s: ", r->name);
-    va_list ap;
-    va_start(ap, fmt);
     if (n >= 0 && (size_t)n < sizeof(r->err))
         vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
-    va_end(ap);
     r->state = ST_FINAL;
     r->last_err = code;
+    return code;
+}
+
+int rd_set_final(vt_reader *r, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_final_v(r, code, fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -26,14 +32,10 @@ int rd_end_of_input(vt_reader *r, const char *fmt, ...)
         r->eof = 0;
         return VT_ERR_AGAIN;
     }
-    int n = snprintf(r->err, sizeof(r->err), "%s: ", r->name);
     va_list ap;
     va_start(ap, fmt);
-    if (n >= 0 && (size_t)n < sizeof(r->err))
-        vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
+    set_final_v(r, VT_ERR_TRUNCATED, fmt, ap);
     va_end(ap);
-    r->state = ST_FINAL;
-    r->last_err = VT_ERR_TRUNCATED;
     return VT_ERR_TRUNCATED;
 }
 
