@@ -514,7 +514,10 @@ int vt_symline_parse(const char *line, size_t len, vt_symline *out)
     unsigned lno;
     int inl, pos = 0;
     /* exactly one space: a scanf space would eat the tab of an empty name */
-    if (sscanf(line, "L %u %d%n", &lno, &inl, &pos) != 2 || !pos || (size_t)pos >= len || line[pos++] != ' ')
+    /* a NUL inside the line is damage (the cache's lines are read with their
+     * length, TRACE.sym's up to the first NUL): never a name cut short */
+    if (memchr(line, 0, len) ||
+        sscanf(line, "L %u %d%n", &lno, &inl, &pos) != 2 || !pos || (size_t)pos >= len || line[pos++] != ' ')
         return -1;
     const char *fn = line + pos, *end = line + len, *tab = memchr(fn, '\t', (size_t)(end - fn));
     if (!tab)
