@@ -33,6 +33,7 @@ int vt_analysis_create(vt_analysis **out, const vt_analysis_config *cfg)
     else
         vt_analysis_config_default(&a->cfg);
     a->tables.limit = cfg && cfg->max_memory ? cfg->max_memory : VT_READER_COMMAND_TABLE_BYTES;
+    a->budget = &a->tables;
     if (!a->cfg.top)
         a->cfg.top = 20;
     if (!a->cfg.max_frames)
@@ -115,25 +116,32 @@ int vt_analysis_begin_process(vt_analysis *a, const char *name)
             return VT_ERR_NOMEM;
     /* one budget for what the analysis keeps: definition tables, call
      * sites, processes (vt_analysis_config.max_memory) */
-    if (a->tables.used + VT_PROC_COST > a->tables.limit) {
+    if (vt_budget_take(a->budget, VT_PROC_COST)) {
         snprintf(a->budget_why, sizeof(a->budget_why),
                  "%s: not read: the analysis's memory budget of %llu MiB is spent (%zu processes, %llu call sites, "
                  "their names and stacks); a new process would pass it",
-                 name, (unsigned long long)(a->tables.limit >> 20), a->nprocs, (unsigned long long)units_of(a));
+                 name, (unsigned long long)(a->budget->limit >> 20), a->nprocs, (unsigned long long)units_of(a));
         vt_analysis_add_error(a, VT_ERR_LIMIT, a->budget_why);
         return VT_ERR_LIMIT;
     }
     vt_proc *p;
     int rc = vt_proc_create(&p, name);
-    if (rc)
+    if (rc) {
+        a->budget->used -= VT_PROC_COST;
         return rc;
-    a->tables.used += VT_PROC_COST;
-    p->budget = &a->tables;
+    }
+    p->budget = a->budget;
     p->view_mode = a->cfg.at_mode;
     p->index = (unsigned)a->nprocs;
     a->procs[a->nprocs++] = p;
     a->cur = p;
     return 0;
+}
+
+void vt_analysis_share_budget(vt_analysis *a, vt_table_budget *b)
+{
+    if (b && !a->nprocs)
+        a->budget = b;
 }
 
 void vt_analysis_set_consumer(vt_analysis *a, vt_replay_fn fn, void *ctx)
@@ -192,7 +200,7 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
         if (src && src != VT_ERR_NOT_FOUND)
             vt_proc_add_note(a->procs[a->nprocs - 1], VT_SEV_WARNING, sm);
     }
-    vt_reader_share_budget(r, &a->tables);
+    vt_reader_share_budget(r, a->budget);
     struct stat st;
     uint64_t fsize = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
     int tty = a->cfg.progress && isatty(2);
@@ -212,7 +220,7 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
                              "%s: at offset %llu: the analysis's memory budget of %llu MiB is spent: %llu call sites "
                              "(about %zu bytes each) in %zu processes (about %zu KiB each) and the definition tables; "
                              "a new call site would pass it; what was read before is reported",
-                             path, (unsigned long long)vt_reader_offset(r), (unsigned long long)(a->tables.limit >> 20),
+                             path, (unsigned long long)vt_reader_offset(r), (unsigned long long)(a->budget->limit >> 20),
                              (unsigned long long)units_of(a), (size_t)VT_UNIT_COST, a->nprocs,
                              (size_t)(VT_PROC_COST >> 10));
                 else

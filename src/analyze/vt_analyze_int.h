@@ -594,6 +594,7 @@ struct vt_analysis {
     char *all_errors[VT_MAX_ERRORS * 4];
     vt_table_budget tables; /* the one memory budget: the definition tables of all files read, each
                              * process (VT_PROC_COST) and call site (VT_UNIT_COST) */
+    vt_table_budget *budget; /* &tables, or another analysis's (vt_analysis_share_budget) */
     char budget_why[512];
     unsigned nall_errors;
     vt_replay_fn consumer; /* vt_analysis_set_consumer */
@@ -675,6 +676,19 @@ void vt_proc_free_holders(vt_proc *p);
  * tables. */
 #define VT_UNIT_COST (2 * sizeof(vt_unit) + 32)
 #define VT_PROC_COST (sizeof(vt_proc) + (160u << 10))
+/* a charges its processes, sites and tables to b (an export's second pass
+ * to the first's: both are in memory together); before any file is added */
+void vt_analysis_share_budget(vt_analysis *a, vt_table_budget *b);
+/* n bytes more from b: 0, or -1 (nothing taken) when b would pass its limit */
+static inline int vt_budget_take(vt_table_budget *b, uint64_t n)
+{
+    if (!b)
+        return 0;
+    if (b->used + n > b->limit || b->used + n < b->used)
+        return -1;
+    b->used += n;
+    return 0;
+}
 void vt_json_str(FILE *f, const char *s);
 /* s escaped for a terminal (vt_escape.h) in one of 8 rotating static
  * buffers (2 KiB, a longer name ends in "..."): for a text rendering's

@@ -451,6 +451,10 @@ static void xt_block_slice(xt *x, unsigned i, const vt_replay_block *b, uint64_t
     if (!u->site) {
         char s[400];
         vt_xjob_site_name(x->j, m, b->stack, s, sizeof(s));
+        if (vt_budget_take(x->j->model->budget, strlen(s) + 1 + 16)) {
+            x->err = VT_ERR_LIMIT;
+            return;
+        }
         if (!(u->site = strdup(s))) {
             x->err = VT_ERR_NOMEM;
             return;
@@ -602,6 +606,8 @@ static int xt_on_event(void *ctx, const vt_replay_event *re)
         int rc = xt_declare_process(x, i);
         if (rc)
             return rc;
+        if (vt_budget_take(x->j->model->budget, (m->nunits ? m->nunits : 1) * sizeof(xt_unit)))
+            return VT_ERR_LIMIT;
         q->units = calloc(m->nunits ? m->nunits : 1, sizeof(xt_unit));
         if (!q->units)
             return VT_ERR_NOMEM;
@@ -837,6 +843,14 @@ static int add_inputs(vt_analysis *a, char *const *inputs, int n)
     return any ? 0 : VT_ERR_NOT_FOUND;
 }
 
+static uint64_t xt_units_of(const vt_analysis *a)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < a->nprocs; i++)
+        n += a->procs[i]->nunits;
+    return n;
+}
+
 int vt_xjob_replay(vt_xjob *j, vt_replay_fn fn, void *ctx)
 {
     vt_analysis_config c = j->cfg->analysis;
@@ -845,8 +859,16 @@ int vt_xjob_replay(vt_xjob *j, vt_replay_fn fn, void *ctx)
     int rc = vt_analysis_create(&j->live, &c);
     if (rc)
         return rc;
+    vt_analysis_share_budget(j->live, j->model->budget);
     vt_analysis_set_consumer(j->live, fn, ctx);
     add_inputs(j->live, j->inputs, j->ninputs);
+    /* the second pass ran out of the budget the first left: what it wrote
+     * is not the whole timeline */
+    if (j->live->budget_why[0])
+        return VT_ERR_LIMIT;
+    for (size_t i = 0; i < j->live->nprocs; i++)
+        if (j->live->procs[i]->over_budget)
+            return VT_ERR_LIMIT;
     return 0;
 }
 
@@ -928,8 +950,8 @@ int vt_export(const vt_export_config *cfg, char *const *inputs, int ninputs, FIL
         rc = vt_export_memviz(&j, err, errlen);
     } else {
         vt_xsink sink = {0};
-        rc = cfg->format == VT_EXPORT_PERFETTO ? vt_xsink_perfetto(&sink, out)
-                                               : vt_xsink_chrome(&sink, out, j.t0, cfg->max_bytes);
+        rc = cfg->format == VT_EXPORT_PERFETTO ? vt_xsink_perfetto(&sink, out, j.model->budget)
+                                               : vt_xsink_chrome(&sink, out, j.t0, cfg->max_bytes, j.model->budget);
         if (!rc && cfg->format == VT_EXPORT_PERFETTO)
             rc = vt_xsink_perfetto_start(&sink, j.t0);
         xt x = {.j = &j, .s = &sink};
@@ -952,6 +974,11 @@ int vt_export(const vt_export_config *cfg, char *const *inputs, int ninputs, FIL
         xt_free(&x);
         vt_analysis_free(j.live);
     }
+    if (rc == VT_ERR_LIMIT && !err[0])
+        snprintf(err, errlen,
+                 "the export's memory budget of %llu MiB is spent (--max-memory raises it): its two passes over "
+                 "%u processes and %llu call sites, and the writer's names, frames and stacks",
+                 (unsigned long long)(j.model->budget->limit >> 20), np, (unsigned long long)xt_units_of(j.model));
     if (rc) {
         if (!err[0])
             snprintf(err, errlen, "%s", vt_strerror(rc));

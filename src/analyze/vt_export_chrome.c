@@ -32,6 +32,7 @@ typedef struct {
     int first;
     ct_track *tracks; /* by track id */
     size_t ntracks, cap;
+    vt_table_budget *budget; /* the export's one budget: the tracks are charged to it */
     char errmsg[300];
 } ct;
 
@@ -138,6 +139,10 @@ static ct_track *ct_get(ct *c, uint64_t track) { return track < c->ntracks ? &c-
 
 static int ct_add(ct *c, uint64_t track, uint32_t pid, uint32_t tid, int kind, const char *name)
 {
+    const uint64_t cost = (track >= c->ntracks ? (track + 1 - c->ntracks) * sizeof(ct_track) : 0) +
+                          (name ? strlen(name) : 0) + 1 + 32;
+    if (vt_budget_take(c->budget, cost))
+        return VT_ERR_LIMIT;
     while (c->ntracks <= track) {
         if (VT_GROW(c->tracks, c->ntracks, c->cap, 64))
             return VT_ERR_NOMEM;
@@ -342,11 +347,12 @@ static void ct_free(void *ctx)
     free(c);
 }
 
-int vt_xsink_chrome(vt_xsink *s, FILE *out, uint64_t t0, uint64_t max_bytes)
+int vt_xsink_chrome(vt_xsink *s, FILE *out, uint64_t t0, uint64_t max_bytes, vt_table_budget *budget)
 {
     ct *c = calloc(1, sizeof(*c));
     if (!c)
         return VT_ERR_NOMEM;
+    c->budget = budget;
     char *buf = malloc(CT_BUF);
     if (!buf) {
         free(c);

@@ -60,16 +60,19 @@ typedef struct {
     void (*free)(void *ctx);
 } vt_xsink;
 
-int vt_xsink_perfetto(vt_xsink *s, FILE *out);
+/* budget: the export's one memory budget (the model's, vt_xjob.budget),
+ * charged for what a writer keeps per track, name, frame and stack; a
+ * call that would pass it fails with VT_ERR_LIMIT.  NULL: none. */
+int vt_xsink_perfetto(vt_xsink *s, FILE *out, vt_table_budget *budget);
 /* Perfetto's first packet: the clock snapshot at t0 (before any other). */
 int vt_xsink_perfetto_start(vt_xsink *s, uint64_t t0);
-int vt_xsink_chrome(vt_xsink *s, FILE *out, uint64_t t0, uint64_t max_bytes);
+int vt_xsink_chrome(vt_xsink *s, FILE *out, uint64_t t0, uint64_t max_bytes, vt_table_budget *budget);
 
 /* Exporting one job: the two analyses, the inputs, the output. */
 typedef struct {
     const vt_export_config *cfg;
     vt_analysis *model;  /* pass 1, finished */
-    vt_analysis *live;   /* pass 2, being replayed */
+    vt_analysis *live;   /* pass 2, being replayed; charged to the model's budget */
     FILE *out;
     uint64_t t0;         /* the job's first time (wall clock ns) */
     uint32_t *upid_pid;  /* per process: the pid written (unique in the job) */
@@ -77,7 +80,10 @@ typedef struct {
     int ninputs;
 } vt_xjob;
 
-/* Pass 2: replay the job's inputs into j->live with the consumer fn. */
+/* Pass 2: replay the job's inputs into j->live with the consumer fn.
+ * Both analyses and the writer's own tables share one budget, the model's
+ * (j->model->budget: --max-memory); past it a call returns VT_ERR_LIMIT
+ * and vt_export says what ran out. */
 int vt_xjob_replay(vt_xjob *j, vt_replay_fn fn, void *ctx);
 
 /* A process's trace time on the job's wall clock. */

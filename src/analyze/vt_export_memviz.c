@@ -233,7 +233,9 @@ static void mv_frames(mv *m, mv_section *s, const vt_proc *p, unsigned proc, uin
     pk_list_end(&l);
     uint32_t idx = m->next_memo++;
     pk_put(f, idx);
-    if (vt_map_put(&s->memo, key, (uint64_t)idx + 1))
+    if (vt_budget_take(m->j->model->budget, 32)) /* the memo's map slot, charged to the export's budget */
+        m->err = VT_ERR_LIMIT;
+    else if (vt_map_put(&s->memo, key, (uint64_t)idx + 1))
         m->err = VT_ERR_NOMEM;
 }
 

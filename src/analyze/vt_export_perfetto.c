@@ -124,6 +124,8 @@ static void pb_reset(pb *b) { b->n = 0; }
 typedef struct {
     char **s;
     size_t n, cap;
+    vt_table_budget *budget; /* the export's one budget (vt_analysis_config.max_memory) */
+    int *over;               /* set when a string would pass it */
     vt_map map; /* hash -> index + 1 (chained by linear search on collision) */
     struct {
         const char *p;
@@ -148,7 +150,18 @@ typedef struct {
     uint64_t ncs;
     uint64_t bytes;
     int started;
+    vt_table_budget *budget; /* what the interned names, frames and stacks take is charged to it */
+    int over_budget;
 } pf;
+
+/* Interned entries' cost to the budget: the copy or ids, the index and map
+ * slot, the allocator's overhead. */
+#define PF_STR_COST(len) ((len) + 1 + 64)
+#define PF_FRAME_COST 48
+#define PF_STACK_COST(m) (8 * ((uint64_t)(m) + 1) + 48)
+
+/* why an entry could not be added: the budget, or memory */
+static int pf_nomem(const pf *f) { return f->over_budget ? VT_ERR_LIMIT : VT_ERR_NOMEM; }
 
 static int pf_flush(pf *f)
 {
@@ -160,7 +173,7 @@ static int pf_flush(pf *f)
 static int pf_write(pf *f, pb *pkt)
 {
     if (pkt->oom)
-        return VT_ERR_NOMEM;
+        return pf_nomem(f);
     uint8_t hdr[11];
     size_t k = 0;
     hdr[k++] = 1 << 3 | 2; /* Trace.packet */
@@ -174,7 +187,7 @@ static int pf_write(pf *f, pb *pkt)
     pb_raw(&f->obuf, pkt->d, pkt->n);
     pb_reset(pkt);
     if (f->obuf.oom)
-        return VT_ERR_NOMEM;
+        return pf_nomem(f);
     return f->obuf.n >= (1u << 20) ? pf_flush(f) : 0;
 }
 
@@ -329,7 +342,7 @@ static int pf_event(pf *f, uint64_t t, uint64_t track, unsigned type, const char
         pb_uint(&f->ev, 10, pf_iid(f, &f->evnames, 2, name));
     pf_args(f, a, n);
     if (f->ev.oom || f->intern.oom || f->pkt.oom)
-        return VT_ERR_NOMEM;
+        return pf_nomem(f);
     const int needs = name || n;
     uint64_t len = 1 + vlen(t) + 1 + vlen(SEQ_ID) + (needs ? 2 : 0) + 1 + vlen(f->ev.n) + f->ev.n +
                    (f->intern.n ? 1 + vlen(f->intern.n) + f->intern.n : 0);
@@ -345,7 +358,7 @@ static int pf_event(pf *f, uint64_t t, uint64_t track, unsigned type, const char
         pb_bytes(o, 12, f->intern.d, f->intern.n);
     f->bytes += len + 1 + vlen(len);
     if (o->oom)
-        return VT_ERR_NOMEM;
+        return pf_nomem(f);
     return o->n >= (1u << 20) ? pf_flush(f) : 0;
 }
 
@@ -416,6 +429,10 @@ static uint64_t istr_get(istr *t, const char *s, int *fresh)
         t->pc[slot].iid = iid;
         return iid;
     }
+    if (vt_budget_take(t->budget, PF_STR_COST(strlen(s)))) {
+        *t->over = 1;
+        return 0;
+    }
     if (VT_GROW(t->s, t->n, t->cap, 64))
         return 0;
     char *c = strdup(s);
@@ -469,14 +486,14 @@ static int pf_flame(void *ctx, uint64_t track, uint64_t t, const vt_xframe *fr, 
         int fresh;
         uint64_t ni = istr_get(&f->names, fn, &fresh);
         if (!ni)
-            return VT_ERR_NOMEM;
+            return pf_nomem(f);
         if (fresh)
             intern_string(f, 5, ni, fn);
         uint64_t pi = 0;
         if (x->file) {
             pi = istr_get(&f->paths, x->file, &fresh);
             if (!pi)
-                return VT_ERR_NOMEM;
+                return pf_nomem(f);
             if (fresh)
                 intern_string(f, 18, pi, x->file);
         }
@@ -486,9 +503,13 @@ static int pf_flame(void *ctx, uint64_t track, uint64_t t, const vt_xframe *fr, 
         if (v) {
             fid = *v;
         } else {
+            if (vt_budget_take(f->budget, PF_FRAME_COST)) {
+                f->over_budget = 1;
+                return pf_nomem(f);
+            }
             fid = ++f->nframes;
             if (vt_map_put(&f->frames, key, fid))
-                return VT_ERR_NOMEM;
+                return pf_nomem(f);
             pb_reset(&f->sub2);
             pb_uint(&f->sub2, 1, fid);
             pb_uint(&f->sub2, 2, ni);
@@ -519,15 +540,19 @@ static int pf_flame(void *ctx, uint64_t track, uint64_t t, const vt_xframe *fr, 
         }
     }
     if (!csid) {
+        if (vt_budget_take(f->budget, PF_STACK_COST(m))) {
+            f->over_budget = 1;
+            return pf_nomem(f);
+        }
         csid = ++f->ncs;
         size_t off = f->ncs_words;
         for (uint32_t k = 0; k <= m; k++)
             if (VT_GROW(f->cs, f->ncs_words, f->capcs, 1024))
-                return VT_ERR_NOMEM;
+                return pf_nomem(f);
             else
                 f->cs[f->ncs_words++] = k ? ids[k - 1] : m;
         if (vt_map_put(&f->cs_map, h, (uint64_t)off << 32 | csid))
-            return VT_ERR_NOMEM;
+            return pf_nomem(f);
         pb_reset(&f->sub2);
         pb_uint(&f->sub2, 1, csid);
         for (uint32_t k = 0; k < m; k++)
@@ -577,12 +602,18 @@ static void pf_free(void *ctx)
     free(f);
 }
 
-int vt_xsink_perfetto(vt_xsink *s, FILE *out)
+int vt_xsink_perfetto(vt_xsink *s, FILE *out, vt_table_budget *budget)
 {
     pf *f = calloc(1, sizeof(*f));
     if (!f)
         return VT_ERR_NOMEM;
     f->out = out;
+    f->budget = budget;
+    istr *ts[] = {&f->names, &f->paths, &f->evnames, &f->annots};
+    for (int k = 0; k < 4; k++) {
+        ts[k]->budget = budget;
+        ts[k]->over = &f->over_budget;
+    }
     *s = (vt_xsink){.ctx = f,
                     .process = pf_process,
                     .track = pf_track,

@@ -97,7 +97,7 @@ static int src_add(vt_live *lv, const char *path)
         return VT_ERR_NOMEM;
     }
     vt_reader_set_follow(r, 1);
-    vt_reader_share_budget(r, &lv->a->tables);
+    vt_reader_share_budget(r, lv->a->budget);
     live_src *s = &lv->src[lv->nsrc++];
     memset(s, 0, sizeof(*s));
     s->path = strdup(path);

@@ -244,7 +244,13 @@ int cmd_report(int argc, char **argv)
                 hrc = VT_ERR_IO;
         }
         if (hrc) {
-            fprintf(stderr, "vramtrace report: %s: cannot write the page: %s\n", html, vt_strerror(hrc));
+            if (hrc == VT_ERR_LIMIT) /* the page replays the traces a second time */
+                fprintf(stderr,
+                        "vramtrace report: %s: cannot write the page: its second pass over the traces would pass the "
+                        "memory budget (--max-memory raises it)\n",
+                        html);
+            else
+                fprintf(stderr, "vramtrace report: %s: cannot write the page: %s\n", html, vt_strerror(hrc));
             rc = 1;
             goto cleanup;
         }

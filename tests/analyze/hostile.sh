@@ -201,6 +201,22 @@ budget) # 8: one budget for all an analysis keeps, a clear error naming what ran
         fail "report: the error does not name the call sites: $(cat err.txt)"
     grep -q '^vramtrace report: 1 process' r.txt || fail "report: what was read before is not reported"
     "$vt" report --max-memory 64M sites.zst >/dev/null 2>&1 || fail "report sites.zst within the budget: exit $?"
+    # an export's two passes and its writer's names, frames and stacks share the budget:
+    # sites.zst's model fits in 4 MiB, the whole export does not
+    "$vt" report --max-memory 4M sites.zst >/dev/null 2>&1 || fail "report sites.zst in 4 MiB: exit $?"
+    for fmt in perfetto chrome memory-viz; do
+        rm -f x.out
+        "$vt" export --no-progress --max-memory 4M --format $fmt -o x.out sites.zst >/dev/null 2>err.txt; rc=$?
+        [ $rc = 1 ] || fail "export $fmt past the budget: exit $rc, expected 1"
+        grep -q "the export's memory budget of 4 MiB is spent (--max-memory raises it)" err.txt ||
+            fail "export $fmt: the error does not say the budget ran out: $(tail -1 err.txt)"
+        [ -e x.out ] && fail "export $fmt past the budget left x.out"
+        "$vt" export --no-progress --max-memory 64M --format $fmt -o x.out sites.zst >/dev/null 2>&1 ||
+            fail "export $fmt within the budget: exit $?"
+    done
+    "$vt" report --no-progress --max-memory 4M --html p.html sites.zst >/dev/null 2>err.txt && fail "page past the budget: exit 0"
+    grep -q "cannot write the page: its second pass over the traces would pass the memory budget" err.txt ||
+        fail "report --html: $(tail -1 err.txt)"
     mkdir procs && for i in $(seq 1 12); do cp far.zst procs/p$i.zst; done
     "$vt" report --max-memory 1M procs >/dev/null 2>err.txt && fail "12 processes in 1 MiB: exit 0"
     grep -q "not read: the analysis's memory budget of 1 MiB is spent ([0-9]* processes" err.txt ||
