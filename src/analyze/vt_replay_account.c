@@ -248,8 +248,7 @@ void cand_raise(vt_proc *p, uint64_t t)
 
 /* --- step occurrences --- */
 
-/* occurrences at or before t (approximate to the stride) */
-double occ_count(const vt_occ *o, uint64_t t)
+uint32_t occ_upper(const vt_occ *o, uint64_t t)
 {
     uint32_t lo = 0, hi = o->n;
     while (lo < hi) {
@@ -259,7 +258,13 @@ double occ_count(const vt_occ *o, uint64_t t)
         else
             hi = mid;
     }
-    return (double)lo * o->stride;
+    return lo;
+}
+
+/* occurrences at or before t (approximate to the stride) */
+double occ_count(const vt_occ *o, uint64_t t)
+{
+    return (double)occ_upper(o, t) * o->stride;
 }
 
 /* --- accounting --- */

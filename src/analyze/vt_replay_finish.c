@@ -256,18 +256,7 @@ static int growth_cmp(const void *x, const void *y)
 }
 
 /* the kept occurrence of o that t falls after (t >= o->t[0]) */
-static uint32_t occ_index(const vt_occ *o, uint64_t t)
-{
-    uint32_t lo = 0, hi = o->n;
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (o->t[mid] <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo - 1;
-}
+static uint32_t occ_index(const vt_occ *o, uint64_t t) { return occ_upper(o, t) - 1; }
 
 /* Work inside the occurrences of a step candidate: how many of the
  * intervals between its kept occurrences (the last one to `end`) hold the

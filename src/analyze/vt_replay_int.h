@@ -111,6 +111,8 @@ void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int
 void view_bound_update(vt_proc *p);
 void cand_raise(vt_proc *p, uint64_t t);
 double occ_count(const vt_occ *o, uint64_t t);
+/* how many kept occurrences of o are at or before t (o->t is sorted) */
+uint32_t occ_upper(const vt_occ *o, uint64_t t);
 int check_device(vt_proc *p, uint32_t *device);
 int feed_other(vt_analysis *a, vt_proc *p, const vt_event *ev);
 void alloc_series_point(vt_proc *p, vt_devstate *d, uint64_t t) __attribute__((noinline));
