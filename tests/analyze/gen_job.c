@@ -53,18 +53,8 @@ static void one_rank(const char *dir, int rank, int steps)
         gen_alloc(T(t + 1 * MS), 0x20000000000ull, 512 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC_ASYNC, &temp);
         gen_kernel(T(t + 2 * MS), "gemm_fwd", 0, 1 * MS);
         if (rank % 10 == 3 && k == 10) {
-            vt_event ev;
-            memset(&ev, 0, sizeof(ev));
-            ev.type = VT_EV_ALLOC_FAILED;
-            ev.time_ns = T(t + 3 * MS);
-            ev.u.alloc_failed.size = 4 * GiB;
-            ev.u.alloc_failed.kind = VT_MEM_DEVICE;
-            ev.u.alloc_failed.api = VT_API_MALLOC;
-            ev.u.alloc_failed.error = 2;
-            ev.u.alloc_failed.error_name = "cudaErrorMemoryAllocation";
-            ev.u.alloc_failed.site.frames = big.f;
-            ev.u.alloc_failed.site.nframes = big.n;
-            gen_emit(&ev);
+            gen_alloc_failed(0, T(t + 3 * MS), 4 * GiB, VT_MEM_DEVICE, VT_API_MALLOC, 2, "cudaErrorMemoryAllocation",
+                             &big);
         }
         gen_kernel(T(t + 4 * MS), "relu_bwd", 0, 1 * MS);
         gen_free(T(t + 6 * MS), 0x20000000000ull, 0);

@@ -369,44 +369,16 @@ static void gen_caching_tensors(void)
         kept += 512 * KiB;
         gen_nvtx(t0 + 1 * MS, VT_NVTX_POP, NULL);
     }
-    vt_event ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.type = VT_EV_ALLOC_FAILED;
-    ev.time_ns = T(35 * MS);
-    ev.u.alloc_failed.size = 8 * MiB;
-    ev.u.alloc_failed.kind = VT_MEM_TENSOR;
-    ev.u.alloc_failed.api = VT_API_CACHING_ALLOCATOR;
-    ev.u.alloc_failed.error = 2;
-    ev.u.alloc_failed.error_name = "CUDA_ERROR_OUT_OF_MEMORY";
-    ev.u.alloc_failed.site.frames = tmp.f;
-    ev.u.alloc_failed.site.nframes = tmp.n;
-    gen_emit(&ev);
+    gen_alloc_failed(0, T(35 * MS), 8 * MiB, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, 2, "CUDA_ERROR_OUT_OF_MEMORY",
+                     &tmp);
     gen_kernel(T(36 * MS), "gemm", 0, 100000);
     gen_close(VT_END_NORMAL, 0);
-}
-
-static void failed_call_on(uint32_t dev, uint64_t t, uint64_t size, vt_memkind kind, vt_allocapi api, int error,
-                           const char *name, const gen_stack *s)
-{
-    vt_event ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.type = VT_EV_ALLOC_FAILED;
-    ev.time_ns = t;
-    ev.u.alloc_failed.size = size;
-    ev.u.alloc_failed.device = dev;
-    ev.u.alloc_failed.kind = kind;
-    ev.u.alloc_failed.api = api;
-    ev.u.alloc_failed.error = error;
-    ev.u.alloc_failed.error_name = name;
-    ev.u.alloc_failed.site.frames = s->f;
-    ev.u.alloc_failed.site.nframes = s->n;
-    gen_emit(&ev);
 }
 
 static void failed_call(uint64_t t, uint64_t size, vt_memkind kind, vt_allocapi api, int error, const char *name,
                         const gen_stack *s)
 {
-    failed_call_on(0, t, size, kind, api, error, name, s);
+    gen_alloc_failed(0, t, size, kind, api, error, name, s);
 }
 
 /* OOM first (issue 33): PyTorch's caching allocator with its tensor
@@ -829,8 +801,8 @@ static void gen_job_rank(int oom, int rank)
     if (oom && rank == 1) { /* step 8 asks for 4 GiB: the allocator's cudaMalloc fails, then the request */
         gen_nvtx(t, VT_NVTX_PUSH, "step");
         gen_memusage(t + 1000, dev, 1 * GiB, 140 * GiB);
-        failed_call_on(dev, t + 2000, 4 * GiB, VT_MEM_DEVICE, VT_API_MALLOC, 2, "CUDA_ERROR_OUT_OF_MEMORY", &drv);
-        failed_call_on(dev, t + 3000, 4 * GiB, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, 2, "CUDA_ERROR_OUT_OF_MEMORY", &big);
+        gen_alloc_failed(dev, t + 2000, 4 * GiB, VT_MEM_DEVICE, VT_API_MALLOC, 2, "CUDA_ERROR_OUT_OF_MEMORY", &drv);
+        gen_alloc_failed(dev, t + 3000, 4 * GiB, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, 2, "CUDA_ERROR_OUT_OF_MEMORY", &big);
         gen_close(VT_END_NORMAL, 0); /* the exception ends the program */
         return;
     }

@@ -224,6 +224,28 @@ static __attribute__((unused)) void gen_alloc(uint64_t t, uint64_t addr, uint64_
     gen_emit(&ev);
 }
 
+/* a failed allocation on dev (error: the API's code, name its symbol) */
+static __attribute__((unused)) void gen_alloc_failed(uint32_t dev, uint64_t t, uint64_t size, vt_memkind kind,
+                                                     vt_allocapi api, int error, const char *name,
+                                                     const gen_stack *s)
+{
+    vt_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.type = VT_EV_ALLOC_FAILED;
+    ev.time_ns = t;
+    ev.u.alloc_failed.size = size;
+    ev.u.alloc_failed.device = dev;
+    ev.u.alloc_failed.kind = kind;
+    ev.u.alloc_failed.api = api;
+    ev.u.alloc_failed.error = error;
+    ev.u.alloc_failed.error_name = name;
+    if (s) {
+        ev.u.alloc_failed.site.frames = s->f;
+        ev.u.alloc_failed.site.nframes = s->n;
+    }
+    gen_emit(&ev);
+}
+
 /* a free of `api` (the replay keys the caching allocator's tensors apart) */
 static __attribute__((unused)) void gen_free_as(uint64_t t, uint64_t addr, uint32_t dev, vt_memkind kind,
                                                 vt_allocapi api)
