@@ -47,7 +47,8 @@ static void export_usage(FILE *f)
             "  --no-symbol-cache    read them even where the symbol cache has the address\n"
             "  --sysroot DIR        look for the traced binaries under DIR\n"
             "  --no-progress        never print progress on stderr\n"
-            "  --max-memory BYTES   the analysis's memory budget (as for `vramtrace report`)\n");
+            "  --max-memory BYTES   one budget for the export (default 1G): both passes over the\n"
+            "                       traces and the writer's names, frames and stacks\n");
 }
 
 static const char *suffix(vt_export_format f)
