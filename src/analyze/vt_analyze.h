@@ -82,8 +82,9 @@ void vt_analysis_add_error(vt_analysis *a, int err, const char *msg);
  * begins one; a free ends one; an allocation over a block whose free was
  * never seen ends that one first; VMM physical allocations and releases
  * likewise, the handle as the address) and the live bytes of the
- * process on the blocks' device afterwards.  The replay then takes its
- * full path for every event (the same results, a few times slower).
+ * process on the blocks' device afterwards.  The replay then takes the
+ * hot paths where they apply, noting their blocks, and the full path for
+ * the rest (the same results).
  * Pointers are valid during the call only. */
 typedef enum { VT_BLOCK_BEGIN = 1, VT_BLOCK_END = 2 } vt_block_op;
 

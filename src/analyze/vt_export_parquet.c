@@ -9,8 +9,9 @@
  * a scheduler may run one export per trace into the same DIR.  Rows are
  * written as the replay goes (a block's row when it ends), through the
  * writer of vt_parquet.c, into ".part-STEM.parquet.tmp" renamed when
- * complete.  Memory: the analysis of one trace, a row group per table and
- * the live blocks' threads.  Touches: the inputs (read), DIR (directories
+ * complete.  Memory: the analysis of one trace, a row group per table,
+ * the live blocks' threads and, at the end, the blocks still live (put in
+ * order).  Touches: the inputs (read), DIR (directories
  * and files made), stderr (read errors). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +23,7 @@
 
 #include "vt_error.h"
 #include "vt_export_int.h"
+#include "vt_grow.h"
 #include "vt_parquet.h"
 #include "vt_report_int.h"
 #include "vt_tracedir.h"
@@ -328,15 +330,57 @@ static int px_event(void *ctx, const vt_replay_event *re)
 
 /* ---- the end of the trace: live blocks, sites, steps, the process ---- */
 
-static int px_live(void *ctx, uint64_t addr, uint64_t size, uint64_t t, uint32_t unit)
+/* The blocks live at the end, gathered from the replay's tables and
+ * written in order of allocation (time, then address): the tables' order
+ * is their hashing's, which the replay's short and full ways leave
+ * different. */
+typedef struct {
+    uint64_t t, addr, size;
+    uint32_t unit;
+} px_lblock;
+
+typedef struct {
+    px_lblock *v;
+    size_t n, cap;
+} px_lblocks;
+
+static int px_live_add(void *ctx, uint64_t addr, uint64_t size, uint64_t t, uint32_t unit)
 {
-    px *x = ctx;
+    px_lblocks *l = ctx;
+    if (VT_GROW(l->v, l->n, l->cap, 1024))
+        return VT_ERR_NOMEM;
+    l->v[l->n++] = (px_lblock){t, addr, size, unit};
+    return 0;
+}
+
+static int lblock_cmp(const void *a, const void *b)
+{
+    const px_lblock *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return (x->unit > y->unit) - (x->unit < y->unit);
+}
+
+static int px_live(px *x, const vt_proc *live)
+{
     const vt_proc *p = x->m; /* the model and the replay share units (stable ids) */
-    if (unit >= p->nunits)
-        return 0;
-    const vt_unit *u = &p->units[unit];
-    alloc_row(x, addr, size, t, 0, 0, u->device, u->stack, u->kind, u->api);
-    return x->err;
+    px_lblocks l = {0};
+    int rc = vt_proc_live_blocks(live, px_live_add, &l);
+    if (!rc) {
+        qsort(l.v, l.n, sizeof(*l.v), lblock_cmp);
+        for (size_t i = 0; i < l.n && !x->err; i++) {
+            const px_lblock *b = &l.v[i];
+            if (b->unit >= p->nunits)
+                continue;
+            const vt_unit *u = &p->units[b->unit];
+            alloc_row(x, b->addr, b->size, b->t, 0, 0, u->device, u->stack, u->kind, u->api);
+        }
+        rc = x->err;
+    }
+    free(l.v);
+    return rc;
 }
 
 typedef struct {
@@ -646,7 +690,7 @@ static int export_trace(const vt_export_config *cfg, const char *trace, const ch
         goto out;
     }
     if (vt_analysis_nprocs(live))
-        rc = vt_proc_live_blocks(live->procs[0], px_live, &x);
+        rc = px_live(&x, live->procs[0]);
     if (!rc)
         rc = px_sites(&x);
     if (!rc)

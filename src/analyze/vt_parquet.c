@@ -24,7 +24,7 @@
 int vt_pq_create(vt_pq **out, const char *path, const vt_pq_col *cols, int ncols, uint32_t rows_per_group)
 {
     *out = NULL;
-    if (ncols <= 0)
+    if (ncols <= 0 || ncols > 64) /* the row's columns are bits of a word */
         return VT_ERR_INVALID;
     vt_pq *w = calloc(1, sizeof(*w));
     if (!w)
@@ -46,6 +46,10 @@ int vt_pq_create(vt_pq **out, const char *path, const vt_pq_col *cols, int ncols
         } else {
             c->max_def = c->c.optional ? 1 : 0;
         }
+        if (!c->c.optional)
+            w->required |= 1ull << k;
+        if (is_str(c))
+            w->strs |= 1ull << k;
     }
     w->f = fopen(path, "wb");
     if (!w->f) {
@@ -99,13 +103,13 @@ static pq_column *col_for(vt_pq *w, int col, int want_str)
         w->err = VT_ERR_INVALID;
         return NULL;
     }
-    pq_column *c = &w->cols[col];
-    if (c->set || is_str(c) != want_str) {
+    const uint64_t bit = 1ull << col;
+    if ((w->set & bit) || !(w->strs & bit) != !want_str) {
         w->err = VT_ERR_INVALID;
         return NULL;
     }
-    c->set = 1;
-    return c;
+    w->set |= bit;
+    return &w->cols[col];
 }
 
 /* A flat column has one entry per row: its arrays are sized for a row
@@ -126,31 +130,24 @@ static int flat_room(vt_pq *w, pq_column *c)
     return 0;
 }
 
+/* The hot path of the export (a value per column per row): one test of
+ * the error, the column, its type and whether the row has it already (the
+ * column's bit in `set` or `strs`); the chunk's minimum and maximum are
+ * found when it is written (chunk_write), in one pass over the values. */
 void vt_pq_int(vt_pq *w, int col, int64_t v)
 {
-    if (__builtin_expect(w->err || col < 0 || col >= w->ncols, 0)) {
+    const uint64_t bit = 1ull << (col & 63);
+    if (__builtin_expect(w->err || (unsigned)col >= (unsigned)w->ncols || ((w->set | w->strs) & bit), 0)) {
         w->err = w->err ? w->err : VT_ERR_INVALID;
         return;
     }
     pq_column *c = &w->cols[col];
-    if (__builtin_expect(c->set || is_str(c), 0)) {
-        w->err = VT_ERR_INVALID;
-        return;
-    }
     if (__builtin_expect(c->capiv < w->rpg, 0) && flat_room(w, c))
         return;
-    c->set = 1;
+    w->set |= bit;
     if (c->c.type == VT_PQ_INT32)
         v = (int32_t)v;
     c->iv[c->niv++] = v;
-    if (!c->have_mm) {
-        c->imin = c->imax = v;
-        c->have_mm = 1;
-    } else if (v < c->imin) {
-        c->imin = v;
-    } else if (v > c->imax) {
-        c->imax = v;
-    }
     if (c->max_def)
         c->def[c->nlev] = 1;
     c->nlev++;
@@ -534,19 +531,24 @@ static int chunk_write(vt_pq *w, pq_column *c)
             memcpy(k->min, c->db + c->doff[mn] + 4, lmn);
             memcpy(k->max, c->db + c->doff[mx] + 4, lmx);
         }
-    } else if (!is_str(c) && c->have_mm) {
+    } else if (!is_str(c) && c->niv) {
+        int64_t imin = c->iv[0], imax = c->iv[0];
+        for (size_t i = 1; i < c->niv; i++) { /* branch-free: vectorized */
+            int64_t v = c->iv[i];
+            imin = v < imin ? v : imin;
+            imax = v > imax ? v : imax;
+        }
         k->have_stats = 1;
         k->nmin = k->nmax = c->c.type == VT_PQ_INT32 ? 4 : 8;
         if (c->c.type == VT_PQ_INT32) {
-            int32_t a = (int32_t)c->imin, b = (int32_t)c->imax;
+            int32_t a = (int32_t)imin, b = (int32_t)imax;
             memcpy(k->min, &a, 4);
             memcpy(k->max, &b, 4);
         } else {
-            memcpy(k->min, &c->imin, 8);
-            memcpy(k->max, &c->imax, 8);
+            memcpy(k->min, &imin, 8);
+            memcpy(k->max, &imax, 8);
         }
-        if (c->imin ==
-            c->imax) { /* one value (a pid, a device, a grid's y): a dictionary of it, one RLE run */
+        if (imin == imax) { /* one value (a pid, a device, a grid's y): a dictionary of it, one RLE run */
             konst = 1;
             k->has_dict = 1;
             k->dict_off = w->off;
@@ -588,7 +590,6 @@ static int chunk_write(vt_pq *w, pq_column *c)
     /* the next row group starts empty */
     c->nlev = c->niv = c->nix = c->nd = c->dbn = 0;
     c->nulls = 0;
-    c->have_mm = 0;
     c->have_last = 0;
     if (c->ht)
         memset(c->ht, 0, c->hcap * sizeof(uint32_t));
@@ -622,14 +623,13 @@ int vt_pq_row(vt_pq *w)
 {
     if (w->err)
         return w->err;
-    for (int k = 0; k < w->ncols; k++) {
-        pq_column *c = &w->cols[k];
-        if (c->set) {
-            c->set = 0;
-            continue;
-        }
-        if (!c->c.optional)
-            return w->err = VT_ERR_INVALID;
+    const uint64_t all = w->ncols == 64 ? ~0ull : (1ull << w->ncols) - 1;
+    uint64_t missing = ~w->set & all;
+    w->set = 0;
+    if (missing & w->required)
+        return w->err = VT_ERR_INVALID;
+    for (; missing; missing &= missing - 1) { /* the nulls of the row */
+        pq_column *c = &w->cols[__builtin_ctzll(missing)];
         c->nulls++;
         lev(w, c, 0, 0);
     }

@@ -33,7 +33,7 @@ typedef struct {
 
 typedef struct {
     vt_pq_col c;
-    int max_def, max_rep, set;
+    int max_def, max_rep;
     uint8_t *def, *rep;
     size_t nlev, caplev, caprep;
     int64_t *iv;
@@ -52,8 +52,6 @@ typedef struct {
     uint32_t last_e;
     int have_last;
     uint64_t nulls;
-    int64_t imin, imax;
-    int have_mm;
     pq_chunk *ch;
     size_t nch, capch;
 } pq_column;
@@ -71,6 +69,9 @@ struct vt_pq {
     uint32_t rows; /* in the open row group */
     pq_column *cols;
     int ncols;
+    uint64_t set;      /* bit k: column k has a value in the open row */
+    uint64_t required; /* bit k: column k is not optional */
+    uint64_t strs;     /* bit k: column k holds strings */
     pq_group *groups;
     size_t ngroups, capgroups;
     ZSTD_CCtx *zc;

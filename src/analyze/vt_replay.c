@@ -343,9 +343,11 @@ static inline __attribute__((always_inline)) int alloc_fast(vt_proc *p, const vt
     return 1;
 }
 
-/* A free of a young block: 1 when done, 0 for the full way, or a vt_err.
- * Needs fast_ready(). */
-static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
+/* A free of a young block: 1 when done, 0 for the full way, or a vt_err;
+ * when done, the block's unit, size and allocation time in *ui_out,
+ * *size_out and *ta_out (for the consumer).  Needs fast_ready(). */
+static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t,
+                                                           uint32_t *ui_out, uint64_t *size_out, uint64_t *ta_out)
 {
     const uint64_t addr = blk_key(e->address, e->api);
     if (__builtin_expect(!e->address, 0))
@@ -365,6 +367,9 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
     if (__builtin_expect(ui == VT_DEAD, 0)) /* a double free, probably */
         return 0;
     const uint64_t size = b->size, ta = b->t;
+    *ui_out = ui;
+    *size_out = size;
+    *ta_out = ta;
     vt_unit *u = &p->units[ui];
     b->unit = VT_DEAD; /* the slot stays taken */
     p->freed_cache[b->fslot] = addr; /* freed_mark */
@@ -469,16 +474,68 @@ static int fast_ready(vt_proc *p)
     return 1;
 }
 
-/* With a consumer, or while a test is open: every event the full way,
- * then the blocks it began or ended to the test (vt_replay_tests.c) and
- * to the consumer, with the device's live bytes after it. */
+/* One event the short way with the block it begins or ends noted for the
+ * consumer (vt_replay_note_block, as on_alloc and on_free note it): 1 when
+ * done, 0 for the full way (nothing changed), or a vt_err.  Counts and
+ * times as proc_feed() does them, when done.  Needs fast_ready(). */
+static inline __attribute__((always_inline)) int feed_fast_noted(vt_analysis *a, vt_proc *p, const vt_event *e)
+{
+    const uint64_t t = e->time_ns;
+    int rc;
+    switch (e->type) {
+    case VT_EV_ALLOC:
+        rc = alloc_fast(p, &e->u.alloc, t);
+        if (rc <= 0)
+            return rc;
+        vt_replay_note_block(a, p, VT_BLOCK_BEGIN, e->u.alloc.address, p->stack_unit[e->u.alloc.site.stack] - 1,
+                             alloc_size(&e->u.alloc), t, t);
+        break;
+    case VT_EV_FREE: {
+        uint32_t ui;
+        uint64_t size, ta;
+        rc = free_fast(a, p, &e->u.free, t, &ui, &size, &ta);
+        if (rc <= 0)
+            return rc;
+        vt_replay_note_block(a, p, VT_BLOCK_END, e->u.free.address, ui, size, ta, t);
+        break;
+    }
+    case VT_EV_KERNEL:
+        if (!kernel_fast(p, &e->u.kernel, t))
+            return 0;
+        p->records++;
+        p->nev[VT_EV_KERNEL]++;
+        return 1;
+    default:
+        return 0;
+    }
+    /* an allocation or a free, done: what proc_feed() does before either */
+    p->records++;
+    p->nev[e->type]++;
+    if (t > p->t_last)
+        p->t_last = t;
+    if (t > p->t_seq)
+        p->t_seq = t;
+    else if (__builtin_expect(t < p->t_seq, 0) &&
+             !(e->type == VT_EV_ALLOC && e->u.alloc.kind == VT_MEM_DEVICE_STATIC))
+        time_back_note(p, t, p->t_seq);
+    return 1;
+}
+
+/* With a consumer, or while a test is open: every event the short way
+ * when it can (feed_fast_noted), else the full way, then the blocks it
+ * began or ended to the test (vt_replay_tests.c) and to the consumer, with
+ * the device's live bytes after it. */
 static int feed_consumed(vt_analysis *a, vt_proc *p, const vt_event *ev, int n) __attribute__((noinline));
 static int feed_consumed(vt_analysis *a, vt_proc *p, const vt_event *ev, int n)
 {
     for (int i = 0; i < n; i++) {
         p->nrb = 0;
-        int rc = feed_slow(a, p, &ev[i]);
-        if (rc)
+        int rc = 0;
+        if (__builtin_expect(p->have_t0 && p->blocks.cap && p->freed_cache, 1))
+            rc = feed_fast_noted(a, p, &ev[i]);
+        if (rc < 0)
+            return rc;
+        if (!rc && (rc = feed_slow(a, p, &ev[i])))
             return rc;
         if (p->nrb && p->test_open && (rc = vt_tests_blocks(p, p->rb, p->nrb)))
             return rc;
@@ -550,7 +607,9 @@ __attribute__((aligned(64))) int vt_proc_feed_batch(vt_analysis *a, vt_proc *p, 
                 time_back_note(p, t, t_seq);
             t_seq = t > t_seq ? t : t_seq;
             t_last = t > t_last ? t : t_last;
-            rc = free_fast(a, p, &e->u.free, t);
+            uint32_t ui_unused;
+            uint64_t size_unused, ta_unused;
+            rc = free_fast(a, p, &e->u.free, t, &ui_unused, &size_unused, &ta_unused);
             if (__builtin_expect(rc == 0, 0))
                 rc = on_free(a, p, &e->u.free, t);
             else if (rc > 0)
