@@ -2,6 +2,7 @@
 #include "outfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,6 +21,25 @@ int vt_outfile_open(vt_outfile *o, const char *path, int replace)
         return -1;
     }
     snprintf(o->path, sizeof(o->path), "%s", path);
+    if (replace && stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+        /* a stream: no file to replace (a rename would put one there) */
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -1;
+        o->f = fdopen(fd, "wb");
+        if (!o->f) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        o->direct = 1;
+        return 0;
+    }
+    if (replace && stat(path, &st) == 0 && S_ISBLK(st.st_mode)) {
+        errno = ENOTSUP; /* a disk: never written by an export */
+        return -1;
+    }
     snprintf(o->tmp, sizeof(o->tmp), "%s.vt-XXXXXX", path);
     int fd = mkstemp(o->tmp); /* O_CREAT | O_EXCL: a fresh file, never a link's target */
     if (fd < 0)
@@ -46,6 +66,10 @@ int vt_outfile_commit(vt_outfile *o, int replace)
     if (fclose(o->f))
         rc = -1, e = errno;
     o->f = NULL;
+    if (o->direct) {
+        errno = e;
+        return rc;
+    }
     if (!rc) {
         if (replace) {
             if (rename(o->tmp, o->path)) /* replaces a link itself, never its target */
@@ -65,5 +89,6 @@ void vt_outfile_abort(vt_outfile *o)
     if (o->f)
         fclose(o->f);
     o->f = NULL;
-    unlink(o->tmp);
+    if (!o->direct)
+        unlink(o->tmp);
 }

@@ -4,7 +4,10 @@
  * that cannot be a link) and renamed over PATH once complete, so a link at
  * PATH is replaced, never written through, and a failed write leaves what
  * was there.  A path the user did not name (export's default) replaces
- * nothing: an existing entry there, a link included, is refused. */
+ * nothing: an existing entry there, a link included, is refused.  A named
+ * path that is a stream (a character device such as /dev/null or a
+ * terminal, a FIFO, or a link to one: /dev/stdout) is written into as it
+ * is: renaming over it would put a regular file in its place. */
 #ifndef VT_OUTFILE_H
 #define VT_OUTFILE_H
 #include <stdio.h>
@@ -13,6 +16,7 @@ typedef struct {
     FILE *f;        /* write here */
     char path[4096];
     char tmp[4200];
+    int direct;     /* written into path itself (a stream), nothing to rename */
 } vt_outfile;
 
 /* Open path for writing.  replace: 1 when the user named path (-o, --html

@@ -164,6 +164,23 @@ outputs) # 6: no output is written through a link planted at its path
     ln -s victim diff.html
     "$vt" diff --html diff.html far.zst names.zst >/dev/null 2>&1 || fail "diff --html over a link: exit $?"
     [ ! -L diff.html ] && [ "$(cat victim)" = precious ] || fail "diff --html wrote through the link"
+    # a stream named by -o (a FIFO, /dev/null, /dev/stdout: a link to one) is written
+    # into, never renamed over: that would put a regular file at /dev/null
+    mkfifo pipe && ln -s pipe pipe.link
+    for p in pipe pipe.link; do
+        rm -f got
+        timeout 10 cat pipe >got & reader=$!
+        timeout 10 "$vt" export --no-progress --format perfetto -o $p far.zst 2>err.txt ||
+            fail "export -o $p (a FIFO): $(cat err.txt)"
+        wait $reader
+        [ -p pipe ] || { fail "export -o $p replaced the FIFO"; rm -f pipe; mkfifo pipe; }
+        [ -s got ] || fail "export -o $p: nothing came through the FIFO"
+    done
+    timeout 10 cat pipe >got & reader=$!
+    timeout 10 "$vt" report --no-progress --html pipe.link far.zst >/dev/null 2>&1 || fail "report --html into a FIFO: exit $?"
+    wait $reader
+    [ -p pipe ] || fail "report --html replaced the FIFO"
+    grep -q '<html' got || fail "report --html into a FIFO: no page came through"
     ls | grep -q '\.vt-' && fail "a temporary file was left: $(ls | grep '\.vt-')"
     ;;
 time) # 7: time running backwards is an oddity; durations and sizes never wrap
