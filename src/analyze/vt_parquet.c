@@ -112,21 +112,13 @@ static pq_column *col_for(vt_pq *w, int col, int want_str)
     return &w->cols[col];
 }
 
-/* A flat column has one entry per row: its arrays are sized for a row
- * group once (flat_room), the values then go in without a check each. */
+/* A flat column has one entry per row: its values and levels grow
+ * together, doubling from 1024 rows up to a row group, so that a small
+ * file does not pay for a row group's 64 K rows in every int column. */
 static int flat_room(vt_pq *w, pq_column *c)
 {
-    if (c->capiv >= w->rpg)
-        return 0;
-    int64_t *iv = realloc(c->iv, (size_t)w->rpg * sizeof(int64_t));
-    if (iv)
-        c->iv = iv;
-    uint8_t *d = c->max_def ? realloc(c->def, w->rpg) : NULL;
-    if (d)
-        c->def = d;
-    if (!iv || (c->max_def && !d))
+    if (VT_GROW(c->iv, c->niv, c->capiv, 1024) || (c->max_def && VT_GROW(c->def, c->nlev, c->caplev, 1024)))
         return w->err = VT_ERR_NOMEM;
-    c->capiv = c->caplev = w->rpg;
     return 0;
 }
 
@@ -142,7 +134,7 @@ void vt_pq_int(vt_pq *w, int col, int64_t v)
         return;
     }
     pq_column *c = &w->cols[col];
-    if (__builtin_expect(c->capiv < w->rpg, 0) && flat_room(w, c))
+    if (__builtin_expect(c->niv >= c->capiv || (c->max_def && c->nlev >= c->caplev), 0) && flat_room(w, c))
         return;
     w->set |= bit;
     if (c->c.type == VT_PQ_INT32)
