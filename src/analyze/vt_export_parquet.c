@@ -369,7 +369,8 @@ static int px_live(px *x, const vt_proc *live)
     px_lblocks l = {0};
     int rc = vt_proc_live_blocks(live, px_live_add, &l);
     if (!rc) {
-        qsort(l.v, l.n, sizeof(*l.v), lblock_cmp);
+        if (l.n) /* qsort's base may not be NULL, even for no elements */
+            qsort(l.v, l.n, sizeof(*l.v), lblock_cmp);
         for (size_t i = 0; i < l.n && !x->err; i++) {
             const px_lblock *b = &l.v[i];
             if (b->unit >= p->nunits)
