@@ -11,6 +11,7 @@
  * loop's. */
 #define _GNU_SOURCE
 #include "vt_marktab.h"
+#include "vt_hash.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -53,16 +54,6 @@ struct vt_marktab {
     uint64_t dropped;
     int nopy;
 };
-
-static inline uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
-}
 
 static uint32_t pow2_at_least(uint32_t n)
 {
@@ -170,7 +161,7 @@ static uint32_t code_of(vt_marktab *m, const vt_markframe *f, vt_mark_describe_f
 {
     if (!f->key)
         return NO_IDX;
-    for (uint32_t i = (uint32_t)mix64(f->key) & m->cmask;; i = (i + 1) & m->cmask) {
+    for (uint32_t i = (uint32_t)vt_hash64(f->key) & m->cmask;; i = (i + 1) & m->cmask) {
         mcode *c = &m->codes[i];
         if (c->used && c->key == f->key)
             return i;
@@ -195,7 +186,7 @@ static uint32_t code_of(vt_marktab *m, const vt_markframe *f, vt_mark_describe_f
  * slot when the table is full.  Under the mutex. */
 static uint32_t site_of(vt_marktab *m, uint32_t code, uint32_t line, uint32_t device, int tensor)
 {
-    const uint64_t h = mix64(((uint64_t)code << 32 | line) ^ mix64((uint64_t)device << 1 | (unsigned)tensor));
+    const uint64_t h = vt_hash64(((uint64_t)code << 32 | line) ^ vt_hash64((uint64_t)device << 1 | (unsigned)tensor));
     for (uint32_t i = (uint32_t)h & m->smask;; i = (i + 1) & m->smask) {
         msite *s = &m->sites[i];
         if (s->used && s->code == code && s->line == line && s->device == device && s->tensor == tensor)
@@ -212,7 +203,7 @@ static uint32_t site_of(vt_marktab *m, uint32_t code, uint32_t line, uint32_t de
 
 static inline uint32_t block_home(const vt_marktab *m, uint64_t addr, int tensor)
 {
-    return (uint32_t)mix64(addr ^ (uint64_t)tensor) & m->bmask;
+    return (uint32_t)vt_hash64(addr ^ (uint64_t)tensor) & m->bmask;
 }
 
 void vt_marktab_alloc(vt_marktab *m, uint64_t addr, uint64_t size, uint32_t device, int tensor,

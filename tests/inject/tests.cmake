@@ -86,7 +86,7 @@ set_tests_properties(inject.marktab PROPERTIES LABELS "inject")
 # objects, then real pytest runs (where an interpreter has pytest) on a
 # stand-in torch calling a fake library over the real table (fake_test_lib.c)
 add_library(vt_fake_test SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_test_lib.c ${PROJECT_SOURCE_DIR}/src/inject/vt_marktab.c)
-target_include_directories(vt_fake_test PRIVATE ${PROJECT_SOURCE_DIR}/src/inject)
+target_include_directories(vt_fake_test PRIVATE ${PROJECT_SOURCE_DIR}/src/inject ${PROJECT_SOURCE_DIR}/src/core)
 target_link_libraries(vt_fake_test PRIVATE Threads::Threads)
 add_test(NAME inject.pytest_plugin COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/test_pytest_plugin.py ${CMAKE_SOURCE_DIR}/src/python
                                            $<TARGET_FILE:vt_fake_test>)
