@@ -100,7 +100,7 @@ void vt_analysis_free(vt_analysis *a)
     free(a);
 }
 
-static uint64_t units_of(const vt_analysis *a)
+uint64_t vt_analysis_units(const vt_analysis *a)
 {
     uint64_t n = 0;
     for (size_t i = 0; i < a->nprocs; i++)
@@ -120,7 +120,7 @@ int vt_analysis_begin_process(vt_analysis *a, const char *name)
         snprintf(a->budget_why, sizeof(a->budget_why),
                  "%s: not read: the analysis's memory budget of %llu MiB is spent (%zu processes, %llu call sites, "
                  "their names and stacks); a new process would pass it",
-                 name, (unsigned long long)(a->budget->limit >> 20), a->nprocs, (unsigned long long)units_of(a));
+                 name, (unsigned long long)(a->budget->limit >> 20), a->nprocs, (unsigned long long)vt_analysis_units(a));
         vt_analysis_add_error(a, VT_ERR_LIMIT, a->budget_why);
         return VT_ERR_LIMIT;
     }
@@ -221,7 +221,7 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
                              "(about %zu bytes each) in %zu processes (about %zu KiB each) and the definition tables; "
                              "a new call site would pass it; what was read before is reported",
                              path, (unsigned long long)vt_reader_offset(r), (unsigned long long)(a->budget->limit >> 20),
-                             (unsigned long long)units_of(a), (size_t)VT_UNIT_COST, a->nprocs,
+                             (unsigned long long)vt_analysis_units(a), (size_t)VT_UNIT_COST, a->nprocs,
                              (size_t)(VT_PROC_COST >> 10));
                 else
                     snprintf(msg, sizeof(msg), "%s: replay failed at offset %llu: %s", path,

@@ -679,6 +679,8 @@ void vt_proc_free_holders(vt_proc *p);
 /* a charges its processes, sites and tables to b (an export's second pass
  * to the first's: both are in memory together); before any file is added */
 void vt_analysis_share_budget(vt_analysis *a, vt_table_budget *b);
+/* the call sites of all a's processes (what the budget's errors count) */
+uint64_t vt_analysis_units(const vt_analysis *a);
 /* n bytes more from b: 0, or -1 (nothing taken) when b would pass its limit */
 static inline int vt_budget_take(vt_table_budget *b, uint64_t n)
 {

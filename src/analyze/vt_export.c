@@ -843,14 +843,6 @@ static int add_inputs(vt_analysis *a, char *const *inputs, int n)
     return any ? 0 : VT_ERR_NOT_FOUND;
 }
 
-static uint64_t xt_units_of(const vt_analysis *a)
-{
-    uint64_t n = 0;
-    for (size_t i = 0; i < a->nprocs; i++)
-        n += a->procs[i]->nunits;
-    return n;
-}
-
 int vt_xjob_replay(vt_xjob *j, vt_replay_fn fn, void *ctx)
 {
     vt_analysis_config c = j->cfg->analysis;
@@ -978,7 +970,7 @@ int vt_export(const vt_export_config *cfg, char *const *inputs, int ninputs, FIL
         snprintf(err, errlen,
                  "the export's memory budget of %llu MiB is spent (--max-memory raises it): its two passes over "
                  "%u processes and %llu call sites, and the writer's names, frames and stacks",
-                 (unsigned long long)(j.model->budget->limit >> 20), np, (unsigned long long)xt_units_of(j.model));
+                 (unsigned long long)(j.model->budget->limit >> 20), np, (unsigned long long)vt_analysis_units(j.model));
     if (rc) {
         if (!err[0])
             snprintf(err, errlen, "%s", vt_strerror(rc));
