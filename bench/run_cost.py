@@ -16,7 +16,9 @@ Per process: wall time (start to exit, what the user waits) and the median
 step after the warm-up.  Per config: the step against untraced of the same
 round and the wall time added, as paired medians over rounds with their
 range; for record-type configs, what `vramtrace record` itself spent after
-the program ended (its --timings line).  VT_COST_WORK (default
+the program ended (its --timings line) and the holder walk's own time
+("walk": it runs in a child after the program ends, so it is in no wall
+time; the next process starts only when it is done).  VT_COST_WORK (default
 launch,transformer,gpt2), VT_COST_BUDGET_S (start no round after it)."""
 import json
 import os
@@ -30,7 +32,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LINE = re.compile(r"^round (\d+) (\S+) (\S+): wall ([\d.]+) s step ([\d.]+) ms after ([\d.]+|-) s$")
+LINE = re.compile(r"^round (\d+) (\S+) (\S+): wall ([\d.]+) s step ([\d.]+) ms after ([\d.]+|-) s"
+                  r"(?: walk ([\d.]+|-) s)?$")
 
 
 def command(build, cfg, work, tmp, cache):
@@ -57,6 +60,38 @@ def after_exit(stderr):
     """seconds `vramtrace record` spent after the command ended"""
     m = re.search(r"total after it ([\d.]+) s", stderr)
     return float(m.group(1)) if m else None
+
+
+def detached_walk(cmd):
+    """The holder walk at exit runs in a child that outlives the program
+    (and `record`): wait for it (holders.*.pending unlocked) so that it
+    never runs beside the next process, and return its time from the W
+    line of holders.PID.txt (None without one)."""
+    import fcntl
+    if "-o" not in cmd:
+        return None
+    d = cmd[cmd.index("-o") + 1]
+    for x in os.listdir(d):
+        if x.startswith("holders.") and x.endswith(".pending"):
+            try:
+                fd = os.open(os.path.join(d, x), os.O_RDONLY)
+            except OSError:
+                continue
+            t0 = time.time()
+            while time.time() - t0 < 60:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    time.sleep(0.02)
+            os.close(fd)
+    secs = None
+    for x in os.listdir(d):
+        if re.fullmatch(r"holders\.\d+\.txt", x):
+            for ln in open(os.path.join(d, x)):
+                if ln.startswith("W "):
+                    secs = (secs or 0) + float(ln.split()[2])
+    return secs
 
 
 def run(build, rounds, works, cfgs, budget, log):
@@ -93,8 +128,10 @@ def run(build, rounds, works, cfgs, budget, log):
                     print(f"# {work} {cfg}: exit {p.returncode} {p.stderr[-400:]!r}", file=log, flush=True)
                     continue
                 a = after_exit(p.stderr)
+                wk = detached_walk(cmd)
                 print(f"round {r} {work} {cfg}: wall {wall:.3f} s step {res['median_ms']:.3f} ms after "
-                      f"{'-' if a is None else f'{a:.3f}'} s", file=log, flush=True)
+                      f"{'-' if a is None else f'{a:.3f}'} s walk {'-' if wk is None else f'{wk:.3f}'} s",
+                      file=log, flush=True)
                 if a is not None:
                     for ln in p.stderr.splitlines():
                         if "timings" in ln or "after the command" in ln:
@@ -110,9 +147,10 @@ def table(paths):
             if m:
                 r, w, c = (path, int(m.group(1))), m.group(2), m.group(3)
                 rows.setdefault((w, c), {})[r] = (float(m.group(4)), float(m.group(5)),
-                                                  None if m.group(6) == "-" else float(m.group(6)))
+                                                  None if m.group(6) == "-" else float(m.group(6)),
+                                                  None if m.group(7) in (None, "-") else float(m.group(7)))
     out = [f"{'workload':12s} {'config':10s} {'n':>3s} {'step ms':>8s} {'x untraced':>10s} {'range':>13s} "
-           f"{'wall s':>7s} {'+wall s':>7s} {'range':>15s} {'after s':>7s}"]
+           f"{'wall s':>7s} {'+wall s':>7s} {'range':>15s} {'after s':>7s} {'walk s':>7s}"]
     for w in sorted({w for w, _ in rows}):
         base = rows.get((w, "untraced"), {})
         for c in ("untraced", "floor", "history", "notensors", "record", "first"):
@@ -134,6 +172,8 @@ def table(paths):
             else:
                 line += f"{'':7s} {'':15s} "
             line += f"{st.median(aft):7.2f}" if aft else f"{'':7s}"
+            walk = [d[k][3] for k in d if d[k][3] is not None]
+            line += f" {st.median(walk):7.2f}" if walk else ""
             out.append(line)
     return "\n".join(out)
 

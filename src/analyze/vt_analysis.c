@@ -311,7 +311,7 @@ int vt_analysis_finish(vt_analysis *a)
         if (rc)
             return rc;
         char msg[600];
-        if (vt_proc_join_holders(a->procs[i], a->procs[i]->name, msg, sizeof(msg)) && msg[0])
+        if (vt_proc_join_holders(a->procs[i], a->procs[i]->name, VT_HOLDERS_WAIT_S, msg, sizeof(msg)) && msg[0])
             vt_proc_add_note(a->procs[i], VT_SEV_WARNING, msg);
     }
     return 0;

@@ -122,6 +122,16 @@ typedef struct {
                         at t), which counts (+size, +1) only if never folded */
 } vt_tail;
 
+/* A block live at the view's bound and freed after it (the process's
+ * teardown, most often): kept by its table key, so that what the holder
+ * walk at exit saw live (holders.PID.txt) still joins to it after the
+ * program's exit freed it (see late_free_note) */
+typedef struct {
+    uint64_t key, size;
+    uint64_t ta, t;  /* allocated, freed */
+    uint32_t unit;
+} vt_late;
+
 typedef struct {
     uint64_t handle, size, t;
     uint32_t unit, nmaps;
@@ -495,6 +505,8 @@ typedef struct {
     int cand_set;
     vt_tail *tail; size_t ntail, captail;
     int tail_overflow;
+    vt_late *late; size_t nlate, caplate; /* freed after the bound (vt_late) */
+    int late_overflow;
     uint64_t view_below;  /* cand + 1 while the fast path may decide the view, else 0 */
     uint64_t view_t;      /* final T (absolute) */
     int view_mode;        /* resolved vt_at_mode */
@@ -666,8 +678,11 @@ void vt_fmt_bytes(char *buf, size_t len, double bytes);
 /* a note of the analyzer itself in process p's notes */
 void vt_proc_add_note(vt_proc *p, int sev, const char *text);
 /* holders.PID.txt beside the trace joined to the blocks live at the end
- * (after vt_proc_finish): 0, or a vt_err with msg (none is not an error) */
-int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t len);
+ * (after vt_proc_finish): 0, or a vt_err with msg (none is not an error).
+ * A walk at exit still running (holders.PID.pending locked) is waited for
+ * at most wait_s seconds (0 in the live view: it asks again later). */
+#define VT_HOLDERS_WAIT_S 60.0
+int vt_proc_join_holders(vt_proc *p, const char *trace_path, double wait_s, char *msg, size_t len);
 void vt_proc_free_holders(vt_proc *p);
 /* What the analysis's budget (vt_analysis_config.max_memory) is charged
  * for each call site (the unit, twice over for its array's doubling, and

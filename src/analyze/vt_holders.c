@@ -3,9 +3,14 @@
  * holders.PID.txt beside its trace) joined to the blocks live at the end
  * by storage address.  A part of the replay: it reads the block tables
  * after vt_proc_finish.  Touches: the holders file (read). */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "vt_grow.h"
 #include "vt_replay_int.h"
@@ -144,15 +149,70 @@ void vt_proc_free_holders(vt_proc *p) { holders_clear(p); }
  * tensor there (*whole = 1: the storage keeps its whole block, as
  * memory_allocated() counts it), else the driver's block (a tensor of
  * --tensors mode or of backend:cudaMallocAsync). */
-static vt_block *live_at(vt_proc *p, uint64_t a, int *whole)
+static int live_at(vt_proc *p, const vt_map *late, uint64_t a, int *whole, uint32_t *unit, uint64_t *size)
 {
     vt_blockmap *t;
-    vt_block *b = blocks_lookup(p, blk_key(a, VT_API_CACHING_ALLOCATOR), &t);
-    *whole = b != NULL;
-    return b ? b : blocks_lookup(p, a, &t);
+    /* a block freed after the view (the program's teardown, after the
+     * walk at exit saw it live) counts as the walk saw it */
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t key = pass ? a : blk_key(a, VT_API_CACHING_ALLOCATOR);
+        vt_block *b = blocks_lookup(p, key, &t);
+        if (b) {
+            *unit = b->unit;
+            *size = b->size;
+        } else {
+            uint64_t *i = late->cap ? vt_map_get(late, key + 1) : NULL;
+            if (!i)
+                continue;
+            *unit = p->late[*i].unit;
+            *size = p->late[*i].size;
+        }
+        *whole = !pass;
+        return 1;
+    }
+    return 0;
 }
 
-int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t len)
+/* The walk at exit runs in a child that outlives the program
+ * (src/python/vramtrace_holders.py, _detach): until it has written
+ * holders.PID.txt it holds holders.PID.pending locked, and the lock goes
+ * with the child however it ends.  Waits for it at most wait_s seconds,
+ * saying so on stderr after a fifth of a second; 1 if it still runs. */
+static int walk_pending(const char *dir, int dl, uint32_t pid, double wait_s)
+{
+    char path[4400];
+    snprintf(path, sizeof(path), "%.*s/holders.%u.pending", dl, dir, pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    int running = 0, said = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        double waited = 0;
+        while (flock(fd, LOCK_SH | LOCK_NB) != 0) {
+            if (errno != EWOULDBLOCK && errno != EINTR)
+                break;
+            if (waited >= wait_s) {
+                running = 1;
+                break;
+            }
+            if (!said && waited >= 0.2) {
+                fprintf(stderr,
+                        "vramtrace: waiting for the holder walk of process %u, which runs after the "
+                        "program ends (%s)...\n",
+                        pid, path);
+                said = 1;
+            }
+            struct timespec ts = {0, 50 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            waited += 0.05;
+        }
+    }
+    close(fd);
+    return running;
+}
+
+int vt_proc_join_holders(vt_proc *p, const char *trace_path, double wait_s, char *msg, size_t len)
 {
     msg[0] = 0;
     holders_clear(p);
@@ -162,6 +222,16 @@ int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t l
     const char *slash = strrchr(trace_path, '/');
     int dl = slash ? (int)(slash - trace_path) : 1;
     read_walks(p, slash ? trace_path : ".", dl);
+    if (walk_pending(slash ? trace_path : ".", dl, p->pid, wait_s)) {
+        if (wait_s > 0) {
+            snprintf(msg, len,
+                     "the holder walk of process %u was still running after %.0f s: its holders are not "
+                     "in this report (run it again when holders.%u.pending is gone)",
+                     p->pid, wait_s, p->pid);
+            return VT_ERR_IO;
+        }
+        return 0;
+    }
     snprintf(path, sizeof(path), "%.*s/holders.%u.txt", dl, slash ? trace_path : ".", p->pid);
     struct stat st;
     if (stat(path, &st) || !S_ISREG(st.st_mode))
@@ -178,6 +248,12 @@ int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t l
     uint64_t ln = 0;
     int rc = 0;
     vt_map pairs = {0}; /* unit << 32 | holder -> bytes joined */
+    vt_map late = {0};  /* table key + 1 -> its vt_late (blocks freed after the view) */
+    for (size_t i = 0; i < p->nlate; i++)
+        if (vt_map_put(&late, p->late[i].key + 1, i)) {
+            rc = VT_ERR_NOMEM;
+            goto out;
+        }
     if (!fgets(line, sizeof(line), f) || strcmp(line, "vramtrace-holders 1\n")) {
         snprintf(msg, len, "%s: line 1: not a vramtrace holders file (version 1)", path);
         rc = VT_ERR_VERSION;
@@ -212,11 +288,12 @@ int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t l
             unsigned g;
             if (sscanf(line, "P %" SCNx64 " %" SCNu64 " %u", &a, &nb, &g) == 3) {
                 int whole;
-                vt_block *b = live_at(p, a, &whole);
-                if (b) {
-                    uint64_t key = (uint64_t)b->unit << 32 | (uint32_t)(p->nholders - 1);
+                uint32_t bunit;
+                uint64_t bsize;
+                if (live_at(p, &late, a, &whole, &bunit, &bsize)) {
+                    uint64_t key = (uint64_t)bunit << 32 | (uint32_t)(p->nholders - 1);
                     uint64_t *v = vt_map_get(&pairs, key + 1);
-                    uint64_t sz = whole || b->size < nb || !nb ? b->size : nb;
+                    uint64_t sz = whole || bsize < nb || !nb ? bsize : nb;
                     if (v)
                         *v += sz;
                     else if (vt_map_put(&pairs, key + 1, sz)) {
@@ -252,6 +329,7 @@ int vt_proc_join_holders(vt_proc *p, const char *trace_path, char *msg, size_t l
     }
 out:
     vt_map_free(&pairs);
+    vt_map_free(&late);
     fclose(f);
     return rc;
 }

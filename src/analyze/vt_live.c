@@ -185,7 +185,7 @@ static int64_t src_poll(vt_live *lv, live_src *s, uint64_t max)
         s->r = NULL;
         if (vt_proc_finish(lv->a, s->p) == VT_ERR_NOMEM)
             return VT_ERR_NOMEM;
-        vt_proc_join_holders(s->p, s->p->name, msg, sizeof(msg));
+        vt_proc_join_holders(s->p, s->p->name, 0, msg, sizeof(msg));
         s->dirty = 0;
     } else if (s->state == VT_LIVE_FAILED) {
         vt_reader_free(s->r);
@@ -210,7 +210,7 @@ int64_t vt_live_poll(vt_live *lv, uint64_t max_events)
             /* the program's walk may write holders.PID.txt after the End */
             char msg[600];
             s->holder_tries++;
-            vt_proc_join_holders(s->p, s->p->name, msg, sizeof(msg));
+            vt_proc_join_holders(s->p, s->p->name, 0, msg, sizeof(msg));
         }
         if (s->dirty && s->state != VT_LIVE_ENDED) {
             vt_proc_live_growth(lv->a, s->p);

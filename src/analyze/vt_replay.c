@@ -167,6 +167,7 @@ static int on_free(vt_analysis *a, vt_proc *p, const vt_ev_free *e, uint64_t t)
     blocks_remove(table, b);
     freed_mark(p, key);
     vt_replay_note_block(a, p, VT_BLOCK_END, e->address, ui, sz, ta, t);
+    late_free_check(p, key, ui, sz, ta, t);
     return account_free(a, p, ui, sz, ta, t);
 }
 
@@ -383,6 +384,7 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
     if (__builtin_expect(ta < below, 1)) {
         if (t < below)
             return 1;
+        late_free_check(p, addr, ui, size, ta, t);
         if (__builtin_expect(p->ntail < p->captail, 1)) {
             vt_tail *w = &p->tail[p->ntail++];
             w->t = t;
@@ -391,7 +393,10 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
             w->count = 0;
             return 1;
         }
+        view_pair_slow(a, p, ui, size, ta, t);
+        return 1;
     }
+    late_free_check(p, addr, ui, size, ta, t);
     view_pair_slow(a, p, ui, size, ta, t);
     return 1;
 }

@@ -227,6 +227,53 @@ void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int
     e->count = count;
 }
 
+/* A free after the view's bound (see vt_late): kept while it may still
+ * come after the view.  Full: what the bound has passed goes; past
+ * VT_TAIL_CAP entries nothing more is kept (late_overflow: the holders
+ * then join to the blocks live at the end only). */
+void late_free_note(vt_proc *p, uint64_t key, uint32_t ui, uint64_t size, uint64_t ta, uint64_t t)
+{
+    if (p->nlate == p->caplate) {
+        if (p->cand_set) {
+            size_t w = 0;
+            for (size_t i = 0; i < p->nlate; i++)
+                if (p->late[i].t > p->cand)
+                    p->late[w++] = p->late[i];
+            p->nlate = w;
+        }
+        if (p->nlate * 2 > p->caplate || !p->caplate) {
+            size_t nc = p->caplate ? p->caplate * 2 : 1024;
+            vt_late *nl = nc <= VT_TAIL_CAP ? realloc(p->late, nc * sizeof(*nl)) : NULL;
+            if (!nl) {
+                free(p->late);
+                p->late = NULL;
+                p->nlate = p->caplate = 0;
+                p->late_overflow = 1;
+                return;
+            }
+            p->late = nl;
+            p->caplate = nc;
+        }
+    }
+    vt_late *e = &p->late[p->nlate++];
+    e->key = key;
+    e->size = size;
+    e->ta = ta;
+    e->t = t;
+    e->unit = ui;
+}
+
+/* The view fixed at T: the late frees of blocks live at T (allocated at or
+ * before it, freed after it) are kept, the rest go. */
+void late_free_end(vt_proc *p, uint64_t T)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < p->nlate; i++)
+        if (p->late[i].t > T && p->late[i].ta <= T)
+            p->late[w++] = p->late[i];
+    p->nlate = w;
+}
+
 /* view_below: the fast path's view bound (see free_fast), 0 when the
  * fast path may not decide (another view mode, overflow, no bound yet) */
 void view_bound_update(vt_proc *p)

@@ -600,6 +600,7 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
         break;
     }
     tail_end(p, p->view_t, p->view_mode == VT_AT_END);
+    late_free_end(p, p->view_t);
     /* at = live at the end: the view is the end, or the tail overflowed
      * (every event was counted from then on, see view_apply_slow) */
     const int at_live = p->view_mode == VT_AT_END || p->tail_overflow;

@@ -106,6 +106,15 @@ vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsigned kin
                               uint32_t *idx) __attribute__((noinline));
 int growth_touch_slow(vt_unit *u, uint64_t t);
 void tail_end(vt_proc *p, uint64_t upto, int all);
+void late_free_note(vt_proc *p, uint64_t key, uint32_t ui, uint64_t size, uint64_t ta, uint64_t t);
+void late_free_end(vt_proc *p, uint64_t T);
+/* a free after the view's bound (the auto and marker views): its block kept */
+static inline void late_free_check(vt_proc *p, uint64_t key, uint32_t ui, uint64_t size, uint64_t ta, uint64_t t)
+{
+    if ((p->view_mode == VT_AT_AUTO || p->view_mode == VT_AT_MARKER) && !p->late_overflow &&
+        !(p->cand_set && t <= p->cand))
+        late_free_note(p, key, ui, size, ta, t);
+}
 void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int32_t count, uint64_t t)
     __attribute__((noinline));
 void view_bound_update(vt_proc *p);

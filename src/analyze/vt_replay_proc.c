@@ -74,6 +74,7 @@ void vt_proc_free(vt_proc *p)
         free(p->dev[i].series);
     }
     free(p->tail);
+    free(p->late);
     for (size_t i = 0; i < p->nlstats; i++)
         free(p->lstats[i].occ.t);
     free(p->lstats);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -454,13 +455,14 @@ static void save_symbols(const char *absdir, char **before, size_t nbefore, int 
     free_list(after, nafter);
 }
 
-/* The holder walks (src/python/vramtrace_holders.py) run inside the program
- * at its exit; each writes its time on the W line of holders.PID*.txt.  The
- * files of this run: those changed since it started. */
-static double holder_walk_seconds(const char *absdir, time_t since, unsigned *nwalks)
+/* The holder walks (src/python/vramtrace_holders.py) write their time on
+ * the W line of holders.PID*.txt: the files of this run are those changed
+ * since it started.  The walk at exit runs in a child that outlives the
+ * program: *running counts those still at it (holders.PID.pending locked). */
+static double holder_walk_seconds(const char *absdir, time_t since, unsigned *nwalks, unsigned *running)
 {
     double sum = 0;
-    *nwalks = 0;
+    *nwalks = *running = 0;
     DIR *d = opendir(absdir);
     if (!d)
         return 0;
@@ -468,6 +470,16 @@ static double holder_walk_seconds(const char *absdir, time_t since, unsigned *nw
     char path[PATH_MAX + 256], line[256];
     while ((de = readdir(d))) {
         size_t l = strlen(de->d_name);
+        if (!strncmp(de->d_name, "holders.", 8) && l > 16 && !strcmp(de->d_name + l - 8, ".pending")) {
+            snprintf(path, sizeof(path), "%s/%s", absdir, de->d_name);
+            int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+            if (fd >= 0) {
+                if (flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+                    (*running)++;
+                close(fd);
+            }
+            continue;
+        }
         if (strncmp(de->d_name, "holders.", 8) || l < 12 || strcmp(de->d_name + l - 4, ".txt"))
             continue;
         snprintf(path, sizeof(path), "%s/%s", absdir, de->d_name);
@@ -497,11 +509,12 @@ static double secs_between(const struct timespec *a, const struct timespec *b)
 
 /* --timings: every step after the command, one line (bench/whole.py,
  * bench/symcache.sh read it) */
-static void print_timings(double program, double holders, unsigned nwalks, double summary, int symbolized,
-                          double symbolize, const vt_symbols_stats *st)
+static void print_timings(double program, double holders, unsigned nwalks, unsigned running, double summary,
+                          int symbolized, double symbolize, const vt_symbols_stats *st)
 {
-    fprintf(stderr, PFX "timings: program %.3f s (holder walk %.3f s of it, %u walk%s); after it: summary %.3f s",
-            program, holders, nwalks, nwalks == 1 ? "" : "s", summary);
+    fprintf(stderr, PFX "timings: program %.3f s (holder walks %.3f s, %u done, %u still running); after it: "
+            "summary %.3f s",
+            program, holders, nwalks, running, summary);
     if (symbolized)
         fprintf(stderr,
                 ", symbolize %.3f s (%u module%s, %u read, %.1f MiB; %llu address%s, %llu from the cache; "
@@ -807,9 +820,10 @@ int cmd_record(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t3);
     const char *tenv = getenv("VRAMTRACE_TIMINGS");
     if (o.timings || (tenv && *tenv && strcmp(tenv, "0"))) {
-        unsigned nwalks;
-        double hs = holder_walk_seconds(absdir, started - 1, &nwalks);
-        print_timings(secs, hs, nwalks, secs_between(&t1, &t2), o.symbolize, secs_between(&t2, &t3), &sst);
+        unsigned nwalks, running;
+        double hs = holder_walk_seconds(absdir, started - 1, &nwalks, &running);
+        print_timings(secs, hs, nwalks, running, secs_between(&t1, &t2), o.symbolize, secs_between(&t2, &t3),
+                      &sst);
     }
 
 cleanup:

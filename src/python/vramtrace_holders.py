@@ -19,9 +19,13 @@ VRAMTRACE_HOLDERS/holders.PID.txt:
     P <storage address, hex> <bytes> <0 direct | 1 through a graph>
 
 which `vramtrace report` joins to the recorded blocks by storage address.
-The walk runs in the program's own thread, with the GIL, only at exit;
-it is bounded in objects and time, never raises into the program and
-keeps no object alive after it returns.
+The walk at exit runs in a child forked from the program's own thread
+(the GIL held), so the program ends without waiting for it; until the
+file is written, holders.PID.pending beside it is locked and `vramtrace
+report` waits on it (_detach; VRAMTRACE_HOLDERS_DETACH=0 walks in the
+program).  The walks at a failed allocation and on a signal run in the
+program.  Each is bounded in objects and time, never raises into the
+program and keeps no object alive after it returns.
 """
 import os
 import sys
@@ -513,10 +517,89 @@ def write(path, holders, visited, seconds, limit, extra=None):
     os.replace(tmp, path)
 
 
+def _detach(path):
+    """The walk at exit in a forked child, so that the program (and
+    `record`, and the terminal) need not wait for it: the parent returns
+    at once and goes on with its exit; the child walks the objects as
+    they were at the fork (copy on write), writes `path` and ends with
+    os._exit (no atexit, no CUDA: the injection library writes nothing
+    in a fork child).  Until it is done, holders.PID.pending beside
+    `path` is locked (flock, held by the child's copy of the descriptor:
+    released when the child ends, however it ends); `vramtrace report`
+    waits on that lock.  Returns 0 in the parent when a child took the
+    walk, 1 in the child, None when there is no child (the walk then
+    runs here, as before): VRAMTRACE_HOLDERS_DETACH=0, no fork, or the
+    marker cannot be made."""
+    if os.environ.get("VRAMTRACE_HOLDERS_DETACH", "1") == "0" or not hasattr(os, "fork"):
+        return None
+    import fcntl
+    pending = path[:-len(".txt")] + ".pending"
+    try:
+        fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        import warnings
+        with warnings.catch_warnings():  # 3.12 warns of fork() in a process with threads
+            warnings.simplefilter("ignore")
+            try:
+                pid = os.fork()
+            except RuntimeError:
+                # 3.12 refuses os.fork() in atexit ("can't fork at
+                # interpreter shutdown"); the C library's fork() has no such
+                # rule.  Called through PyDLL the GIL stays held across it,
+                # and the child runs nothing but the walk and os._exit.
+                import ctypes
+                pid = ctypes.PyDLL(None).fork()
+                if pid < 0:
+                    raise OSError(ctypes.get_errno(), "fork")
+    except Exception:
+        os.close(fd)
+        try:
+            os.unlink(pending)
+        except OSError:
+            pass
+        return None
+    if pid:
+        os.close(fd)  # the child's copy keeps the lock
+        return 0
+    # the child: bounded in time even if the walk hangs in C code, and
+    # holding none of the program's descriptors (a pipe to `tee` would
+    # otherwise stay open until the walk ends)
+    try:
+        import signal
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(int(MAX_SECONDS) + 10)
+        null = os.open(os.devnull, os.O_RDWR)
+        for i in (0, 1, 2):
+            os.dup2(null, i)
+        keep = sorted((fd, null))
+        os.closerange(3, keep[0])
+        os.closerange(keep[0] + 1, keep[1])
+        os.closerange(keep[1] + 1, 1 << 20)
+        os.write(fd, b"%d\n" % os.getpid())
+    except Exception:
+        pass
+    return 1
+
+
+def _end_child(path, code):
+    """The detached walk's child ends: the marker goes, then the lock."""
+    try:
+        os.unlink(path[:-len(".txt")] + ".pending")
+    except BaseException:
+        pass
+    os._exit(code)
+
+
 def _run(tag, frame=None, extra=None):
     """One walk, written to holders.PID<tag>.txt; never raises.  frame: the
     innermost running frame whose locals (and its callers') are walked too;
-    extra: a line written after W (the failed allocation)."""
+    extra: a line written after W (the failed allocation).  The walk at
+    exit (tag "") runs in a detached child (_detach); the others (a failed
+    allocation, a signal) in the program, which goes on after them."""
+    child = None
     try:
         out = os.environ.get("VRAMTRACE_HOLDERS")
         if not out or not ("torch" in sys.modules or "cupy" in sys.modules or "jax" in sys.modules):
@@ -534,17 +617,26 @@ def _run(tag, frame=None, extra=None):
             if frame.f_code.co_filename != __file__:
                 frames.append(frame)
             frame = frame.f_back
+        path = os.path.join(out, f"holders.{os.getpid()}{tag}.txt")
+        if not tag:
+            child = _detach(path)
+            if child == 0:
+                return  # the child walks
         import warnings
         with warnings.catch_warnings():  # a module's deprecation warnings stay quiet
             warnings.simplefilter("ignore")
-            holders, visited, seconds, limit = walk(info=info, frames=frames, say_after=1.0)
+            holders, visited, seconds, limit = walk(info=info, frames=frames,
+                                                    say_after=None if child else 1.0)
         frames = None
-        write(os.path.join(out, f"holders.{os.getpid()}{tag}.txt"), holders, visited, seconds, limit, extra)
+        write(path, holders, visited, seconds, limit, extra)
     except Exception as e:  # never into the program
         try:
             sys.stderr.write(f"vramtrace: holder walk failed: {e!r}\n")
         except Exception:
             pass
+    finally:
+        if child:
+            _end_child(path, 0)
 
 
 def _at_exit():

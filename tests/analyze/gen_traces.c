@@ -330,10 +330,13 @@ static void gen_caching(void)
  * outputs (reserved growth, not a call site).  At the end a 8 MiB request
  * fails: 10 MiB are cached in the first segment, but its largest free
  * block is 6 MiB (fragmentation). */
-static void gen_caching_tensors(void)
+/* teardown: caching_teardown.zst, the same run whose exit frees every
+ * tensor after the last kernel, as a Python program's exit does once the
+ * holder walk at exit has seen them (holders.sh joins the walk to them) */
+static void gen_caching_tensors(int teardown)
 {
     gen_proc gp = {.program = "train.py", .pid = 6200, .kernels = 1, .native = 1, .python = 1};
-    gen_open(P("caching_tensors.zst"), &gp);
+    gen_open(teardown ? P("caching_teardown.zst") : P("caching_tensors.zst"), &gp);
     common_defs();
     gen_stack seg = {.n = 0}, w = {.n = 0}, tmp = {.n = 0}, keep = {.n = 0};
     gs_native(&seg, 0x7f0000001234ull); /* cudaMalloc from the allocator */
@@ -372,6 +375,13 @@ static void gen_caching_tensors(void)
     gen_alloc_failed(0, T(35 * MS), 8 * MiB, VT_MEM_TENSOR, VT_API_CACHING_ALLOCATOR, 2, "CUDA_ERROR_OUT_OF_MEMORY",
                      &tmp);
     gen_kernel(T(36 * MS), "gemm", 0, 100000);
+    if (teardown) {
+        for (uint64_t k = 0; k < kept; k += 512 * KiB)
+            gen_free_tensor(T(40 * MS) + k / KiB, B + k, 0);
+        gen_free_tensor(T(41 * MS), A, 0);
+        gen_free_tensor(T(41 * MS) + 100, A + 8 * MiB, 0);
+        gen_free_tensor(T(41 * MS) + 200, A + 16 * MiB, 0);
+    }
     gen_close(VT_END_NORMAL, 0);
 }
 
@@ -957,7 +967,8 @@ int main(int argc, char **argv)
     gen_oom();
     gen_vmm();
     gen_caching();
-    gen_caching_tensors();
+    gen_caching_tensors(0);
+    gen_caching_tensors(1);
     gen_oom_retry();
     gen_oddities();
     gen_rank(0);

@@ -21,6 +21,37 @@ import vramtrace_holders as vh  # noqa: E402
 fails = 0
 
 
+def wait_walks(d, limit=60):
+    """The walk at exit runs in a child that outlives the program: wait
+    until every holders.*.pending in d is unlocked (the child has ended).
+    Returns the markers that were still locked when the program ended."""
+    import fcntl
+    import time
+    running = []
+    for x in sorted(os.listdir(d)):
+        if not (x.startswith("holders.") and x.endswith(".pending")):
+            continue
+        try:
+            fd = os.open(os.path.join(d, x), os.O_RDONLY)
+        except OSError:
+            continue  # gone: the walk ended
+        try:
+            t0 = time.monotonic()
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if x not in running:
+                        running.append(x)
+                    if time.monotonic() - t0 > limit:
+                        break
+                    time.sleep(0.02)
+        finally:
+            os.close(fd)
+    return running
+
+
 def check(name, ok, detail=""):
     global fails
     print(("ok   " if ok else "FAIL ") + name + ("" if ok or not detail else ": " + detail))
@@ -413,6 +444,7 @@ with tempfile.TemporaryDirectory() as d:
                 "print('parent', os.getpid())\n")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + theirs, VRAMTRACE_HOLDERS=d)
     r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)
+    wait_walks(d)
     out = r.stdout.split()
     check("the program's sitecustomize ran", out[:2] == ["1", "True"])
     files = [x for x in os.listdir(d) if x.startswith("holders.") and x.endswith(".txt")]
@@ -444,6 +476,7 @@ with tempfile.TemporaryDirectory() as d:
                 "sys.modules['cupy'] = cupy\n"
                 "arrs = [ndarray(0x8000 + i * 0x1000, 2048) for i in range(2)]\n")
     r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)
+    wait_walks(d)
     files = [x for x in os.listdir(d) if x.startswith("holders.")]
     text = open(os.path.join(d, files[0])).read() if files else ""
     check("CuPy without torch: its arrays at exit", "H 2 4096 0 list\t__main__.arrs" in text, text[:300] + r.stderr[-300:])
@@ -481,12 +514,54 @@ with tempfile.TemporaryDirectory() as d:
                 "params = {'w': [jax.array(0x9000 + i * 0x1000) for i in range(3)]}\n")
     r = subprocess.run([sys.executable, prog], env=dict(env, PYTHONPATH=env["PYTHONPATH"] + os.pathsep
                                                         + os.path.dirname(jaxdir)), capture_output=True, text=True)
+    wait_walks(d)
     files = [x for x in os.listdir(d) if x.startswith("holders.")]
     text = open(os.path.join(d, files[0])).read() if files else ""
     check("JAX: the walk at exit runs before JAX's own cleanup", r.returncode == 0
           and "H 3 768 0 list\t__main__.params['w']" in text, text[:300] + r.stderr[-300:])
     for x in files:
         os.unlink(os.path.join(d, x))
+
+# the walk at exit is detached: the program ends (and its pipes close)
+# while a child walks; holders.PID.pending stays locked until the file is
+# written.  A stand-in storage that takes 1.5 s to answer keeps the walk
+# going well past the program's end.
+with tempfile.TemporaryDirectory() as d:
+    prog = os.path.join(d, "slow.py")
+    with open(prog, "w") as f:
+        f.write("import os, sys, time, types\n"
+                "torch = types.ModuleType('torch')\n"
+                + TENSOR_STANDIN +
+                "class Slow(Tensor):\n"
+                "    def untyped_storage(s):\n"
+                "        time.sleep(1.5)\n"
+                "        return s.st\n"
+                "torch.Tensor = Tensor\n"
+                "sys.modules['torch'] = torch\n"
+                "cuda = types.ModuleType('torch.cuda')\n"
+                "cuda.is_initialized = lambda: True\n"
+                "sys.modules['torch.cuda'] = cuda\n"
+                "held = [Slow(0xa000, 512)]\n"
+                "print(os.getpid(), flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=src, VRAMTRACE_HOLDERS=d)
+    r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)
+    pid = r.stdout.strip()
+    ended = sorted(os.listdir(d))
+    running = wait_walks(d)
+    after = sorted(os.listdir(d))
+    text = open(os.path.join(d, "holders.%s.txt" % pid)).read() if "holders.%s.txt" % pid in after else ""
+    check("detached walk: the program and its pipes end before the walk",
+          r.returncode == 0 and "holders.%s.pending" % pid in ended and running == ["holders.%s.pending" % pid]
+          and "holders.%s.txt" % pid not in ended, "%s %s %s" % (ended, running, r.stderr[-300:]))
+    check("detached walk: then the file, and the marker gone",
+          "H 1 512 0 list\t__main__.held" in text and after == ["holders.%s.txt" % pid, "slow.py"], str(after))
+    os.unlink(os.path.join(d, "holders.%s.txt" % pid))
+    # VRAMTRACE_HOLDERS_DETACH=0: in the program, done when it ends
+    r = subprocess.run([sys.executable, prog], env=dict(env, VRAMTRACE_HOLDERS_DETACH="0"),
+                       capture_output=True, text=True)
+    pid = r.stdout.strip()
+    check("VRAMTRACE_HOLDERS_DETACH=0: the walk in the program",
+          sorted(os.listdir(d)) == ["holders.%s.txt" % pid, "slow.py"], str(os.listdir(d)))
 
 # the walk at a failed allocation (PyTorch's OOM observer, attached when
 # torch.cuda initializes) and on a signal, with the locals of the running
@@ -521,6 +596,7 @@ with tempfile.TemporaryDirectory() as d:
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.path.join(d, "lib"), VRAMTRACE_HOLDERS=d,
                VRAMTRACE_HOLDERS_SIGNAL="USR2")
     r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True)
+    wait_walks(d)
     check("the OOM observer attached when CUDA initialized", r.returncode == 0 and r.stdout.strip() == "1",
           r.stdout + r.stderr[-300:])
     got = {x.split(".", 2)[2]: open(os.path.join(d, x)).read() for x in os.listdir(d) if x.startswith("holders.")}

@@ -521,7 +521,7 @@ static void test_timings(void **state)
     const char *argv[] = {g_vramtrace, "record", "--timings", "-o", outdir, "--", "sh", "-c", script, NULL};
     assert_int_equal(exit_code(run(g_tmp, lib_env(), argv)), 0);
     check_contains(g_err, "vramtrace record: timings: program ");
-    check_contains(g_err, "(holder walk 0.250 s of it, 1 walk); after it: summary ");
+    check_contains(g_err, "(holder walks 0.250 s, 1 done, 0 still running); after it: summary ");
     check_contains(g_err, ", symbolize ");
     check_contains(g_err, "; total after it ");
 
@@ -531,7 +531,7 @@ static void test_timings(void **state)
     const char *env[] = {libenv, tenv, NULL};
     const char *argv2[] = {g_vramtrace, "record", "--no-symbolize", "-o", outdir2, "--", g_child, "trace", "2", NULL};
     assert_int_equal(exit_code(run(g_tmp, env, argv2)), 0);
-    check_contains(g_err, "(holder walk 0.000 s of it, 0 walks); after it: summary ");
+    check_contains(g_err, "(holder walks 0.000 s, 0 done, 0 still running); after it: summary ");
     check_contains(g_err, ", symbolize off; total after it ");
 }
 

@@ -54,7 +54,9 @@ esac
 for w in $workers; do
     case "${files[0]}" in *".$w.zst") fail "a worker (pid $w) left a trace" ;; esac
 done
-# beside the one trace: its symbols and the main process's holder walk (none from the workers)
+# beside the one trace: its symbols and the main process's holder walk
+# (none from the workers), once the walk's child is done
+for m in "$traces"/holders.*.pending; do [ -e "$m" ] && timeout 60 flock -s "$m" true; done
 extra=$(ls -A "$traces" | grep -v -x -e "$(basename "${files[0]}")" -e "$(basename "${files[0]}").sym" -e "holders.$main_pid.txt")
 [ -z "$extra" ] || fail "clutter in $traces: $(echo $extra)"
 grep -q "1 process traced" "$log" || fail "the summary does not say 1 process traced"
