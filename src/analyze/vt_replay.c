@@ -381,22 +381,18 @@ static inline __attribute__((always_inline)) int free_fast(vt_analysis *a, vt_pr
      * allocation counting at once and the free waiting, as view_pair does,
      * cost two more updates of the unit now and two when folded) */
     const uint64_t below = p->view_below;
-    if (__builtin_expect(ta < below, 1)) {
-        if (t < below)
-            return 1;
-        late_free_check(p, addr, ui, size, ta, t);
-        if (__builtin_expect(p->ntail < p->captail, 1)) {
-            vt_tail *w = &p->tail[p->ntail++];
-            w->t = t;
-            w->bytes = (int64_t)size;
-            w->unit = ui;
-            w->count = 0;
-            return 1;
-        }
-        view_pair_slow(a, p, ui, size, ta, t);
+    const int before = ta < below;
+    if (__builtin_expect(before, 1) && t < below)
+        return 1;
+    late_free_check(p, addr, ui, size, ta, t);
+    if (__builtin_expect(before, 1) && __builtin_expect(p->ntail < p->captail, 1)) {
+        vt_tail *w = &p->tail[p->ntail++];
+        w->t = t;
+        w->bytes = (int64_t)size;
+        w->unit = ui;
+        w->count = 0;
         return 1;
     }
-    late_free_check(p, addr, ui, size, ta, t);
     view_pair_slow(a, p, ui, size, ta, t);
     return 1;
 }
