@@ -169,9 +169,15 @@ struct vt_devstate {
     int64_t live[VT_MEM__COUNT];
     int64_t peak_kind[VT_MEM__COUNT];
     uint64_t peak_kind_t[VT_MEM__COUNT];
+    uint64_t peak_kind_until[VT_MEM__COUNT];
     int64_t live_dev;    /* device-resident: DEVICE + DEVICE_STATIC + ARRAY */
     int64_t peak;        /* of live_dev */
     uint64_t peak_t;
+    /* the time of the first allocation or free after the peak (0: none yet):
+     * the peak's level held over [peak_t, peak_until), so an allocation that
+     * arrives late (an activity record) with a time before peak_until was
+     * live at the peak */
+    uint64_t peak_until;
     uint64_t peak_epoch;
     int64_t at_kind[VT_MEM__COUNT]; /* at the view time, by kind (finish) */
     /* PyTorch's caching allocator: reserved = its segments' live bytes;

@@ -303,21 +303,40 @@ static inline __attribute__((always_inline)) void account_alloc_rest(vt_proc *p,
     u->g_nlog = 0;
     if ((uint64_t)u->live_bytes > u->max_live)
         u->max_live = (uint64_t)u->live_bytes;
+    /* An allocation that arrives after a peak (an activity record, flushed
+     * late: a module's globals) but was made while the peak's level held
+     * (before its peak_until) is not freed yet, so it was live at that
+     * peak: the peak grows by it, at its time; the call sites at the peak
+     * (the lazy snapshot) by it too. */
     d->live[u->kind] += (int64_t)size;
-    if (d->live[u->kind] > d->peak_kind[u->kind]) {
+    if (__builtin_expect(t < d->peak_kind_t[u->kind] || t < d->peak_kind_until[u->kind], 0)) {
+        d->peak_kind[u->kind] += (int64_t)size;
+        if (t > d->peak_kind_t[u->kind])
+            d->peak_kind_t[u->kind] = t;
+    } else if (d->live[u->kind] > d->peak_kind[u->kind]) {
         d->peak_kind[u->kind] = d->live[u->kind];
         d->peak_kind_t[u->kind] = t;
-    }
+        d->peak_kind_until[u->kind] = 0;
+    } else if (!d->peak_kind_until[u->kind])
+        d->peak_kind_until[u->kind] = t;
     if (u->resident) {
         d->live_dev += (int64_t)size;
-        if (d->live_dev > d->peak) {
+        if (__builtin_expect(t < d->peak_t || t < d->peak_until, 0)) {
+            d->peak += (int64_t)size;
+            if (t > d->peak_t)
+                d->peak_t = t;
+            u->pk_bytes += (int64_t)size;
+            u->pk_count++;
+        } else if (d->live_dev > d->peak) {
             d->peak = d->live_dev;
             d->peak_t = t;
+            d->peak_until = 0;
             d->peak_epoch++;
             u->pk_bytes = u->live_bytes;
             u->pk_count = vt_unit_live_count(u);
             u->pk_epoch = d->peak_epoch;
-        }
+        } else if (!d->peak_until)
+            d->peak_until = t;
     }
     if (u->segment) {
         p->c10_allocs++;
@@ -360,8 +379,13 @@ static inline __attribute__((always_inline)) void account_free_rest(vt_proc *p, 
         u->lifetime_sum += t - t_alloc;
     growth_after(u);
     d->live[u->kind] -= (int64_t)size;
-    if (u->resident)
+    if (!d->peak_kind_until[u->kind])
+        d->peak_kind_until[u->kind] = t;
+    if (u->resident) {
         d->live_dev -= (int64_t)size;
+        if (!d->peak_until)
+            d->peak_until = t;
+    }
     if (u->segment) {
         p->c10_live -= (int64_t)size;
         d->reserved -= (int64_t)size;

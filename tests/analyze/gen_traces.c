@@ -475,6 +475,28 @@ static void gen_oddities(void)
     gen_close(VT_END_SIGNAL, 11);
 }
 
+/* late_static.zst: a module's __device__ globals come from an activity
+ * record, flushed after the allocations that follow them in time.  A 64 MiB
+ * and a 12 MiB cudaMalloc (the peak, 76 MiB at 3 ms), a 1 MiB global made at
+ * 3.5 ms while both were live, the 12 MiB freed at 4 ms, and only then the
+ * global's record; a 2 MiB global made at 5 ms after that free arrives last.
+ * The peak is 77 MiB at 3.5 ms (the 1 MiB global was live with both), with
+ * the global among its call sites; the 2 MiB one is not in it. */
+static void gen_late_static(void)
+{
+    gen_proc gp = {.program = "late_static", .pid = 4242, .kernels = 1, .native = 0, .python = 0};
+    gen_open(P("late_static.zst"), &gp);
+    gen_device(0, "NVIDIA H200", 140 * GiB);
+    gen_alloc(T(1 * MS), 0x100000000ull, 64 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, NULL);
+    gen_alloc(T(3 * MS), 0x200000000ull, 12 * MiB, 0, VT_MEM_DEVICE, VT_API_MALLOC, NULL);
+    gen_kernel(T(3 * MS + 100000), "k", 0, 100000);
+    gen_free(T(4 * MS), 0x200000000ull, 0);
+    gen_alloc(T(3 * MS + 500000), 0x300000000ull, 1 * MiB, 0, VT_MEM_DEVICE_STATIC, VT_API_MODULE_GLOBAL, NULL);
+    gen_kernel(T(6 * MS), "k", 0, 100000);
+    gen_alloc(T(5 * MS), 0x400000000ull, 2 * MiB, 0, VT_MEM_DEVICE_STATIC, VT_API_MODULE_GLOBAL, NULL);
+    gen_close(VT_END_NORMAL, 0);
+}
+
 /* Two ranks of one job: the same call site in both, one only in rank 1. */
 static void gen_rank(int rank)
 {
@@ -984,5 +1006,6 @@ int main(int argc, char **argv)
     gen_jax_bfc();
     gen_jax_platform();
     gen_pytest();
+    gen_late_static();
     return 0;
 }

@@ -62,6 +62,11 @@ endforeach()
 add_test(NAME analyze.oom COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/oom.sh $<TARGET_FILE:vramtrace> ${VT_ANALYZE_TRACES}
                                    ${VT_TEST_DATA})
 set_tests_properties(analyze.oom PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
+# A record that arrives after later events (a module's globals from an
+# activity record) still counts at the peak it was live at.
+add_test(NAME analyze.late_static COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/late_static.sh $<TARGET_FILE:vramtrace>
+         ${VT_ANALYZE_TRACES})
+set_tests_properties(analyze.late_static PROPERTIES FIXTURES_REQUIRED analyze_traces LABELS "analyze")
 # Pools above CUDA (issue 33): CuPy's pool and XLA's BFC give cannot tell
 # with the setting that shows their blocks; CuPy's hook and XLA's platform
 # allocator name the leak's line.
