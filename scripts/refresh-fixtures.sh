@@ -23,6 +23,11 @@ expect() { grep '^VT_EXPECT' "$src/logs/$1.out"; }
 for t in alloc_basic alloc_async alloc_vmm oom crash_segv crash_kill nostacks launches \
          torch_default torch_expandable torch_async; do
     name=gpu-${t//_/-}
+    if [ ! -d "$src/traces/$t" ] && [ "${t#torch_}" != "$t" ]; then
+        # a run of the C programs only (VT_GPU_ONLY) refreshes those alone
+        echo "refresh-fixtures: $src/traces/$t missing: $name.zst kept" >&2
+        continue
+    fi
     cp "$(one "$src/traces/$t")" "$dst/$name.zst"
     expect "$t" >"$dst/$name.expect"
 done
@@ -46,11 +51,12 @@ for m in default expandable tensors; do
         echo "refresh-fixtures: $src/gpu-leaky-$m.zst missing: gpu-leaky-$m.zst kept" >&2
     fi
 done
-# each trace's symbols, resolved where it was recorded (gpu-test.sh)
+# each trace's symbols, resolved where it was recorded (gpu-test.sh); a
+# trace kept from an earlier run keeps its own
 for f in "$dst"/gpu-*.zst; do
-    n=$(basename "$f")
-    rm -f "$f.sym"
     s=$(find "$src/traces" -name '*.zst' -exec cmp -s {} "$f" \; -print -quit)
-    [ -n "$s" ] && [ -f "$s.sym" ] && cp "$s.sym" "$f.sym"
+    [ -n "$s" ] || continue
+    rm -f "$f.sym"
+    [ -f "$s.sym" ] && cp "$s.sym" "$f.sym"
 done
 ls -l "$dst"/gpu-*

@@ -58,6 +58,8 @@ tty_mode() { stty -a <"$pty" | tr ' ;' '\n\n' | grep -x -e icanon -e -icanon; }
 mkdir -p "$work/dir"
 cp "$data/gpu-oom.zst" "$work/dir/" 2>/dev/null || cp "$data/reader-sample.zst" "$work/dir/gpu-oom.zst"
 cp "$data"/seeds/graph_list-default/* "$work/dir/"
+oompid=$("$vt" report --json --no-symbols "$work/dir/gpu-oom.zst" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["pid"])')
 
 # an interactive shell with job control (Ctrl-Z stops only a process whose
 # group is not orphaned), without line editing (readline would change the
@@ -78,7 +80,7 @@ T send-keys -t t Tab
 wait_for '^2 seeds pid 583'
 grep -q 'held by __main__.losses' "$work/pane" || fail "no holder: $(cat "$work/pane")"
 T send-keys -t t 1
-wait_for '^1 .* pid 777'
+wait_for "^1 .* pid $oompid"
 T send-keys -t t Right
 wait_for '^2 seeds pid 583'
 T send-keys -t t s
