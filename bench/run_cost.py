@@ -19,7 +19,8 @@ range; for record-type configs, what `vramtrace record` itself spent after
 the program ended (its --timings line) and the holder walk's own time
 ("walk": it runs in a child after the program ends, so it is in no wall
 time; the next process starts only when it is done).  VT_COST_WORK (default
-launch,transformer,gpt2), VT_COST_BUDGET_S (start no round after it)."""
+launch,transformer,gpt2), VT_COST_BUDGET_S (start no round after it), VT_COST_SEED (the shuffle,
+default 7: give each call of a pooled set its own)."""
 import json
 import os
 import random
@@ -97,7 +98,7 @@ def detached_walk(cmd):
 def run(build, rounds, works, cfgs, budget, log):
     tmp = tempfile.mkdtemp(prefix="vt_cost.")
     cache = os.path.join(tmp, "cache")
-    rng = random.Random(7)
+    rng = random.Random(int(os.environ.get("VT_COST_SEED", "7")))
     # "record" is a second run: one untimed run of each workload fills the
     # symbol cache (and builds PyTorch's allocator shim) first
     if any(c in cfgs for c in ("record", "notensors")):
@@ -190,7 +191,7 @@ def main():
     path = os.path.join(out, "cost.log")
     with open(path, "a") as log:
         print(f"# run_cost.py {build} rounds {rounds} works {works} configs {cfgs} "
-              f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC", file=log, flush=True)
+              f"seed {os.environ.get('VT_COST_SEED', '7')} {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC", file=log, flush=True)
         run(build, rounds, works, cfgs, float(os.environ.get("VT_COST_BUDGET_S", "0")), log)
     print(table([path]))
 
