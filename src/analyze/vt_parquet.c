@@ -277,18 +277,18 @@ static void add_index(vt_pq *w, pq_column *c, const char *s, size_t n)
 {
     int64_t e;
     uint32_t len;
-    if (c->have_last && s == c->last && n == c->last_n &&
-        (memcpy(&len, c->db + c->doff[c->last_e], 4), len == n) &&
-        !memcmp(c->db + c->doff[c->last_e] + 4, s, n)) {
-        e = c->last_e;
+    size_t k = ((uintptr_t)s >> 3 ^ (uintptr_t)s >> 9) & (PQ_SEEN - 1);
+    if (c->seen[k].s == s && c->seen[k].n == n &&
+        (memcpy(&len, c->db + c->doff[c->seen[k].e], 4), len == n) &&
+        !memcmp(c->db + c->doff[c->seen[k].e] + 4, s, n)) {
+        e = c->seen[k].e;
     } else {
         e = dict_add(w, c, s, n);
         if (e < 0)
             return;
-        c->last = s;
-        c->last_n = n;
-        c->last_e = (uint32_t)e;
-        c->have_last = 1;
+        c->seen[k].s = s;
+        c->seen[k].n = n;
+        c->seen[k].e = (uint32_t)e;
     }
     if (VT_GROW(c->ix, c->nix, c->capix, 1024)) {
         w->err = VT_ERR_NOMEM;
@@ -582,7 +582,7 @@ static int chunk_write(vt_pq *w, pq_column *c)
     /* the next row group starts empty */
     c->nlev = c->niv = c->nix = c->nd = c->dbn = 0;
     c->nulls = 0;
-    c->have_last = 0;
+    memset(c->seen, 0, sizeof(c->seen));
     if (c->ht)
         memset(c->ht, 0, c->hcap * sizeof(uint32_t));
     return 0;

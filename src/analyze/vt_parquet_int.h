@@ -11,6 +11,7 @@
 #include "vt_parquet.h"
 
 /* ---- the Thrift compact protocol (vt_parquet_thrift.c) ---- */
+#define PQ_SEEN 64 /* pq_column.seen: a power of two */
 typedef struct {
     uint8_t *b;
     size_t n, cap;
@@ -47,10 +48,11 @@ typedef struct {
     size_t nd, capd, capdh;
     uint32_t *ht; /* open addressing: entry + 1 */
     size_t hcap;
-    const char *last; /* the last string given, its length and entry: the */
-    size_t last_n;    /* same literal again (a kind, an API) skips the hash */
-    uint32_t last_e;
-    int have_last;
+    /* strings given before, by their address: the same literal (a kind, an
+     * API) or the same interned string of the reader (a kernel's name)
+     * again skips the hash and the UTF-8 check; the bytes are still compared
+     * (an address can be reused for other bytes) */
+    struct { const char *s; size_t n; uint32_t e; } seen[PQ_SEEN];
     uint64_t nulls;
     pq_chunk *ch;
     size_t nch, capch;
