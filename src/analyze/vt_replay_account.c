@@ -172,6 +172,26 @@ void tail_end(vt_proc *p, uint64_t upto, int all)
     }
 }
 
+/* Room for one more entry in a full list that the view's bound prunes (the
+ * tail, the late frees), after the caller has pruned what the bound has
+ * passed: grown 2x only if that freed less than half; -1 at VT_TAIL_CAP
+ * entries or without memory (the caller then gives up exactness: memory
+ * the size of the events is not allowed). */
+static int bound_list_room(void **v, size_t n, size_t *cap, size_t elem, size_t first)
+{
+    if (n >= VT_TAIL_CAP)
+        return -1;
+    if (*cap && n * 2 <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : first;
+    void *nv = realloc(*v, nc * elem);
+    if (!nv)
+        return -1;
+    *v = nv;
+    *cap = nc;
+    return 0;
+}
+
 void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int32_t count, uint64_t t)
 {
     vt_unit *u = &p->units[ui];
@@ -196,7 +216,8 @@ void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int
         /* full: fold what the bound has passed, grow only if that freed little */
         if (p->cand_set)
             tail_fold(p, p->cand, 0);
-        if (p->ntail >= VT_TAIL_CAP) {
+        void *v = p->tail;
+        if (bound_list_room(&v, p->ntail, &p->captail, sizeof(vt_tail), 4096)) {
             /* event-sized memory is not allowed: give up exactness */
             tail_fold(p, 0, 1);
             p->tail_overflow = 1;
@@ -205,20 +226,7 @@ void view_apply_slow(vt_analysis *a, vt_proc *p, uint32_t ui, int64_t bytes, int
             u->at_count += count;
             return;
         }
-        if (p->ntail * 2 > p->captail || !p->captail) {
-            size_t nc = p->captail ? p->captail * 2 : 4096;
-            vt_tail *nt = realloc(p->tail, nc * sizeof(*nt));
-            if (!nt) {
-                tail_fold(p, 0, 1);
-                p->tail_overflow = 1;
-                view_bound_update(p);
-                u->at_bytes += bytes;
-                u->at_count += count;
-                return;
-            }
-            p->tail = nt;
-            p->captail = nc;
-        }
+        p->tail = v;
     }
     vt_tail *e = &p->tail[p->ntail++];
     e->t = t;
@@ -241,19 +249,15 @@ void late_free_note(vt_proc *p, uint64_t key, uint32_t ui, uint64_t size, uint64
                     p->late[w++] = p->late[i];
             p->nlate = w;
         }
-        if (p->nlate * 2 > p->caplate || !p->caplate) {
-            size_t nc = p->caplate ? p->caplate * 2 : 1024;
-            vt_late *nl = nc <= VT_TAIL_CAP ? realloc(p->late, nc * sizeof(*nl)) : NULL;
-            if (!nl) {
-                free(p->late);
-                p->late = NULL;
-                p->nlate = p->caplate = 0;
-                p->late_overflow = 1;
-                return;
-            }
-            p->late = nl;
-            p->caplate = nc;
+        void *v = p->late;
+        if (bound_list_room(&v, p->nlate, &p->caplate, sizeof(vt_late), 1024)) {
+            free(p->late);
+            p->late = NULL;
+            p->nlate = p->caplate = 0;
+            p->late_overflow = 1;
+            return;
         }
+        p->late = v;
     }
     vt_late *e = &p->late[p->nlate++];
     e->key = key;
