@@ -58,17 +58,22 @@
     return h ? holderText(h) : "no Python object";
   }
 
+  /* a leak's growth as the text says it: the named site's, then every
+   * growing site's when there are more */
+  function leakGrowth(v) {
+    var own = v.site_grown_bytes !== undefined ? v.site_grown_bytes : v.grown_bytes;
+    return "+" + L.fmtBytes(own) +
+      (v.rate_bytes_per_step !== null && v.rate_bytes_per_step !== undefined && v.steps ?
+        ", " + L.fmtBytes(v.rate_bytes_per_step) + " per step over " + v.steps + " steps" : "") +
+      ", confidence " + v.confidence.toFixed(2) +
+      (v.growing_sites > 1 ? " (" + v.growing_sites + " growing call sites, " + L.fmtBytes(v.grown_bytes) + " in all)" : "");
+  }
+
   function verdict(p) {
     var v = p.verdict;
     if (v && v.kind === "leak" && v.site && v.site.held_by) return { cls: "bad", kind: "leak", text: "Leak: held by " +
-      holderText(v.site.held_by) + ", allocated at " + userFrame(v.site) + ": +" + L.fmtBytes(v.grown_bytes) +
-      (v.rate_bytes_per_step !== null && v.rate_bytes_per_step !== undefined && v.steps ?
-        ", " + L.fmtBytes(v.rate_bytes_per_step) + " per step over " + v.steps + " steps" : "") +
-      ", confidence " + v.confidence.toFixed(2) };
-    if (v && v.kind === "leak") return { cls: "bad", kind: "leak", text: "Leak at " + userFrame(v.site) + ": +" + L.fmtBytes(v.grown_bytes) +
-      (v.rate_bytes_per_step !== null && v.rate_bytes_per_step !== undefined && v.steps ?
-        ", " + L.fmtBytes(v.rate_bytes_per_step) + " per step over " + v.steps + " steps" : "") +
-      ", confidence " + v.confidence.toFixed(2) };
+      holderText(v.site.held_by) + ", allocated at " + userFrame(v.site) + ": " + leakGrowth(v) };
+    if (v && v.kind === "leak") return { cls: "bad", kind: "leak", text: "Leak at " + userFrame(v.site) + ": " + leakGrowth(v) };
     if (v && v.kind === "cannot_tell" && v.pool) return { cls: "warn", kind: "cannot_tell", text: "Cannot tell: " + v.reason +
       (v.segments_grown_bytes ? " (its chunks grew by " + L.fmtBytes(v.segments_grown_bytes) + ")" : "") +
       ". To see its blocks: " + v.command };

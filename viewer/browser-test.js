@@ -140,6 +140,15 @@ async function check(browser, name, html, rep, opts) {
       const root = await page.getAttribute("#flame .fr.root", "data-bytes");
       expect(Number(root) === pk.bytes, `flamegraph root ${root}, the report's peak ${pk.bytes}`);
     }
+    if (p.verdict && p.verdict.kind === "leak" && p.verdict.site_grown_bytes !== undefined) {
+      /* the banner's "+N" is the named site's growth, as the text says it;
+       * every growing site's total only after "in all" */
+      const vt = (await page.textContent("#verdict")) || "";
+      const own = ": +" + L.fmtBytes(p.verdict.site_grown_bytes);
+      expect(vt.includes(own), `the verdict's growth is not the site's ${own}: ${vt}`);
+      if (p.verdict.growing_sites > 1)
+        expect(vt.includes(L.fmtBytes(p.verdict.grown_bytes) + " in all"), "the verdict does not say the total in all: " + vt);
+    }
     if (p.holders) { /* who holds it: the verdict names the holder, the leak table has its column */
       const vt = (await page.textContent("#verdict")) || "";
       const hv = p.verdict && p.verdict.site && p.verdict.site.held_by;

@@ -160,6 +160,15 @@ typedef struct {
 } vt_alloc_point;
 #define VT_ALLOC_SERIES_MAX 1024
 
+/* The part of the leak list a live-at-the-view site goes in (the order of
+ * vt_proc.leak_order, the text's headings): 0 the sites that grew over the
+ * steps (what the verdict names), 1 the rest of what came during the run,
+ * 2 what was held since the start, 3 what the program freed at its
+ * teardown, after the view (listed, not counted).  A growing site freed at
+ * teardown is in part 0 all the same: a Python program frees at its exit
+ * the tensors its globals kept, and those are its leak. */
+#define VT_LEAK_PART(u) ((u)->growth_flag ? 0 : (u)->since_start ? 2 : (u)->never_bytes <= 0 ? 3 : 1)
+
 struct vt_devstate {
     int present;         /* Device record seen */
     int used;            /* any block on it (set by vt_proc_finish: a unit there with allocations) */

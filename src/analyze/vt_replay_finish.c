@@ -720,17 +720,17 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
             u->since_start = 1;
         }
     }
-    /* the leak list: what came during the run first, then what was held
-     * since the start, then what teardown freed (listed, not counted);
-     * each part in its own order */
+    /* the leak list: what grew, the rest of what came during the run,
+     * what was held since the start, then what teardown freed (listed, not
+     * counted); each part in its own order (VT_LEAK_PART) */
     size_t w = 0;
     uint32_t *tmp = malloc((p->nleak + 1) * sizeof(uint32_t));
     if (!tmp)
         return VT_ERR_NOMEM;
-    for (int part = 0; part < 3; part++)
+    for (int part = 0; part < 4; part++)
         for (size_t i = 0; i < p->nleak; i++) {
             const vt_unit *u = &p->units[p->leak_order[i]];
-            if ((u->never_bytes <= 0 ? 2 : u->since_start) == part)
+            if (VT_LEAK_PART(u) == part)
                 tmp[w++] = p->leak_order[i];
         }
     memcpy(p->leak_order, tmp, p->nleak * sizeof(uint32_t));

@@ -65,8 +65,9 @@ static void json_verdict(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, "%.1f", v.per_step);
         else
             fputs("null", o);
-        fprintf(o, ",\"confidence\":%.3f,\"site\":", v.confidence);
         const vt_unit *u = &p->units[v.unit];
+        fprintf(o, ",\"confidence\":%.3f,\"site_grown_bytes\":%" PRId64 ",\"growing_sites\":%zu,\"site\":", v.confidence,
+                u->grown, p->ngrowth);
         json_site(a, p, v.unit, u->at_bytes, u->at_count, o);
     }
     if (v.cached >= 0)

@@ -493,10 +493,10 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
     for (size_t i = 0; i < p->nleak && i < a->cfg.top; i++) {
         const vt_unit *u = &p->units[p->leak_order[i]];
         const vt_unit *prev = i ? &p->units[p->leak_order[i - 1]] : NULL;
-        if (u->never_bytes > 0 && u->since_start && (!prev || !prev->since_start))
+        if (VT_LEAK_PART(u) == 2 && (!prev || VT_LEAK_PART(prev) != 2))
             fprintf(o, "held since the start (allocated before the first step, not growing: weights, optimizer "
                        "state, workspaces):\n");
-        if (u->never_bytes <= 0 && (!prev || prev->never_bytes > 0))
+        if (VT_LEAK_PART(u) == 3 && (!prev || VT_LEAK_PART(prev) != 3))
             fprintf(o, "freed at teardown, after the view (not counted):\n");
         fprintf(o, "#%zu ", i + 1);
         unit_line(p, u, u->at_bytes, u->at_count, o);
@@ -514,7 +514,7 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
         text_holder(p, u, o, "    ");
         /* what was held since the start, and what teardown freed: the
          * headline only (--native: the stacks too) */
-        g_headline_only = !a->cfg.native && (u->since_start || u->never_bytes <= 0);
+        g_headline_only = !a->cfg.native && VT_LEAK_PART(u) >= 2;
         rep_text_unit_stack(a, p, u, o, "    ");
         g_headline_only = 0;
     }
