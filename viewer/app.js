@@ -71,6 +71,9 @@
 
   function verdict(p) {
     var v = p.verdict;
+    if (v && v.kind === "leak" && v.test) return { cls: "bad", kind: "leak", text: "Leak in test " + v.test.name + ": left " +
+      L.fmtBytes(v.test.leaked_bytes) + " live in " + v.test.leaked_blocks + " block" + (v.test.leaked_blocks === 1 ? "" : "s") +
+      (v.site && v.site.held_by ? ", held by " + holderText(v.site.held_by) : "") + ", allocated at " + userFrame(v.site) };
     if (v && v.kind === "leak" && v.site && v.site.held_by) return { cls: "bad", kind: "leak", text: "Leak: held by " +
       holderText(v.site.held_by) + ", allocated at " + userFrame(v.site) + ": " + leakGrowth(v) };
     if (v && v.kind === "leak") return { cls: "bad", kind: "leak", text: "Leak at " + userFrame(v.site) + ": " + leakGrowth(v) };

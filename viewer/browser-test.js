@@ -140,7 +140,12 @@ async function check(browser, name, html, rep, opts) {
       const root = await page.getAttribute("#flame .fr.root", "data-bytes");
       expect(Number(root) === pk.bytes, `flamegraph root ${root}, the report's peak ${pk.bytes}`);
     }
-    if (p.verdict && p.verdict.kind === "leak" && p.verdict.site_grown_bytes !== undefined) {
+    if (p.verdict && p.verdict.kind === "leak" && p.verdict.test) {
+      /* a test that left memory live: named, with what it left */
+      const vt = (await page.textContent("#verdict")) || "";
+      expect(vt.includes("Leak in test " + p.verdict.test.name + ": left " + L.fmtBytes(p.verdict.test.leaked_bytes)),
+        "the verdict does not name the test and what it left: " + vt);
+    } else if (p.verdict && p.verdict.kind === "leak" && p.verdict.site_grown_bytes !== undefined) {
       /* the banner's "+N" is the named site's growth, as the text says it;
        * every growing site's total only after "in all" */
       const vt = (await page.textContent("#verdict")) || "";

@@ -95,6 +95,7 @@ typedef struct {
     uint64_t g_t0;         /* the site's first allocation */
     /* results of finish */
     int growth_flag;
+    int test_kept;      /* a site of what a test left live (1 MiB or more; vt_proc_finish) */
     double growth_rate;    /* bytes / s over the late window */
     double growth_per_step;/* bytes per step over the late window, < 0 if unknown */
     double growth_conf;    /* 0..1 */
@@ -162,12 +163,12 @@ typedef struct {
 
 /* The part of the leak list a live-at-the-view site goes in (the order of
  * vt_proc.leak_order, the text's headings): 0 the sites that grew over the
- * steps (what the verdict names), 1 the rest of what came during the run,
+ * steps or that a test left live (what the verdict names), 1 the rest of what came during the run,
  * 2 what was held since the start, 3 what the program freed at its
  * teardown, after the view (listed, not counted).  A growing site freed at
  * teardown is in part 0 all the same: a Python program frees at its exit
  * the tensors its globals kept, and those are its leak. */
-#define VT_LEAK_PART(u) ((u)->growth_flag ? 0 : (u)->since_start ? 2 : (u)->never_bytes <= 0 ? 3 : 1)
+#define VT_LEAK_PART(u) ((u)->growth_flag || (u)->test_kept ? 0 : (u)->since_start ? 2 : (u)->never_bytes <= 0 ? 3 : 1)
 
 struct vt_devstate {
     int present;         /* Device record seen */

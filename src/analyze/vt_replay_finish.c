@@ -723,6 +723,12 @@ int vt_proc_finish(vt_analysis *a, vt_proc *p)
     /* the leak list: what grew, the rest of what came during the run,
      * what was held since the start, then what teardown freed (listed, not
      * counted); each part in its own order (VT_LEAK_PART) */
+    for (size_t k = 0; k < p->nunits; k++)
+        p->units[k].test_kept = 0;
+    for (size_t i = 0; i < p->ntests; i++)
+        for (uint32_t j = 0; p->tests[i].leaked >= (1u << 20) && j < p->tests[i].nsites && j < VT_TEST_SITES; j++)
+            if (p->tests[i].site[j].unit < p->nunits)
+                p->units[p->tests[i].site[j].unit].test_kept = 1;
     size_t w = 0;
     uint32_t *tmp = malloc((p->nleak + 1) * sizeof(uint32_t));
     if (!tmp)

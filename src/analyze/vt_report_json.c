@@ -66,8 +66,15 @@ static void json_verdict(vt_analysis *a, vt_proc *p, FILE *o)
         else
             fputs("null", o);
         const vt_unit *u = &p->units[v.unit];
-        fprintf(o, ",\"confidence\":%.3f,\"site_grown_bytes\":%" PRId64 ",\"growing_sites\":%zu,\"site\":", v.confidence,
+        fprintf(o, ",\"confidence\":%.3f,\"site_grown_bytes\":%" PRId64 ",\"growing_sites\":%zu,", v.confidence,
                 u->grown, p->ngrowth);
+        if (v.test) {
+            fputs("\"test\":{\"name\":", o);
+            vt_json_str(o, v.test->name);
+            fprintf(o, ",\"leaked_bytes\":%" PRIu64 ",\"leaked_blocks\":%" PRIu64 "},", v.test->leaked,
+                    v.test->leaked_blocks);
+        }
+        fputs("\"site\":", o);
         json_site(a, p, v.unit, u->at_bytes, u->at_count, o);
     }
     if (v.cached >= 0)

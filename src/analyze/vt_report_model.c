@@ -384,6 +384,29 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
         v->confidence = u->growth_conf;
         return;
     }
+    if (!segments) {
+        /* a test run (the pytest plugin): no site grows over steps, but a
+         * test that left memory live, still live at the view, is a leak
+         * all the same: the one that left the most, by its largest site
+         * (1 MiB at least: a first test's lazy set-up is not one) */
+        const vt_test *t = NULL;
+        for (size_t i = 0; i < p->ntests; i++) {
+            const vt_test *x = &p->tests[i];
+            if (x->leaked >= (1u << 20) && x->nsites && x->site[0].unit < p->nunits &&
+                p->units[x->site[0].unit].at_bytes > 0 && (!t || x->leaked > t->leaked))
+                t = x;
+        }
+        if (t) {
+            v->kind = REP_LEAK;
+            v->have_unit = 1;
+            v->unit = t->site[0].unit;
+            v->test = t;
+            v->rate = 0;
+            v->per_step = -1;
+            v->confidence = 1;
+            return;
+        }
+    }
     if (!p->complete && !p->nev[VT_EV_ALLOC] && !p->nev[VT_EV_VMM_CREATE]) {
         /* cut short with nothing allocated: what it did not see is no answer */
         v->kind = REP_CANNOT_TELL;

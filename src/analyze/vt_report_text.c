@@ -21,6 +21,14 @@ void rep_text_verdict(vt_analysis *a, vt_proc *p, FILE *o, const char *lead, con
         else
             snprintf(at, sizeof(at), "(no call stack recorded)");
         char hb[600];
+        if (v.test) { /* a test that left memory live (the pytest plugin) */
+            fprintf(o, "%sLEAK in test %s: left %s live in %" PRIu64 " block%s", lead, rep_t(v.test->name),
+                    rep_bytes(b1, (double)v.test->leaked), v.test->leaked_blocks, v.test->leaked_blocks == 1 ? "" : "s");
+            if (*holder_text(p, &p->units[v.unit], hb, sizeof(hb)) && p->units[v.unit].holder)
+                fprintf(o, ", %s", hb);
+            fprintf(o, ", allocated at %s (see the tests section)\n", at);
+            return;
+        }
         if (p->units[v.unit].holder) /* the keeper first, then where it was allocated */
             fprintf(o, "%sLEAK %s, allocated at %s: +%s", lead, holder_text(p, &p->units[v.unit], hb, sizeof(hb)), at,
                     rep_bytes(b1, (double)p->units[v.unit].grown));

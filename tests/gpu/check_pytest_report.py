@@ -3,7 +3,8 @@ report of tests/gpu/pytest_leak.py run under the pytest plugin
 (tests/gpu/check_pytest.sh on the GPU machine; in CI on its recording,
 the fixture tests/data/pytest/): processes[].tests[] holds the four
 tests, test_leaks left 4 MiB at pytest_leak.py:LINE, the others nothing,
-test_caches peaked at its 64 MiB.  FILE: pytest_leak.py, whose line
+test_caches peaked at its 64 MiB; the verdict is a leak in test_leaks at
+that line.  FILE: pytest_leak.py, whose line
 marked VT_LEAK_LINE is LINE."""
 import json
 import subprocess
@@ -39,6 +40,13 @@ for name in ("test_clean", "test_caches", "test_after"):
         errs.append("%s leaked_bytes %s, 0 wanted" % (name, by.get(name, {}).get("leaked_bytes")))
 if by.get("test_caches", {}).get("peak_bytes", 0) < 64 << 20:
     errs.append("test_caches peak_bytes %s, 64 MiB wanted" % by.get("test_caches", {}).get("peak_bytes"))
+# the process's verdict: the test that left memory live is a leak, named
+# with its line (a test run grows over no steps: "no leak" would be wrong)
+v = rep["processes"][0].get("verdict") or {}
+vuf = ((v.get("site") or {}).get("user_frame") or {})
+if v.get("kind") != "leak" or not (v.get("test") or {}).get("name", "").endswith("::test_leaks") or vuf.get("line") != line:
+    errs.append("verdict: %s in test %s at line %s, leak in test_leaks at line %d wanted"
+                % (v.get("kind"), (v.get("test") or {}).get("name"), vuf.get("line"), line))
 for e in errs:
     print("FAIL: report: " + e)
 print("%d failed" % len(errs) if errs else "ok: the report's tests section")
