@@ -128,6 +128,23 @@ async function check(browser, name, html, rep, opts) {
       const txt = await page.textContent("#peak-" + d.index).catch(() => null);
       expect(txt && txt.startsWith(L.fmtBytes(d.peak_live_bytes)), `peak of GPU ${d.index}: '${txt}', want ${L.fmtBytes(d.peak_live_bytes)}`);
     }
+    // the page's "PyTorch reserved" reaches its top no earlier than the
+    // report's reserved peak (a late record once drew later levels back in
+    // time: 148 MiB before the first step)
+    for (const d of p.devices || []) {
+      const rv = d.caching_allocator && d.caching_allocator.reserved;
+      if (!rv || !rv.peak_bytes) continue;
+      const first = await page.evaluate((dev) => {
+        const q = VT_SERIES.processes[0], dd = (q.devices || []).find((x) => x.device === dev);
+        const r = dd && dd.series.find((x) => x.key === "reserved");
+        if (!r) return null;
+        let top = -1, at = -1;
+        r.max.forEach((v, k) => { if (v !== null && v > top) { top = v; at = k; } });
+        return at < 0 ? null : at * q.bucket_s;
+      }, d.index);
+      expect(first === null || first <= rv.peak_time_s + 1e-6 && first >= rv.peak_time_s - 2 * (await page.evaluate(() => VT_SERIES.processes[0].bucket_s)),
+        `GPU ${d.index}: the page's reserved tops at ${first} s, the report's reserved peak is at ${rv.peak_time_s} s`);
+    }
     // a leak opens on what grew; the peak's icicle is the report's peak
     const grew = (p.growth && p.growth.sites || []).some((x) => x.site && x.site.key);
     if (p.verdict && p.verdict.kind === "leak" && grew) {

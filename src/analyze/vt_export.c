@@ -234,6 +234,12 @@ static void xt_counter_set(xt *x, unsigned i, xt_counter *c, uint64_t t, int64_t
     const vt_proc *p = x->j->model->procs[i];
     uint64_t b = (t > p->t0 ? t - p->t0 : 0) / q->bucket_ns;
     uint64_t wt = vt_xjob_time(p, t);
+    if (c->have && wt < c->tlast) {
+        /* a record that arrives late (an activity record: a module's
+         * globals) changes the level from its arrival, not back in time */
+        b = c->bucket;
+        wt = c->tlast + 1; /* after the value it follows */
+    }
     if (c->have && b != c->bucket) {
         int rc = xt_counter_flush(x, c);
         if (rc)

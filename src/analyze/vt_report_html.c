@@ -82,6 +82,7 @@ typedef struct {
     uint32_t site_unit[VT_HTML_SITES];
     uint32_t nsites;
     uint64_t bucket_ns;
+    uint64_t t_hi; /* the latest event time so far: a late record draws from its arrival */
 } hs_proc;
 
 typedef struct {
@@ -184,7 +185,12 @@ static int hs_on_event(void *ctx, const vt_replay_event *re)
             return rc;
     }
     const vt_event *ev = re->ev;
-    uint32_t b = hs_bucket(q, m, ev->time_ns);
+    /* the levels after this event, at the stream's time: a record that
+     * arrives late (an activity record: a module's globals) must not put
+     * today's levels into an earlier bucket */
+    if (ev->time_ns > q->t_hi)
+        q->t_hi = ev->time_ns;
+    uint32_t b = hs_bucket(q, m, q->t_hi);
     for (unsigned k = 0; k < re->nblocks; k++) {
         const vt_replay_block *bl = &re->blocks[k];
         if (bl->op == VT_BLOCK_END && bl->unit < m->nunits)
