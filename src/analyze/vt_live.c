@@ -283,7 +283,9 @@ int vt_live_proc_get(vt_live *lv, unsigned i, vt_live_proc *o)
         v->allocated = o->tensors ? ds->live[VT_MEM_TENSOR] : -1;
         v->reserved = o->tensors ? ds->reserved : -1;
     }
-    o->failed = s->failed;
+    o->failed = p->failed;
+    o->retries = p->failed_retries;
+    o->probes = p->failed_probes;
     if (s->failed) {
         o->fail_size = s->fail_size;
         o->fail_at = s->fail_t > p->t0 ? (double)(s->fail_t - p->t0) / 1e9 : 0;

@@ -66,7 +66,9 @@ typedef struct {
     const char *step_source; /* "nvtx:NAME" or "kernels:N", or NULL */
     unsigned ndevices;
     vt_live_device dev[VT_LIVE_MAX_DEVICES];
-    uint64_t failed; /* failed allocations (calls) so far */
+    uint64_t failed;  /* failed allocation requests so far (as the report counts them) */
+    uint64_t retries; /* ... more failed calls that were the allocator's retries of them */
+    uint64_t probes;  /* ... failed calls that were probes (not the program's requests) */
     /* the last one */
     uint64_t fail_size;
     double fail_at; /* seconds since the trace's start */

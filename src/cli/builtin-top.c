@@ -230,14 +230,19 @@ static void render(top_state *t, screen *sc)
         put(sc, "  steps: none yet (no repeating NVTX range or kernel sequence)");
     }
     if (p.failed) {
+        char rt[48] = "";
+        if (p.retries)
+            snprintf(rt, sizeof(rt), " (+%llu retries)", (unsigned long long)p.retries);
         esc(p.fail_error ? p.fail_error : "", e2, 128);
-        put(sc, "  failed allocations: %llu; the last: %s on device %u at %.3f s%s%s",
-            (unsigned long long)p.failed, bytes(b1, (double)p.fail_size), p.fail_device, p.fail_at,
+        put(sc, "  failed allocations: %llu%s; the last: %s on device %u at %.3f s%s%s",
+            (unsigned long long)p.failed, rt, bytes(b1, (double)p.fail_size), p.fail_device, p.fail_at,
             e2[0] ? ", " : "", e2);
         if (p.fail_site[0] && sc->rows >= 20) {
             esc(p.fail_site, e1, sizeof(e1));
             put(sc, "    at %s", e1);
         }
+    } else if (p.probes) {
+        put(sc, "  failed allocations: none (%llu probe%s)", (unsigned long long)p.probes, p.probes == 1 ? "" : "s");
     } else {
         put(sc, "  failed allocations: none");
     }

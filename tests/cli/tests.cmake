@@ -69,6 +69,9 @@ vt_top_golden(top-sample-damaged.txt 80x24 reader-sample-damaged.zst)
 if(EXISTS ${VT_TEST_DATA}/gpu-oom.zst)
   vt_top_golden(top-gpu-oom.txt 80x24 gpu-oom.zst)
 endif()
+# one failed tensor request and the caching allocator's two retries of it:
+# counted as the report counts them, "1 (+2 retries)"
+vt_top_golden(top-torch-tracker.txt 132x30 gpu-torch-tracker-default.zst)
 add_executable(vt_top_live ${CMAKE_CURRENT_LIST_DIR}/top_live.c)
 target_include_directories(vt_top_live PRIVATE ${PROJECT_SOURCE_DIR}/tests/analyze)
 target_link_libraries(vt_top_live PRIVATE vt_analyze vt_core)
