@@ -56,11 +56,6 @@ static int drow_delta_cmp(const void *x, const void *y)
     return strcmp(a->key, b->key);
 }
 
-static int resident(unsigned k)
-{
-    return k == VT_MEM_DEVICE || k == VT_MEM_DEVICE_STATIC || k == VT_MEM_ARRAY;
-}
-
 static size_t diff_rows(vt_analysis *a, vt_analysis *b, vt_drow **out)
 {
     size_t cap = 0, n = 0;
@@ -88,7 +83,9 @@ static size_t diff_rows(vt_analysis *a, vt_analysis *b, vt_drow **out)
                  * segments under tensors, no teardown) */
                 d->leak[s] = u->kept_bytes;
                 d->blocks[s] = (uint64_t)u->kept_count;
-                d->peak[s] = resident(u->kind) ? u->pk_bytes : 0;
+                /* live at the peak as the report's peak section counts
+                 * it: with tensor events the tensors, not their segments */
+                d->peak[s] = rep_counted(p, u) ? u->pk_bytes : 0;
                 d->alloc[s] = (int64_t)u->alloc_bytes;
                 d->grown[s] = u->growth_flag ? (int64_t)u->grown : 0;
             }
@@ -140,7 +137,7 @@ static void totals(vt_analysis *a, int64_t *leak, int64_t *peak)
 
 static int diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
 {
-    char b1[32], b2[32], b3[32], line[1200];
+    char b1[32], b2[32], b3[32];
     int64_t la, pa, lb, pb;
     totals(a, &la, &pa);
     totals(b, &lb, &pb);
@@ -179,29 +176,9 @@ static int diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
             vt_fmt_bytes(b2, 32, (double)d->grown[1]);
             fprintf(o, "    growing A %12s  B %12s\n", b1, b2);
         }
-        vt_xframe fr[VT_MAX_STACK];
-        int user = -1;
-        uint32_t nf = vt_site_frames(d->an, p, p->units[d->unit].stack, fr, VT_MAX_STACK, &user);
-        uint32_t tid = 0;
-        const char *tname = rep_thread_name(p, p->units[d->unit].thread, &tid);
-        if (nf && (user < 0 || fr[user].internal) && tname && *tname) {
-            /* no frame of the user's: the thread that allocated, as report says it */
-            fprintf(o, "    at (no frame of yours) in thread %s (tid %u)\n", rep_t(tname), tid);
-            user = -1;
-        }
-        if (nf) {
-            if (user >= 0 || !tname || !*tname) {
-                vt_xframe_format(&fr[user >= 0 ? user : 0], line, sizeof(line));
-                fprintf(o, "    at %s\n", line);
-            }
-            uint32_t shown = nf < a->cfg.max_frames ? nf : a->cfg.max_frames;
-            for (uint32_t k = 0; k < shown; k++) {
-                vt_xframe_format(&fr[k], line, sizeof(line));
-                fprintf(o, "      %c %s\n", (int)k == user ? '>' : ' ', line);
-            }
-        } else {
-            fprintf(o, "    at (no call stack recorded)\n");
-        }
+        /* as the report prints a site: the user's frame first, framework
+         * frames folded (--native: every frame) */
+        rep_text_unit_stack(d->an, p, &p->units[d->unit], o, "    ");
     }
     if (n > a->cfg.top) {
         int64_t ol[2];

@@ -160,7 +160,7 @@ void rep_text_unit_stack(vt_analysis *a, const vt_proc *p, const vt_unit *u, FIL
 static void text_unit_stack_once(vt_analysis *a, const vt_proc *p, const vt_unit *u, FILE *o, const char *indent)
 {
     for (size_t i = 0; !a->cfg.native && i < p->nleak && i < a->cfg.top; i++)
-        if (&p->units[p->leak_order[i]] == u && u->never_bytes > 0 && !u->since_start) {
+        if (&p->units[p->leak_order[i]] == u && VT_LEAK_PART(u) < 2) { /* shown in full there */
             g_leak_ref = i + 1;
             break;
         }
