@@ -61,6 +61,11 @@ cp "$data"/seeds/graph_list-default/* "$work/dir/"
 oompid=$("$vt" report --json --no-symbols "$work/dir/gpu-oom.zst" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["processes"][0]["pid"])')
 
+# a session that lives through the whole test: killing the last session
+# ends the tmux server, and a new-session that races its exit fails with
+# "server exited unexpectedly"
+T new-session -d -s keep "sleep 600"
+
 # an interactive shell with job control (Ctrl-Z stops only a process whose
 # group is not orphaned), without line editing (readline would change the
 # terminal's mode itself)
