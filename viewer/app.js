@@ -46,10 +46,10 @@
     return (p.program || "?") + " (rank " + (p.rank === null || p.rank === undefined ? 0 : p.rank) + ", pid " + p.pid + ")";
   }
 
-  /* "PATH (TYPE, N tensors, BYTES; + G of autograd graph)": what holds a site (who-holds walk) */
+  /* "PATH (TYPE, N tensors, BYTES; + G of autograd graph: B+G in all)": what holds a site (who-holds walk) */
   function holderText(h) {
     return h.path + " (" + h.type + ", " + h.tensors + " tensor" + (h.tensors === 1 ? "" : "s") + ", " +
-      L.fmtBytes(h.bytes) + (h.graph_bytes ? "; + " + L.fmtBytes(h.graph_bytes) + " of autograd graph" : "") + ")";
+      L.fmtBytes(h.bytes) + (h.graph_bytes ? "; + " + L.fmtBytes(h.graph_bytes) + " of autograd graph: " + L.fmtBytes(h.bytes + h.graph_bytes) + " in all" : "") + ")";
   }
 
   function heldBy(x) {
@@ -150,14 +150,21 @@
         L.fmtBytes(ca.reserved.peak_bytes) + "); " + L.fmtBytes(ca.cached_at_view_bytes) + " cached, " +
         L.fmtBytes(ca.outside_at_view_bytes) + " outside the allocator", "allocated-" + d.index);
     });
-    row("live at the view", L.fmtBytes(p.leaks ? p.leaks.bytes : 0) + " (" + (p.view ? p.view.description : "") + ")", "view");
+    /* the leak total, as the text's leak section and --fail-on-leak count it */
+    var td = p.leaks && p.leaks.freed_at_teardown_counted_bytes;
+    row("leaked", L.fmtBytes(p.leaks ? p.leaks.bytes : 0) + " live at the view and never freed" +
+      (td ? " or freed only at teardown by a site that grew or a test left live (" + L.fmtBytes(td) + ")" : "") +
+      "; the view: " + (p.view ? p.view.description : ""), "view");
     row("growth", L.fmtBytes(p.growth ? p.growth.grown_bytes : 0), "growth");
     var pr = p.oom && p.oom.probes ? p.oom.probes.count : 0; /* a library probing: not failures */
     row("failed allocations", String(p.oom ? p.oom.failed : 0) + (pr ? " (" + pr + " probe" + (pr > 1 ? "s" : "") +
       " not counted: " + Object.keys(p.oom.probes.by_kind).join(", ") + ")" : ""), "failed");
     var a = p.allocator || {};
-    row("allocator", (a.mode || "?") + (a.tensor_level ? " (every tensor is an allocation)" :
-      " (the caching allocator's segments are recorded, not its tensors)"));
+    var amode = a.mode || "?", pooled = /^(pytorch_|cupy_)/.test(amode);
+    row("allocator", amode + (a.tensor_level ? " (every tensor is an allocation)" :
+      pooled ? " (the caching allocator's segments are recorded, not its tensors)" :
+      amode === "direct" ? " (no caching allocator: every block is the program's own allocation)" :
+      amode === "stream_ordered" ? " (cudaMallocAsync: blocks from the driver's memory pools)" : ""), "allocator");
     row("duration", L.fmtTime(p.duration_s || (s ? s.duration_s : 0)));
     box.appendChild(dl);
   }
@@ -377,6 +384,7 @@
     if (!st.sel) return function () { return 0; };
     /* the peak and the view: the report's exact bytes per call site */
     if (st.sel.mode === "peak") return function (site) { return (site.peak || {})[st.sel.device] || 0; };
+    if (st.sel.mode === "apeak") return function (site) { return (site.apeak || {})[st.sel.device] || 0; };
     if (st.sel.mode === "view") return function (site) { return site.view || 0; };
     if (st.sel.mode === "grew") { /* the report's growth by call site */
       var g = grownByKey(VT_REPORT.processes[st.proc]);
@@ -437,6 +445,8 @@
     if (!st.sel) at.textContent = "";
     else if (st.sel.mode === "peak") at.textContent = "live at GPU " + st.sel.device + "'s peak (" +
       L.fmtTime(st.sel.t) + "): " + L.fmtBytes(tree.value);
+    else if (st.sel.mode === "apeak") at.textContent = "live at GPU " + st.sel.device + "'s PyTorch allocated peak (" +
+      L.fmtTime(st.sel.t) + ", tensors without the pool's cache): " + L.fmtBytes(tree.value);
     else if (st.sel.mode === "grew") at.textContent = "what grew (the growing call sites' growth): " + L.fmtBytes(tree.value);
     else if (st.sel.mode === "view") at.textContent = "live at the view (" + L.fmtTime(s.view_s) + "): " + L.fmtBytes(tree.value);
     else if (st.sel.mode === "range") at.textContent = "allocated from " + L.fmtTime(st.sel.b0 * s.bucket_s) + " to " +
@@ -622,7 +632,13 @@
     drawTimelines(s);
     /* what grew when the verdict is a leak, else the peak of the first device */
     var g = grownByKey(p);
+    /* (with PyTorch's tensors: its allocated peak, the tensors themselves,
+     * where the device's peak is mostly the pool's cache) */
+    var ad = s ? s.devices.filter(function (d) { return d.apeak_bytes; })[0] : null;
+    var ab = document.querySelector('.at[data-at="apeak"]');
+    if (ab) ab.hidden = !ad;
     if (s && p.verdict && p.verdict.kind === "leak" && Object.keys(g).length) st.sel = { mode: "grew" };
+    else if (ad) st.sel = { mode: "apeak", device: ad.device, t: ad.apeak_s };
     else if (s && s.devices.length) st.sel = { mode: "peak", device: s.devices[0].device, t: s.devices[0].peak_s };
     else st.sel = null;
     if (s) redrawTimelines(s);
@@ -681,7 +697,7 @@
       tell ? "Cannot tell in " + list(telling) + of(tell) : "No leak in any of the " + n + " processes (" + list(clean) + ")";
     if ((leaking.length || tell) && clean.length) head += "; no leak in " + list(clean);
     var vd = el("div", { id: "verdict", "class": "verdict " + (leaking.length ? "bad" : tell ? "warn" : "ok"), "data-kind": kind },
-      head + ": " + L.fmtBytes(m.grown_bytes) + " grown, " + L.fmtBytes(m.leaked_bytes) + " live at the view");
+      head + ": " + L.fmtBytes(m.grown_bytes) + " grown, " + L.fmtBytes(m.leaked_bytes) + " leaked");
     box.appendChild(vd);
     if (leaking.length) {
       var ul = el("ul", { id: "leaking", "class": "leaking" });
@@ -754,6 +770,10 @@
         var s = series(), w = b.getAttribute("data-at");
         if (!s) return;
         if (w === "peak" && s.devices.length) select({ mode: "peak", device: s.devices[0].device, t: s.devices[0].peak_s });
+        else if (w === "apeak") {
+          var ad = s.devices.filter(function (d) { return d.apeak_bytes; })[0];
+          if (ad) select({ mode: "apeak", device: ad.device, t: ad.apeak_s });
+        }
         else if (w === "view") select({ mode: "view" });
         else if (w === "grew") select({ mode: "grew" });
         else select({ mode: "time", b: s.buckets - 1 });

@@ -157,6 +157,30 @@ async function check(browser, name, html, rep, opts) {
       const root = await page.getAttribute("#flame .fr.root", "data-bytes");
       expect(Number(root) === pk.bytes, `flamegraph root ${root}, the report's peak ${pk.bytes}`);
     }
+    /* the view and the end: what is live then, every byte once (with
+     * tensor events the tensors and the pool's cache, never the segments
+     * around the tensors as well): the report's bytes by kind then */
+    for (const [w, field] of [["view", "at_view_bytes"], ["end", "at_end_bytes"]]) {
+      let want = 0;
+      for (const d of p.devices || [])
+        for (const [k, v] of Object.entries(d.by_kind || {})) if (k !== "tensor") want += v[field] || 0;
+      await page.click(`button[data-at="${w}"]`);
+      const root = Number((await page.getAttribute("#flame .fr.root", "data-bytes")) || 0);
+      expect(root === want, `the flamegraph at the ${w}: ${root} bytes, the report's ${want} (${L.fmtBytes(root)} against ${L.fmtBytes(want)})`);
+    }
+    /* PyTorch's allocated peak: its button shown exactly when the report
+     * has one, and its icicle is the report's tensors then */
+    const apk = (p.peak || []).find((x) => x.allocated);
+    const ab = await page.$('button[data-at="apeak"]');
+    expect(!!ab && (await ab.isVisible()) === !!apk, `allocated peak button visible: ${ab && await ab.isVisible()}, in the report: ${!!apk}`);
+    if (apk) {
+      await page.click('button[data-at="apeak"]');
+      const root = await page.getAttribute("#flame .fr.root", "data-bytes");
+      expect(Number(root) === apk.allocated.bytes, `allocated peak flamegraph root ${root}, the report's ${apk.allocated.bytes}`);
+      const at = (await page.textContent("#flame-at")) || "";
+      expect(at.includes("PyTorch allocated peak") && at.includes(L.fmtBytes(apk.allocated.bytes)), "allocated peak caption: " + at);
+      await page.click('button[data-at="peak"]');
+    }
     if (p.verdict && p.verdict.kind === "leak" && p.verdict.test) {
       /* a test that left memory live: named, with what it left */
       const vt = (await page.textContent("#verdict")) || "";

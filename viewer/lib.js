@@ -23,27 +23,45 @@ var VTLIB = (function () {
   /* A site's histogram entries are [allocation bucket, free bucket, bytes];
    * free bucket == buckets: never freed.  Live at bucket b: allocated at or
    * before b and freed after it. */
-  function liveAt(site, b) {
-    var s = 0, h = site.hist;
+  function histAt(h, b) {
+    var s = 0;
     for (var i = 0; i < h.length; i++) if (h[i][0] <= b && h[i][1] > b) s += h[i][2];
     return s;
   }
 
-  /* Allocated in [b0, b1] and still live at the end of b1. */
+  /* A site's live bytes at bucket b; the pool's cache (a `cached` row,
+   * with tensor events): its segments' bytes less its tensors' then. */
+  function liveAt(site, b) {
+    if (site.cached) return Math.max(0, histAt(site.hist, b) - histAt(site.tensors_hist || [], b));
+    return histAt(site.hist, b);
+  }
+
+  /* Allocated in [b0, b1] and still live at the end of b1 (the pool's
+   * cache is no allocation: 0). */
   function rangeLeft(site, b0, b1) {
     var s = 0, h = site.hist;
+    if (site.cached) return 0;
     for (var i = 0; i < h.length; i++) if (h[i][0] >= b0 && h[i][0] <= b1 && h[i][1] > b1) s += h[i][2];
     return s;
   }
 
-  /* Live bytes of a site at every bucket (a sweep: O(entries + buckets)). */
-  function liveSeries(site, buckets) {
-    var d = new Float64Array(buckets + 1), out = new Array(buckets), h = site.hist, v = 0;
+  function histSeries(h, buckets) {
+    var d = new Float64Array(buckets + 1), out = new Array(buckets), v = 0;
     for (var i = 0; i < h.length; i++) {
       d[h[i][0]] += h[i][2];
       if (h[i][1] < buckets) d[h[i][1]] -= h[i][2];
     }
     for (var b = 0; b < buckets; b++) { v += d[b]; out[b] = v; }
+    return out;
+  }
+
+  /* Live bytes of a site at every bucket (a sweep: O(entries + buckets)). */
+  function liveSeries(site, buckets) {
+    var out = histSeries(site.hist, buckets);
+    if (site.cached) {
+      var t = histSeries(site.tensors_hist || [], buckets);
+      for (var b = 0; b < buckets; b++) out[b] = Math.max(0, out[b] - t[b]);
+    }
     return out;
   }
 
@@ -110,7 +128,15 @@ var VTLIB = (function () {
           out.push({ t: steps[k - 1], label: (first ? "step " : "") + k });
           first = false;
         }
-        return out;
+        if (!out.length) return out;
+        /* the time before the first step (start-up, loading) and after
+         * the last (teardown) keeps time labels, a tick apart from the
+         * steps' */
+        var gap = (t1 - t0) / Math.max(2, n), a = out[0].t, z = out[out.length - 1].t;
+        var times = timeTicks(t0, t1, n, null);
+        var before = times.filter(function (tk) { return tk.t < a - gap; });
+        var after = times.filter(function (tk) { return tk.t > z + gap; });
+        return before.concat(out, after);
       }
     }
     var span = t1 - t0, step = niceStep(span || 1e-6, n), unit = 1, name = "s";

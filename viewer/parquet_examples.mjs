@@ -11,7 +11,7 @@ export async function checkExamples (sql, rows, report, procs, fail) {
   const eq = (what, got, want) => {
     if (String(got) !== String(want)) fail(`example ${what}: SQL ${got}, report ${want}`)
   }
-  for (const name of ['top_growing_sites', 'growing_ranks', 'live_by_step', 'peak_per_rank', 'peak_from_blocks', 'failed_by_line']) {
+  for (const name of ['top_growing_sites', 'growing_ranks', 'live_by_step', 'peak_per_rank', 'peak_from_blocks', 'allocated_peak_sites', 'failed_by_line']) {
     if (!sql[name]) fail(`example ${name}: not in docs/EXPORT.md`)
   }
   const ans = {}
@@ -91,6 +91,41 @@ export async function checkExamples (sql, rows, report, procs, fail) {
       }
     }
   }
+
+  // PyTorch's allocated peak: its bytes, and by line what was live then
+  // (every line when the report lists all its sites)
+  const ap = new Map()
+  for (const r of ans.allocated_peak_sites) {
+    const k = `${id(r)}/${r.device}`
+    const e = ap.get(k) || { peak: Number(r.peak_bytes), sum: 0, lines: new Map() }
+    e.sum += Number(r.bytes)
+    const fk = frameKey(r.function, r.file, r.line)
+    e.lines.set(fk, (e.lines.get(fk) || 0) + Number(r.bytes))
+    ap.set(k, e)
+  }
+  let apWant = 0
+  for (const { p, q } of P) {
+    for (const pk of p.peak) {
+      if (!pk.allocated) continue
+      apWant++
+      const k = `${id(q)}/${pk.device}`
+      const e = ap.get(k)
+      if (!e) { fail(`example allocated_peak_sites ${p.file} device ${pk.device}: no rows, report ${pk.allocated.bytes}`); continue }
+      eq(`allocated_peak_sites ${p.file} device ${pk.device}: peak`, e.peak, pk.allocated.bytes)
+      eq(`allocated_peak_sites ${p.file} device ${pk.device}: live then`, e.sum, pk.allocated.bytes)
+      if (pk.allocated.sites.length === pk.allocated.sites_total) {
+        const want = new Map()
+        for (const st of pk.allocated.sites) {
+          const uf = st.user_frame || {}
+          const fk = frameKey(uf.function, uf.file, uf.line)
+          want.set(fk, (want.get(fk) || 0) + st.bytes)
+        }
+        for (const [fk, b] of want) eq(`allocated_peak_sites ${p.file} ${fk.replaceAll('\u0000', ' ')}`, e.lines.get(fk) || 0, b)
+        eq(`allocated_peak_sites ${p.file} device ${pk.device}: lines`, e.lines.size, want.size)
+      }
+    }
+  }
+  eq('allocated_peak_sites: processes and devices', ap.size, apWant)
 
   // failed allocations by line: every call, the probes apart; by line
   // where the report describes every request of the process

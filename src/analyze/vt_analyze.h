@@ -191,6 +191,8 @@ int vt_symbols_write_all(char *const *traces, size_t n, const vt_symbols_opts *o
 /* After finish: totals used by --fail-on-leak / --fail-on-growth, summed
  * over the processes. */
 uint64_t vt_analysis_leaked_bytes(const vt_analysis *a);
+/* BYTES as the reports write them ("8.00 MiB", "512 B") into buf. */
+void vt_fmt_bytes(char *buf, size_t len, double bytes);
 uint64_t vt_analysis_grown_bytes(const vt_analysis *a);
 
 /* Records replayed in all (every record of every trace, definitions included). */

@@ -68,6 +68,10 @@ typedef struct {
     int64_t at_bytes, at_count;
     /* live at the device's peak (lazy snapshot, see vt_replay.c) */
     int64_t pk_bytes, pk_count;
+    /* tensors: live at the device's allocated peak (peak_kind[TENSOR]),
+     * the same lazy snapshot on its own epoch (tpeak_epoch) */
+    int64_t tk_bytes, tk_count;
+    uint64_t tk_epoch;
     uint32_t gcur;
     uint32_t stack;
     /* colder */
@@ -78,8 +82,9 @@ typedef struct {
     uint64_t held_bytes;   /* of its live bytes, those that holder holds */
     int64_t never_bytes, never_count; /* of those, still live at the end of the trace */
     int64_t late_bytes, late_count;   /* of those, allocated after the view (counted in at_bytes too) */
-    int64_t kept_bytes, kept_count;   /* of at_bytes, what the process's leak_bytes counts: never freed;
-                                         0 for module globals and, with tensor events, segments */
+    int64_t kept_bytes, kept_count;   /* of at_bytes, what the process's leak_bytes counts: never freed
+                                         (a growing or test-kept site: live at the view, its teardown
+                                         part too); 0 for module globals and, with tensor events, segments */
     /* growth floors (vt_replay_account.c): bucket b holds the site's
      * allocations [b << g_shift, (b + 1) << g_shift); floor[b] is the
      * lowest live byte count from its first allocation to the next
@@ -189,6 +194,7 @@ struct vt_devstate {
      * live at the peak */
     uint64_t peak_until;
     uint64_t peak_epoch;
+    uint64_t tpeak_epoch; /* of peak_kind[VT_MEM_TENSOR]: PyTorch's allocated peak */
     int64_t at_kind[VT_MEM__COUNT]; /* at the view time, by kind (finish) */
     /* PyTorch's caching allocator: reserved = its segments' live bytes;
      * allocated = live[VT_MEM_TENSOR] (tensor events, issue 23) */
@@ -586,6 +592,8 @@ typedef struct {
     /* results */
     uint64_t leak_bytes, leak_blocks, grown_total; /* leaks: live at the view and never freed */
     uint64_t teardown_bytes, teardown_blocks;      /* live at the view, freed after it (not counted) */
+    uint64_t leak_td_bytes, leak_td_blocks;        /* of the leaks: freed only at teardown, from a site that
+                                                    * grew or that a test left live (counted all the same) */
     uint64_t held_bytes;                           /* of the leaks: allocated before the first step, not growing */
     uint64_t static_bytes, static_blocks;  /* module globals at the view (not leaks) */
     uint32_t *leak_order; size_t nleak;

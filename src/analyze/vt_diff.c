@@ -19,6 +19,9 @@ typedef struct {
     uint32_t proc, unit;
     int64_t leak[2], peak[2], alloc[2], grown[2];
     uint64_t blocks[2];
+    uint32_t stacks[2]; /* the side's units merged into the row (call
+                         * stacks of the same lines the report lists apart) */
+    int64_t rep[2];     /* the shown unit's leak and allocated bytes */
 } vt_drow;
 
 static int drow_key_cmp(const void *x, const void *y)
@@ -88,6 +91,9 @@ static size_t diff_rows(vt_analysis *a, vt_analysis *b, vt_drow **out)
                 d->peak[s] = rep_counted(p, u) ? u->pk_bytes : 0;
                 d->alloc[s] = (int64_t)u->alloc_bytes;
                 d->grown[s] = u->growth_flag ? (int64_t)u->grown : 0;
+                d->stacks[s] = 1;
+                d->rep[0] = u->kept_bytes;
+                d->rep[1] = (int64_t)u->alloc_bytes;
             }
         }
     qsort(r, n, sizeof(*r), drow_key_cmp);
@@ -101,6 +107,16 @@ static size_t diff_rows(vt_analysis *a, vt_analysis *b, vt_drow **out)
                 m->alloc[s] += r[i].alloc[s];
                 m->grown[s] += r[i].grown[s];
                 m->blocks[s] += r[i].blocks[s];
+                m->stacks[s] += r[i].stacks[s];
+            }
+            /* the stack shown is the merged unit that leaks most (else
+             * allocates most): the one the report lists first */
+            if (r[i].rep[0] > m->rep[0] || (r[i].rep[0] == m->rep[0] && r[i].rep[1] > m->rep[1])) {
+                m->an = r[i].an;
+                m->proc = r[i].proc;
+                m->unit = r[i].unit;
+                m->rep[0] = r[i].rep[0];
+                m->rep[1] = r[i].rep[1];
             }
             continue;
         }
@@ -176,6 +192,9 @@ static int diff_text(vt_analysis *a, vt_analysis *b, FILE *o)
             vt_fmt_bytes(b2, 32, (double)d->grown[1]);
             fprintf(o, "    growing A %12s  B %12s\n", b1, b2);
         }
+        if (d->stacks[0] > 1 || d->stacks[1] > 1)
+            fprintf(o, "    stacks  A %12u  B %12u  (merged by their lines; the report lists each)\n",
+                    d->stacks[0], d->stacks[1]);
         /* as the report prints a site: the user's frame first, framework
          * frames folded (--native: every frame) */
         rep_text_unit_stack(d->an, p, &p->units[d->unit], o, "    ");
@@ -222,8 +241,8 @@ int vt_diff_json(vt_analysis *a, vt_analysis *b, FILE *o)
         fprintf(o, ",\"leaked_bytes\":[%" PRId64 ",%" PRId64 "],\"leaked_blocks\":[%" PRIu64 ",%" PRIu64 "]", d->leak[0],
                 d->leak[1], d->blocks[0], d->blocks[1]);
         fprintf(o, ",\"peak_bytes\":[%" PRId64 ",%" PRId64 "],\"alloc_bytes\":[%" PRId64 ",%" PRId64 "],\"grown_bytes\":[%" PRId64
-                   ",%" PRId64 "]",
-                d->peak[0], d->peak[1], d->alloc[0], d->alloc[1], d->grown[0], d->grown[1]);
+                   ",%" PRId64 "],\"stacks\":[%u,%u]",
+                d->peak[0], d->peak[1], d->alloc[0], d->alloc[1], d->grown[0], d->grown[1], d->stacks[0], d->stacks[1]);
         vt_xframe fr[VT_MAX_STACK];
         int user = -1;
         uint32_t nf = vt_site_frames(d->an, p, p->units[d->unit].stack, fr, VT_MAX_STACK, &user);

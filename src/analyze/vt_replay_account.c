@@ -63,6 +63,7 @@ vt_unit *get_unit_slow(vt_proc *p, uint32_t stack, uint32_t device, unsigned kin
     if (api == VT_API_CACHING_ALLOCATOR)
         p->tensor_units++;
     u->pk_epoch = p->dev[device].peak_epoch;
+    u->tk_epoch = p->dev[device].tpeak_epoch;
     u->dev = &p->dev[device];
     *idx = (uint32_t)p->nunits++;
     if (stack < p->nstack_unit)

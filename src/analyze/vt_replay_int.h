@@ -283,6 +283,21 @@ static inline void pk_sync(vt_proc *p, vt_unit *u)
         u->pk_count = vt_unit_live_count(u);
         u->pk_epoch = e;
     }
+    if (u->kind == VT_MEM_TENSOR && u->tk_epoch != u->dev->tpeak_epoch) {
+        u->tk_bytes = u->live_bytes;
+        u->tk_count = vt_unit_live_count(u);
+        u->tk_epoch = u->dev->tpeak_epoch;
+    }
+}
+/* A tensor unit's snapshot at the allocated peak, before its live bytes
+ * change (the tensor kind only: no other unit pays for it). */
+static inline __attribute__((always_inline)) void tk_sync(vt_unit *u, const vt_devstate *d)
+{
+    if (u->kind == VT_MEM_TENSOR && u->tk_epoch != d->tpeak_epoch) {
+        u->tk_bytes = u->live_bytes;
+        u->tk_count = vt_unit_live_count(u);
+        u->tk_epoch = d->tpeak_epoch;
+    }
 }
 /* An allocation of `size` at t in unit u (on device d), after its growth
  * bucket is current (growth_touch). */
@@ -294,6 +309,7 @@ static inline __attribute__((always_inline)) void account_alloc_rest(vt_proc *p,
         u->pk_count = vt_unit_live_count(u);
         u->pk_epoch = d->peak_epoch;
     }
+    tk_sync(u, d);
     u->live_bytes += (int64_t)size;
     u->allocs++;
     u->alloc_bytes += size;
@@ -313,15 +329,31 @@ static inline __attribute__((always_inline)) void account_alloc_rest(vt_proc *p,
         d->peak_kind[u->kind] += (int64_t)size;
         if (t > d->peak_kind_t[u->kind])
             d->peak_kind_t[u->kind] = t;
+        u->tk_bytes += (int64_t)size; /* (read for tensors only) */
+        u->tk_count++;
     } else if (d->live[u->kind] > d->peak_kind[u->kind]) {
         d->peak_kind[u->kind] = d->live[u->kind];
         d->peak_kind_t[u->kind] = t;
         d->peak_kind_until[u->kind] = 0;
+        if (u->kind == VT_MEM_TENSOR) { /* a new allocated peak: every tensor unit's snapshot is stale */
+            d->tpeak_epoch++;
+            u->tk_bytes = u->live_bytes;
+            u->tk_count = vt_unit_live_count(u);
+            u->tk_epoch = d->tpeak_epoch;
+        }
     } else if (!d->peak_kind_until[u->kind])
         d->peak_kind_until[u->kind] = t;
     if (u->resident) {
         d->live_dev += (int64_t)size;
-        if (__builtin_expect(t < d->peak_t || t < d->peak_until, 0)) {
+        /* a module's globals come in activity records, late by design:
+         * one that comes while the peak's level still holds (nothing
+         * resident allocated or freed since) joins that level, as one
+         * made before it ended does, instead of starting a new peak whose
+         * call sites would be taken at the stream's later time (tensors
+         * freed since then would be missing) */
+        if (__builtin_expect(t < d->peak_t || t < d->peak_until ||
+                                 (u->kind == VT_MEM_DEVICE_STATIC && !d->peak_until && d->peak > 0),
+                             0)) {
             d->peak += (int64_t)size;
             if (t > d->peak_t)
                 d->peak_t = t;
@@ -372,6 +404,7 @@ static inline __attribute__((always_inline)) void account_free_rest(vt_proc *p, 
         u->pk_count = vt_unit_live_count(u);
         u->pk_epoch = d->peak_epoch;
     }
+    tk_sync(u, d);
     u->live_bytes -= (int64_t)size;
     u->frees++;
     growth_log(u, t);

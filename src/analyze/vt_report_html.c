@@ -26,6 +26,12 @@ extern const unsigned long vt_viewer_page_len;
 #define VT_HTML_BUCKETS 1000
 #define VT_HTML_SITES 150
 #define VT_HTML_DEVS 8
+/* With tensor events the pool's segments are reserved memory, not call
+ * sites (the tensors inside them are): their blocks and every tensor's
+ * go to two more histograms, from which the page draws the pool's cache
+ * (reserved - allocated) at any time, as the report's peak does. */
+#define HS_SEGS (VT_HTML_SITES + 1)
+#define HS_TENSORS (VT_HTML_SITES + 2)
 /* The timeline's series: one table, indexed by the series, that gives
  * each its key (the page's colour), the name its legend and tooltip show,
  * and its lane (the page's first chart, "main", or the driver's and the
@@ -77,8 +83,10 @@ typedef struct {
 typedef struct {
     hs_series ser[VT_HTML_DEVS][NSER];
     uint64_t pool_res[VT_HTML_DEVS], pool_used[VT_HTML_DEVS];
-    int32_t *site_of;  /* unit -> site index (VT_HTML_SITES = other), -1 none yet */
-    hs_hist hist[VT_HTML_SITES + 1];
+    int32_t *site_of;  /* unit -> site index (VT_HTML_SITES = other, HS_SEGS = the
+                        * pool's segments under tensor events), -1 none yet */
+    uint8_t *is_tensor; /* unit -> a caching-allocator tensor (also counted in HS_TENSORS) */
+    hs_hist hist[VT_HTML_SITES + 3];
     uint32_t site_unit[VT_HTML_SITES];
     uint32_t nsites;
     uint64_t bucket_ns;
@@ -152,18 +160,22 @@ static int hs_init_proc(hs *h, unsigned i)
     uint64_t dur = m->t_last > m->t0 ? m->t_last - m->t0 : 1;
     q->bucket_ns = dur / VT_HTML_BUCKETS + 1;
     q->site_of = malloc((m->nunits ? m->nunits : 1) * sizeof(int32_t));
+    q->is_tensor = calloc(m->nunits ? m->nunits : 1, 1);
     uint32_t *order = malloc((m->nunits ? m->nunits : 1) * sizeof(uint32_t));
-    if (!q->site_of || !order) {
+    if (!q->site_of || !q->is_tensor || !order) {
         free(order);
         return VT_ERR_NOMEM;
     }
     for (size_t u = 0; u < m->nunits; u++) {
         order[u] = (uint32_t)u;
         q->site_of[u] = VT_HTML_SITES;
+        if (m->tensor_units && m->units[u].segment && m->units[u].resident)
+            q->site_of[u] = HS_SEGS;
+        q->is_tensor[u] = m->tensor_units && m->units[u].kind == VT_MEM_TENSOR;
     }
     qsort_r(order, m->nunits, sizeof(uint32_t), unit_cmp_desc, (void *)m);
     for (size_t k = 0; k < m->nunits && q->nsites < VT_HTML_SITES; k++) {
-        if (!m->units[order[k]].allocs)
+        if (!m->units[order[k]].allocs || q->site_of[order[k]] == HS_SEGS)
             continue;
         q->site_unit[q->nsites] = order[k];
         q->site_of[order[k]] = (int32_t)q->nsites++;
@@ -193,9 +205,12 @@ static int hs_on_event(void *ctx, const vt_replay_event *re)
     uint32_t b = hs_bucket(q, m, q->t_hi);
     for (unsigned k = 0; k < re->nblocks; k++) {
         const vt_replay_block *bl = &re->blocks[k];
-        if (bl->op == VT_BLOCK_END && bl->unit < m->nunits)
+        if (bl->op == VT_BLOCK_END && bl->unit < m->nunits) {
             hs_add(h, &q->hist[q->site_of[bl->unit]], hs_bucket(q, m, bl->t_alloc), hs_bucket(q, m, bl->t),
                    (int64_t)bl->size);
+            if (q->is_tensor[bl->unit])
+                hs_add(h, &q->hist[HS_TENSORS], hs_bucket(q, m, bl->t_alloc), hs_bucket(q, m, bl->t), (int64_t)bl->size);
+        }
     }
     if (re->nblocks && re->blocks[0].device < VT_HTML_DEVS) {
         uint32_t d = re->blocks[0].device;
@@ -234,12 +249,33 @@ static int hs_live_block(void *ctx, uint64_t addr, uint64_t size, uint64_t t, ui
     (void)addr;
     hs_proc *q = &l->h->procs[l->i];
     const vt_proc *m = l->h->j->model->procs[l->i];
-    if (unit < m->nunits && q->site_of)
+    if (unit < m->nunits && q->site_of) {
         hs_add(l->h, &q->hist[q->site_of[unit]], hs_bucket(q, m, t), VT_HTML_BUCKETS, (int64_t)size);
+        if (q->is_tensor[unit])
+            hs_add(l->h, &q->hist[HS_TENSORS], hs_bucket(q, m, t), VT_HTML_BUCKETS, (int64_t)size);
+    }
     return l->h->err;
 }
 
 /* ---- JSON ---- */
+
+/* A site's bytes live at the view, without what it allocated after the
+ * view (the report's rows count that too, and say so; the device's
+ * levels at the view do not) */
+static int64_t view_bytes(const vt_unit *u)
+{
+    int64_t v = u->at_bytes - (u->late_bytes > 0 ? u->late_bytes : 0);
+    return v > 0 ? v : 0;
+}
+
+static void json_hist(FILE *o, const hs_hist *g)
+{
+    fputc('[', o);
+    for (size_t k = 0; k < g->n; k++)
+        fprintf(o, "%s[%u,%u,%" PRId64 "]", k ? "," : "", (unsigned)(g->key[k] >> 16), (unsigned)(g->key[k] & 0xffff),
+                g->bytes[k]);
+    fputc(']', o);
+}
 
 static double rel_s(const vt_proc *p, uint64_t t) { return t > p->t0 ? (double)(t - p->t0) / 1e9 : 0.0; }
 
@@ -309,13 +345,18 @@ static void json_proc(hs *h, unsigned i, FILE *o)
             json_series(o, &q->ser[d][s]);
             fputc('}', o);
         }
-        fprintf(o, "],\"peak_s\":%.9f,\"peak_bytes\":%" PRId64 "}", m->dev[d].peak_t ? rel_s(m, m->dev[d].peak_t) : 0.0,
+        fprintf(o, "],\"peak_s\":%.9f,\"peak_bytes\":%" PRId64, m->dev[d].peak_t ? rel_s(m, m->dev[d].peak_t) : 0.0,
                 m->dev[d].peak);
+        if (m->tensor_units && m->dev[d].peak_kind[VT_MEM_TENSOR] > 0) /* PyTorch's allocated peak */
+            fprintf(o, ",\"apeak_s\":%.9f,\"apeak_bytes\":%" PRId64, rel_s(m, m->dev[d].peak_kind_t[VT_MEM_TENSOR]),
+                    m->dev[d].peak_kind[VT_MEM_TENSOR]);
+        fputc('}', o);
     }
     /* each call site's exact bytes at its device's peak and at the view
      * (the model's, as in the report's tables); the rest summed as "other" */
-    int64_t *pk = calloc(m->nunits ? m->nunits : 1, sizeof(int64_t));
-    int64_t other_pk[VT_HTML_DEVS] = {0}, other_view = 0;
+    int64_t *pk = calloc(m->nunits ? 2 * (size_t)m->nunits : 1, sizeof(int64_t));
+    int64_t *apk = pk ? pk + m->nunits : NULL; /* at PyTorch's allocated peak (tensors) */
+    int64_t other_pk[VT_HTML_DEVS] = {0}, other_apk[VT_HTML_DEVS] = {0}, other_view = 0;
     for (uint32_t d = 0; pk && d < m->ndev_seen && d < VT_HTML_DEVS; d++) {
         vt_row *rows = NULL;
         size_t n = m->dev[d].peak > 0 ? rep_peak_rows(m, d, &rows) : 0;
@@ -323,12 +364,20 @@ static void json_proc(hs *h, unsigned i, FILE *o)
             if (rows[k].unit < m->nunits)
                 pk[rows[k].unit] = rows[k].bytes;
         free(rows);
+        rows = NULL;
+        n = m->tensor_units && m->dev[d].peak_kind[VT_MEM_TENSOR] > 0 ? rep_tpeak_rows(m, d, &rows) : 0;
+        for (size_t k = 0; k < n; k++)
+            if (rows[k].unit < m->nunits)
+                apk[rows[k].unit] = rows[k].bytes;
+        free(rows);
     }
     for (size_t u = 0; pk && u < m->nunits; u++)
         if (q->site_of[u] == VT_HTML_SITES) {
-            if (m->units[u].device < VT_HTML_DEVS)
+            if (m->units[u].device < VT_HTML_DEVS) {
                 other_pk[m->units[u].device] += pk[u];
-            other_view += m->units[u].at_bytes > 0 ? m->units[u].at_bytes : 0;
+                other_apk[m->units[u].device] += apk[u];
+            }
+            other_view += view_bytes(&m->units[u]);
         }
     fputs("],\"sites\":[", o);
     for (uint32_t s = 0; s <= q->nsites; s++) {
@@ -348,7 +397,9 @@ static void json_proc(hs *h, unsigned i, FILE *o)
                     vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api), u->growth_flag);
             json_frames(h->j, m, u->stack, o);
             fprintf(o, ",\"peak\":{\"%u\":%" PRId64 "},\"view\":%" PRId64, u->device, pk ? pk[q->site_unit[s]] : 0,
-                    u->at_bytes > 0 ? u->at_bytes : 0);
+                    view_bytes(u));
+            if (apk && apk[q->site_unit[s]])
+                fprintf(o, ",\"apeak\":{\"%u\":%" PRId64 "}", u->device, apk[q->site_unit[s]]);
         } else {
             fputs("\"name\":\"(other call sites)\",\"key\":\"\",\"device\":-1,\"kind\":\"\",\"api\":\"\",\"growing\":0,"
                   "\"frames\":[[\"(other call sites)\",\"\",0,0,0]]",
@@ -360,12 +411,17 @@ static void json_proc(hs *h, unsigned i, FILE *o)
                     f = 0;
                 }
             fprintf(o, "},\"view\":%" PRId64, other_view);
+            fputs(",\"apeak\":{", o);
+            for (int d = 0, f = 1; d < VT_HTML_DEVS; d++)
+                if (other_apk[d]) {
+                    fprintf(o, "%s\"%d\":%" PRId64, f ? "" : ",", d, other_apk[d]);
+                    f = 0;
+                }
+            fputc('}', o);
         }
-        fputs(",\"hist\":[", o);
-        for (size_t k = 0; k < g->n; k++)
-            fprintf(o, "%s[%u,%u,%" PRId64 "]", k ? "," : "", (unsigned)(g->key[k] >> 16),
-                    (unsigned)(g->key[k] & 0xffff), g->bytes[k]);
-        fputs("]}", o);
+        fputs(",\"hist\":", o);
+        json_hist(o, g);
+        fputc('}', o);
     }
     if (m->tensor_units) { /* the caching allocator's cached bytes: the rest of each device's peak */
         fputs(",{\"name\":\"(cached in PyTorch's pool: reserved, no tensor)\",\"key\":\"\",\"device\":-1,\"kind\":\"\","
@@ -381,7 +437,13 @@ static void json_proc(hs *h, unsigned i, FILE *o)
             if (m->dev[d].reserved_at > m->dev[d].at_kind[VT_MEM_TENSOR])
                 cv += m->dev[d].reserved_at - m->dev[d].at_kind[VT_MEM_TENSOR];
         }
-        fprintf(o, "},\"view\":%" PRId64 ",\"hist\":[]}", cv);
+        /* at any time: its segments' bytes less its tensors' (the page's
+         * L.liveAt of each, never below 0) */
+        fprintf(o, "},\"view\":%" PRId64 ",\"cached\":1,\"hist\":", cv);
+        json_hist(o, &q->hist[HS_SEGS]);
+        fputs(",\"tensors_hist\":", o);
+        json_hist(o, &q->hist[HS_TENSORS]);
+        fputc('}', o);
     }
     free(pk);
     fputs("],\"steps\":[", o);
@@ -461,12 +523,13 @@ int vt_report_html(vt_analysis *a, char *const *inputs, int ninputs, FILE *out)
                 free(q->ser[d][s].mx);
                 free(q->ser[d][s].ls);
             }
-        for (int s = 0; s <= VT_HTML_SITES; s++) {
+        for (int s = 0; s <= HS_TENSORS; s++) {
             free(q->hist[s].key);
             free(q->hist[s].bytes);
             vt_map_free(&q->hist[s].idx);
         }
         free(q->site_of);
+        free(q->is_tensor);
     }
     free(h.procs);
     vt_analysis_free(j.live);

@@ -45,6 +45,7 @@ const char *rep_thread_name(const vt_proc *p, uint32_t thread, uint32_t *tid);
 int rep_counted(const vt_proc *p, const vt_unit *u);
 int64_t rep_peak_cached(const vt_proc *p, uint32_t dev);
 size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out);
+size_t rep_tpeak_rows(const vt_proc *p, uint32_t dev, vt_row **out);
 const char *rep_allocator_mode(const vt_proc *p, int *tensor_level);
 size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out);
 

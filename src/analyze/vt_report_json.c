@@ -342,11 +342,11 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, ",\"view\":{\"mode\":\"%s\",\"time_s\":%.6f,\"description\":", rep_view_mode_name(p->view_mode), rep_rel_s(p, p->view_t));
     vt_json_str(o, view);
     fprintf(o, ",\"exact\":%s}", p->tail_overflow ? "false" : "true");
-    fprintf(o, ",\"leaks\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"teardown_bytes\":%" PRIu64
-               ",\"teardown_blocks\":%" PRIu64 ",\"held_since_start_bytes\":%" PRIu64 ",\"module_globals_bytes\":%" PRIu64
-               ",\"module_globals_blocks\":%" PRIu64 ",\"sites_total\":%zu,\"sites\":[",
-            p->leak_bytes, p->leak_blocks, p->teardown_bytes, p->teardown_blocks, p->held_bytes, p->static_bytes,
-            p->static_blocks, p->nleak);
+    fprintf(o, ",\"leaks\":{\"bytes\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"freed_at_teardown_counted_bytes\":%" PRIu64
+               ",\"teardown_bytes\":%" PRIu64 ",\"teardown_blocks\":%" PRIu64 ",\"held_since_start_bytes\":%" PRIu64
+               ",\"module_globals_bytes\":%" PRIu64 ",\"module_globals_blocks\":%" PRIu64 ",\"sites_total\":%zu,\"sites\":[",
+            p->leak_bytes, p->leak_blocks, p->leak_td_bytes, p->teardown_bytes, p->teardown_blocks, p->held_bytes,
+            p->static_bytes, p->static_blocks, p->nleak);
     for (size_t i = 0; i < p->nleak && i < a->cfg.top; i++) {
         const vt_unit *u = &p->units[p->leak_order[i]];
         if (i)
@@ -402,8 +402,22 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
                 fputc(',', o);
             json_site(a, p, r[i].unit, r[i].bytes, r[i].count, o);
         }
-        fprintf(o, "]}");
+        fputc(']', o);
         free(r);
+        /* with tensor events: the tensors at PyTorch's allocated peak */
+        if (p->tensor_units && s->peak_kind[VT_MEM_TENSOR] > 0) {
+            n = rep_tpeak_rows(p, d, &r);
+            fprintf(o, ",\"allocated\":{\"bytes\":%" PRId64 ",\"time_s\":%.6f,\"sites_total\":%zu,\"sites\":[",
+                    s->peak_kind[VT_MEM_TENSOR], rep_rel_s(p, s->peak_kind_t[VT_MEM_TENSOR]), n);
+            for (size_t i = 0; i < n && i < a->cfg.top; i++) {
+                if (i)
+                    fputc(',', o);
+                json_site(a, p, r[i].unit, r[i].bytes, r[i].count, o);
+            }
+            fputs("]}", o);
+            free(r);
+        }
+        fputc('}', o);
     }
     fprintf(o, "]");
     /* oom */

@@ -197,6 +197,26 @@ size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out)
     return n;
 }
 
+/* With tensor events: the tensors live at the device's allocated peak
+ * (PyTorch's memory_allocated at its highest), per call site. */
+size_t rep_tpeak_rows(const vt_proc *p, uint32_t dev, vt_row **out)
+{
+    vt_row *r = malloc((p->nunits + 1) * sizeof(*r));
+    size_t n = 0;
+    if (!r) {
+        *out = NULL;
+        return 0;
+    }
+    for (size_t k = 0; k < p->nunits; k++) {
+        const vt_unit *u = &p->units[k];
+        if (u->device == dev && u->kind == VT_MEM_TENSOR && u->tk_bytes > 0)
+            r[n++] = (vt_row){(uint32_t)k, u->tk_bytes, u->tk_count};
+    }
+    qsort(r, n, sizeof(*r), row_cmp);
+    *out = r;
+    return n;
+}
+
 const char *rep_allocator_mode(const vt_proc *p, int *tensor_level)
 {
     int c10_malloc = 0, c10_vmm = 0, c10_async = 0, async = 0, cupy = 0;

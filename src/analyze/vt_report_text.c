@@ -442,7 +442,7 @@ static void text_allocated_reserved(const vt_proc *p, const vt_devstate *s, FILE
     fputc('\n', o);
 }
 
-/* "held by PATH (TYPE, N tensors, B; + G of autograd graph)" of a unit, into
+/* "held by PATH (TYPE, N tensors, B; + G of autograd graph: B+G in all)" of a unit, into
  * buf; "" when the process has no holders file or nothing holds it. */
 static const char *holder_text(const vt_proc *p, const vt_unit *u, char *buf, size_t len)
 {
@@ -459,8 +459,11 @@ static const char *holder_text(const vt_proc *p, const vt_unit *u, char *buf, si
     const vt_holder *h = &p->holders[u->holder - 1];
     size_t n = (size_t)snprintf(buf, len, "held by %s (%s, %" PRIu64 " tensor%s, %s", rep_t(h->path), rep_t(h->type), h->tensors,
                                 h->tensors == 1 ? "" : "s", rep_bytes(b1, (double)h->bytes));
-    if (h->graph_bytes && n < len)
-        n += (size_t)snprintf(buf + n, len - n, "; + %s of autograd graph", rep_bytes(b2, (double)h->graph_bytes));
+    if (h->graph_bytes && n < len) {
+        char b3[32];
+        n += (size_t)snprintf(buf + n, len - n, "; + %s of autograd graph: %s in all", rep_bytes(b2, (double)h->graph_bytes),
+                              rep_bytes(b3, (double)h->bytes + (double)h->graph_bytes));
+    }
     if (n < len)
         snprintf(buf + n, len - n, ")");
     return buf;
@@ -486,11 +489,16 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
         fprintf(o, "(blocks from libc10_cuda are PyTorch caching-allocator segments: reserved memory, not tensors;"
                    " see the allocator view)\n");
     char b2[32];
-    fprintf(o, "%s never freed, in %" PRIu64 " block%s", rep_bytes(b1, (double)p->leak_bytes), p->leak_blocks,
-            p->leak_blocks == 1 ? "" : "s");
+    fprintf(o, "%s %s, in %" PRIu64 " block%s", rep_bytes(b1, (double)p->leak_bytes), p->leak_td_bytes ? "leaked" : "never freed",
+            p->leak_blocks, p->leak_blocks == 1 ? "" : "s");
+    if (p->leak_td_bytes)
+        fprintf(o, " (%s of it freed only at teardown, from sites that grew or that a test left live",
+                rep_bytes(b2, (double)p->leak_td_bytes));
     if (p->held_bytes)
-        fprintf(o, " (%s of it held since the start: allocated before the first step, not growing)",
-                rep_bytes(b2, (double)p->held_bytes));
+        fprintf(o, "%s%s of it held since the start: allocated before the first step, not growing",
+                p->leak_td_bytes ? "; " : " (", rep_bytes(b2, (double)p->held_bytes));
+    if (p->leak_td_bytes || p->held_bytes)
+        fputc(')', o);
     fprintf(o, "; %zu call site%s live at the view\n", p->nleak, p->nleak == 1 ? "" : "s");
     if (p->teardown_bytes)
         fprintf(o, "(not counted: freed at teardown, after the view: %s in %" PRIu64 " block%s)\n",
@@ -515,6 +523,11 @@ static void text_leaks(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, "never freed (%s of it allocated after the view)\n", rep_bytes(b1, (double)u->late_bytes));
         else if (u->never_bytes >= u->at_bytes)
             fprintf(o, "never freed\n");
+        else if (VT_LEAK_PART(u) == 0 && u->never_bytes == 0)
+            fprintf(o, "freed only at teardown, counted: %s\n", u->growth_flag ? "it grew" : "a test left it live");
+        else if (VT_LEAK_PART(u) == 0 && u->never_bytes < u->at_bytes)
+            fprintf(o, "%s never freed, the rest only at teardown, counted: %s\n", rep_bytes(b1, (double)u->never_bytes),
+                    u->growth_flag ? "it grew" : "a test left it live");
         else if (u->never_bytes == 0)
             fprintf(o, "all freed after the view (teardown)\n");
         else
@@ -663,6 +676,25 @@ static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
             fprintf(o, "and %s cached in PyTorch's pool (reserved, no tensor in it) (%.1f%%)\n", rep_bytes(b1, (double)cached),
                     100.0 * (double)cached / (double)s->peak);
         free(r);
+        /* with tensor events: the tensors at PyTorch's allocated peak (its
+         * memory_allocated at the highest), which the device's peak, made
+         * of the pool's segments, can hide */
+        int64_t tp = s->peak_kind[VT_MEM_TENSOR];
+        if (!p->tensor_units || tp <= 0)
+            continue;
+        n = rep_tpeak_rows(p, d, &r);
+        fprintf(o, "device %u, PyTorch allocated: %s at %.3f s in %zu call site%s (tensors, without the pool's cache)\n", d,
+                rep_bytes(b1, (double)tp), rep_rel_s(p, s->peak_kind_t[VT_MEM_TENSOR]), n, n == 1 ? "" : "s");
+        for (size_t i = 0; i < n && i < a->cfg.top; i++) {
+            const vt_unit *u = &p->units[r[i].unit];
+            fprintf(o, "#%zu ", i + 1);
+            unit_line(p, u, r[i].bytes, r[i].count, o);
+            fprintf(o, " (%.1f%%)\n", 100.0 * (double)r[i].bytes / (double)tp);
+            text_unit_stack_once(a, p, u, o, "    ");
+        }
+        if (n > a->cfg.top)
+            fprintf(o, "... %zu more call site%s\n", n - a->cfg.top, n - a->cfg.top == 1 ? "" : "s");
+        free(r);
     }
     if (!any)
         fprintf(o, "no device memory was live\n");
@@ -777,8 +809,11 @@ static void text_walks(const vt_proc *p, int oom, FILE *o)
         for (uint32_t i = 0; i < k->nh; i++) {
             fprintf(o, "    %u) %s (%s, %" PRIu64 " tensor%s, %s", i + 1, rep_t(k->h[i].path), rep_t(k->h[i].type), k->h[i].tensors,
                     k->h[i].tensors == 1 ? "" : "s", rep_bytes(b1, (double)k->h[i].bytes));
-            if (k->h[i].graph_bytes)
-                fprintf(o, "; + %s of autograd graph", rep_bytes(b2, (double)k->h[i].graph_bytes));
+            if (k->h[i].graph_bytes) {
+                char ball[32];
+                fprintf(o, "; + %s of autograd graph: %s in all", rep_bytes(b2, (double)k->h[i].graph_bytes),
+                        rep_bytes(ball, (double)k->h[i].bytes + (double)k->h[i].graph_bytes));
+            }
             fprintf(o, ")\n");
         }
     }

@@ -277,13 +277,19 @@ int cmd_report(int argc, char **argv)
         goto cleanup;
     }
     if (have_fail_leak && vt_analysis_leaked_bytes(a) > fail_leak) {
-        fprintf(stderr, "vramtrace report: %llu bytes live at the view exceed --fail-on-leak %llu\n",
-                (unsigned long long)vt_analysis_leaked_bytes(a), (unsigned long long)fail_leak);
+        char lb[32], fb[32];
+        vt_fmt_bytes(lb, sizeof(lb), (double)vt_analysis_leaked_bytes(a));
+        vt_fmt_bytes(fb, sizeof(fb), (double)fail_leak);
+        fprintf(stderr, "vramtrace report: %s leaked (%llu bytes) exceed --fail-on-leak %s (%llu bytes)\n", lb,
+                (unsigned long long)vt_analysis_leaked_bytes(a), fb, (unsigned long long)fail_leak);
         rc = 3;
     }
     if (have_fail_growth && vt_analysis_grown_bytes(a) > fail_growth) {
-        fprintf(stderr, "vramtrace report: %llu bytes of growth exceed --fail-on-growth %llu\n",
-                (unsigned long long)vt_analysis_grown_bytes(a), (unsigned long long)fail_growth);
+        char gb[32], fb[32];
+        vt_fmt_bytes(gb, sizeof(gb), (double)vt_analysis_grown_bytes(a));
+        vt_fmt_bytes(fb, sizeof(fb), (double)fail_growth);
+        fprintf(stderr, "vramtrace report: %s of growth (%llu bytes) exceed --fail-on-growth %s (%llu bytes)\n", gb,
+                (unsigned long long)vt_analysis_grown_bytes(a), fb, (unsigned long long)fail_growth);
         rc = 3;
     }
 cleanup:

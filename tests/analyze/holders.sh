@@ -27,7 +27,7 @@ with open(sys.argv[1], "w") as f:
     f.write("P dead0000 4096 1\n")  # a graph's storage in no live block: joined to nothing
 PY
 "$vt" report --no-symbols "$tmp/t/caching_tensors.zst" >"$tmp/r.txt" 2>&1
-grep -q '^verdict: LEAK held by __main__.trainer.loss_buffer (list, 16 tensors, 8.00 MiB; + 1.00 MiB of autograd graph), allocated at keep_outputs (/home/user/project/train.py:50)' "$tmp/r.txt" ||
+grep -q '^verdict: LEAK held by __main__.trainer.loss_buffer (list, 16 tensors, 8.00 MiB; + 1.00 MiB of autograd graph: 9.00 MiB in all), allocated at keep_outputs (/home/user/project/train.py:50)' "$tmp/r.txt" ||
     bad "verdict: $(grep '^verdict' "$tmp/r.txt")"
 [ "$(grep -c '    held by __main__.trainer.loss_buffer' "$tmp/r.txt")" -ge 2 ] || bad "the leak and growth sites do not say their holder"
 grep -q 'held by no Python object reachable from module globals' "$tmp/r.txt" || bad "the weights' site does not say that nothing holds it"
@@ -45,15 +45,27 @@ assert any(s["held_by"] is None for s in p["leaks"]["sites"])
 mkdir "$tmp/td"
 cp "$tmp/g/caching_teardown.zst" "$tmp/t/holders.6200.txt" "$tmp/td/"
 "$vt" report --no-symbols "$tmp/td/caching_teardown.zst" >"$tmp/td.txt" 2>&1
-grep -q '^verdict: LEAK held by __main__.trainer.loss_buffer (list, 16 tensors, 8.00 MiB; + 1.00 MiB of autograd graph), allocated at keep_outputs' "$tmp/td.txt" ||
+grep -q '^verdict: LEAK held by __main__.trainer.loss_buffer (list, 16 tensors, 8.00 MiB; + 1.00 MiB of autograd graph: 9.00 MiB in all), allocated at keep_outputs' "$tmp/td.txt" ||
     bad "teardown: verdict: $(grep '^verdict' "$tmp/td.txt")"
-grep -q 'freed at teardown, after the view: 18.00 MiB in 19 blocks' "$tmp/td.txt" || bad "teardown: the frees after the view are not said"
+# the growing site is the leak even though the exit freed it: counted in
+# the total, its row says so, --fail-on-leak catches it; the rest of the
+# teardown (the model's weights) is not counted
+grep -q '^8.00 MiB leaked, in 16 blocks (8.00 MiB of it freed only at teardown, from sites that grew' "$tmp/td.txt" ||
+    bad "teardown: the leak total leaves the verdict's leak out: $(grep 'blocks' "$tmp/td.txt" | head -2)"
+grep -q 'freed at teardown, after the view: 10.00 MiB in 3 blocks' "$tmp/td.txt" || bad "teardown: the frees after the view are not said"
+grep -q '16 allocated in all; freed only at teardown, counted: it grew' "$tmp/td.txt" || bad "teardown: the growing row does not say it counts"
+"$vt" report --no-symbols --fail-on-leak 7M "$tmp/td/caching_teardown.zst" >/dev/null 2>&1
+[ $? = 3 ] || bad "teardown: --fail-on-leak 7M does not catch the 8 MiB the verdict names"
+"$vt" report --no-symbols --fail-on-leak 9M "$tmp/td/caching_teardown.zst" >/dev/null 2>&1
+[ $? = 0 ] || bad "teardown: --fail-on-leak 9M fails on 8 MiB"
 "$vt" report --no-symbols --json "$tmp/td/caching_teardown.zst" 2>/dev/null | python3 -c '
 import json, sys
 p = json.load(sys.stdin)["processes"][0]
 assert p["holders"]["list"][0]["bytes_in_live_blocks"] == 16 * 512 * 1024, p["holders"]
 assert p["verdict"]["site"]["held_by"]["path"] == "__main__.trainer.loss_buffer", p["verdict"]
-' || bad "teardown: JSON held_by"
+assert p["leaks"]["bytes"] == 8 << 20 and p["leaks"]["freed_at_teardown_counted_bytes"] == 8 << 20, p["leaks"]
+assert p["leaks"]["teardown_bytes"] == 10 << 20, p["leaks"]
+' || bad "teardown: JSON held_by, leaks"
 # the walks before the end: at the first failed allocation (PyTorch's OOM
 # observer) and on a signal, said as the walk found them
 printf 'vramtrace-holders 1\nW 999 0.050000 0 -\nO 0 1073741824 8388608 4096\nH 3 6291456 0 local variable\t<step (train.py:42)>.big\nP 900000000 2097152 0\nH 16 8388608 1048576 list\t__main__.trainer.loss_buffer\n' \
@@ -63,7 +75,7 @@ printf 'vramtrace-holders 1\nW 500 0.010000 0 -\nS 12\nH 4 2097152 0 list\t__mai
 grep -q '^who held CUDA tensors at the first failed allocation (1.00 GiB requested on device 0, 8.00 MiB allocated, 4.00 KiB free; PyTorch.s OOM observer walked 999 objects' "$tmp/w.txt" ||
     bad "no OOM walk in the report: $(grep -i 'who held' "$tmp/w.txt")"
 oom_first=$(grep -A1 '^who held CUDA tensors at the first' "$tmp/w.txt" | tail -1)
-[ "$oom_first" = "    1) __main__.trainer.loss_buffer (list, 16 tensors, 8.00 MiB; + 1.00 MiB of autograd graph)" ] || bad "OOM walk order: $oom_first"
+[ "$oom_first" = "    1) __main__.trainer.loss_buffer (list, 16 tensors, 8.00 MiB; + 1.00 MiB of autograd graph: 9.00 MiB in all)" ] || bad "OOM walk order: $oom_first"
 grep -q '    2) <step (train.py:42)>.big (local variable, 3 tensors, 6.00 MiB)' "$tmp/w.txt" || bad "the OOM walk's local"
 grep -q '^-- who held CUDA tensors on signal 12 (walk 1 at the program.s request' "$tmp/w.txt" || bad "no signal walk"
 "$vt" report --no-symbols --json "$tmp/t/caching_tensors.zst" 2>/dev/null | python3 -c '

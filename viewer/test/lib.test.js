@@ -28,6 +28,21 @@ test("live bytes at a bucket, and what a range left live", () => {
   for (let b = 0; b < 10; b++) assert.strictEqual(series[b], L.liveAt(s, b), "bucket " + b);
 });
 
+test("the pool's cache at a bucket: its segments less its tensors, never counted twice", () => {
+  // a 22-byte segment from bucket 1 on, a tensor of 8 inside it over [2, 5)
+  const c = { cached: 1, hist: [[1, 10, 22]], tensors_hist: [[2, 5, 8]] };
+  assert.strictEqual(L.liveAt(c, 0), 0);
+  assert.strictEqual(L.liveAt(c, 1), 22);
+  assert.strictEqual(L.liveAt(c, 3), 14);
+  assert.strictEqual(L.liveAt(c, 6), 22);
+  assert.strictEqual(L.rangeLeft(c, 0, 9), 0); // a cache is no allocation
+  const series = L.liveSeries(c, 10);
+  for (let b = 0; b < 10; b++) assert.strictEqual(series[b], L.liveAt(c, b), "bucket " + b);
+  // the tensor and the cache add up to the segment
+  const t = { hist: [[2, 5, 8]] };
+  assert.strictEqual(L.liveAt(c, 3) + L.liveAt(t, 3), 22);
+});
+
 test("decimation keeps every minimum and maximum", () => {
   const mn = [], mx = [];
   for (let i = 0; i < 1000; i++) { mn.push(i % 7); mx.push(i % 7 + (i === 500 ? 1000 : 0)); }
@@ -103,8 +118,15 @@ test("byte ticks: 1-2-5 steps in the unit of the top, at most n", () => {
 test("time ticks: by step number when the steps are known, else rounded times", () => {
   const steps = Array.from({ length: 40 }, (_, k) => 1 + k * 0.1);
   const s = L.timeTicks(0, 5, 8, steps);
-  assert.equal(s[0].label, "step 5");
-  assert.deepEqual(s.map((x) => x.label).slice(1, 3), ["10", "15"]);
+  /* the second before the first step keeps a time label */
+  assert.equal(s[0].label, "0 s");
+  const k = s.findIndex((x) => x.label.startsWith("step"));
+  assert.equal(s[k].label, "step 5");
+  assert.deepEqual(s.map((x) => x.label).slice(k + 1, k + 3), ["10", "15"]);
+  assert.ok(s.slice(0, k).every((x) => x.label.endsWith(" s") && x.t < 1));
+  /* and so does a teardown after the last step */
+  const u = L.timeTicks(0, 12, 8, steps);
+  assert.ok(u[u.length - 1].label.endsWith(" s") && u[u.length - 1].t > 6);
   const t = L.timeTicks(0, 8.02, 10, []);
   assert.deepEqual(t.map((x) => x.label), ["0 s", "1 s", "2 s", "3 s", "4 s", "5 s", "6 s", "7 s", "8 s"]);
   assert.equal(L.timeTicks(0, 0.0042, 4, null)[1].label, "2 ms");
