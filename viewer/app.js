@@ -69,6 +69,15 @@
       (v.growing_sites > 1 ? " (" + v.growing_sites + " growing call sites, " + L.fmtBytes(v.grown_bytes) + " in all)" : "");
   }
 
+  var SIGNALS = { 1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL",
+    11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM" };
+  /* how the process ended, as the text's rep_end_text says it */
+  function endText(p) {
+    if (!p.complete) return "no End record (killed, or the file was cut)";
+    if (p.end_reason === "signal") return "killed by signal " + p.end_signal + (SIGNALS[p.end_signal] ? " (" + SIGNALS[p.end_signal] + ")" : "");
+    return p.end_reason === "normal" ? "normal exit" : "tracing error";
+  }
+
   function verdict(p) {
     var v = p.verdict;
     if (v && v.kind === "leak" && v.test) return { cls: "bad", kind: "leak", text: "Leak in test " + v.test.name + ": left " +
@@ -84,10 +93,14 @@
       return { cls: "warn", kind: "cannot_tell", text: "Cannot tell: " + v.reason };
     if (v && v.kind === "cannot_tell") return { cls: "warn", kind: "cannot_tell", text: "Cannot tell in this mode: the caching allocator's " +
       "segments grew by " + L.fmtBytes(v.segments_grown_bytes) + "; " + v.reason + ". To find the line: " + v.command };
-    if (v && v.kind === "no_leak") return { cls: p.oom_headline ? "info" : "ok", kind: "no_leak", text: "No leak: no call site keeps growing" +
+    /* a process that did not end normally: its "no leak" says so (what it
+     * did after its last flush is not in the trace), not in green */
+    var ended = endText(p), abnormal = ended !== "normal exit";
+    if (v && v.kind === "no_leak") return { cls: p.oom_headline || abnormal ? "info" : "ok", kind: "no_leak", text: "No leak: no call site keeps growing" +
       (v.steps ? " over " + v.steps + " steps" : "") + "; " + L.fmtBytes(p.leaks ? p.leaks.bytes : 0) +
       " never freed" + (v.pool_cached_bytes > 0 ? "; the pools keep " + L.fmtBytes(v.pool_cached_bytes) +
-      " reserved beyond what is allocated (cached, not leaked)" : "") };
+      " reserved beyond what is allocated (cached, not leaked)" : "") +
+      (abnormal ? "; but the process did not end normally: " + ended : "") };
     var grown = p.growth ? p.growth.grown_bytes : 0, leak = p.leaks ? p.leaks.bytes : 0;
     var failed = p.oom ? p.oom.failed : 0;
     if (failed) return { cls: "bad", kind: "oom", text: "Out of memory: " + failed + " failed allocation" + (failed > 1 ? "s" : "") +
@@ -685,9 +698,7 @@
         li.appendChild(openProc(i));
         li.appendChild(document.createTextNode(": " + (p.oom_headline ? oomHeadline(p) :
           "no request ran out of memory; its trace ends at " + L.fmtTime(p.duration_s) + ", " +
-          (!end.complete ? "no End record (killed, or the file was cut)" : end.end_reason === "signal" ?
-            "killed by signal " + (end.end_signal !== undefined && end.end_signal !== null ? end.end_signal : "?") :
-            end.end_reason === "normal" ? "normal exit" : "tracing error"))));
+          endText(end))));
         ol.appendChild(li);
       });
       box.appendChild(ol);

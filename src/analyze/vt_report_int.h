@@ -132,6 +132,8 @@ void rep_job_of(vt_analysis *a, rep_job *j);
 /* How a process's trace ends, for a job where another ran out of memory:
  * "normal exit", "killed by signal 15", "no End record (killed or cut)" */
 const char *rep_end_text(const vt_proc *p, char *buf, size_t len);
+const char *rep_signal_text(int sig, char *buf, size_t len);
+int rep_abnormal_end(const vt_proc *p);
 
 /* Text parts that the job's text shares with each process's (the lead
  * replaces "verdict: " / nothing, continuation lines get indent) */

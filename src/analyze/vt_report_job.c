@@ -99,6 +99,25 @@ static void job_verdict(vt_analysis *a, FILE *o)
     }
     if (shown > a->cfg.top)
         fprintf(o, "  (%zu more processes leak or cannot tell: their own parts above)\n", shown - a->cfg.top);
+    /* how the processes that did not end normally ended (with an OOM, the
+     * lines below say it for every process) */
+    size_t abnormal = 0;
+    for (size_t i = 0; !j.oom && i < n; i++)
+        abnormal += (size_t)rep_abnormal_end(a->procs[i]);
+    if (abnormal) {
+        fprintf(o, "%zu of %zu processes did not end normally:", abnormal, n);
+        for (size_t i = 0, k = 0; i < n; i++) {
+            vt_proc *p = a->procs[i];
+            if (!rep_abnormal_end(p))
+                continue;
+            if (k++ >= a->cfg.top) {
+                fprintf(o, " and %zu more", abnormal - a->cfg.top);
+                break;
+            }
+            fprintf(o, "%s %s: %s", k > 1 ? ";" : "", rep_proc_label(a, p, nb, sizeof(nb)), rep_end_text(p, eb, sizeof(eb)));
+        }
+        fputc('\n', o);
+    }
     if (!j.oom)
         return;
     fprintf(o, "OUT OF MEMORY in ");

@@ -251,8 +251,12 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, ",\"clock\":");
     vt_json_str(o, p->clock);
     fprintf(o, ",\"unverified_events\":%" PRIu64, p->unverified_events);
-    fprintf(o, ",\"complete\":%s,\"end_reason\":%s", p->complete ? "true" : "false",
+    fprintf(o, ",\"complete\":%s,\"end_reason\":%s,\"end_signal\":", p->complete ? "true" : "false",
             !p->complete ? "null" : p->end_reason == VT_END_NORMAL ? "\"normal\"" : p->end_reason == VT_END_SIGNAL ? "\"signal\"" : "\"error\"");
+    if (p->complete && p->end_reason == VT_END_SIGNAL)
+        fprintf(o, "%d", p->end_signal);
+    else
+        fputs("null", o);
     fprintf(o, ",\"recorded\":{\"kernels\":%s,\"native_stacks\":%s,\"python_stacks\":%s}", p->hdr_kernels ? "true" : "false",
             p->hdr_native ? "true" : "false", p->hdr_python ? "true" : "false");
     fprintf(o, ",\"duration_s\":%.6f", rep_duration_s(p));

@@ -530,12 +530,35 @@ void rep_job_of(vt_analysis *a, rep_job *j)
     }
 }
 
+/* "11 (SIGSEGV)" */
+const char *rep_signal_text(int sig, char *buf, size_t len)
+{
+    static const char *const names[] = {NULL,     "SIGHUP",  "SIGINT",    "SIGQUIT", "SIGILL",  "SIGTRAP", "SIGABRT",
+                                        "SIGBUS", "SIGFPE",  "SIGKILL",   "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE",
+                                        "SIGALRM", "SIGTERM", "SIGSTKFLT", "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP",
+                                        "SIGTTIN", "SIGTTOU", "SIGURG",    "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF",
+                                        "SIGWINCH", "SIGIO",  "SIGPWR",    "SIGSYS"};
+    if (sig > 0 && sig < (int)(sizeof(names) / sizeof(names[0])))
+        snprintf(buf, len, "%d (%s)", sig, names[sig]);
+    else
+        snprintf(buf, len, "%d", sig);
+    return buf;
+}
+
+/* Whether the process ended otherwise than by a normal exit: a signal, a
+ * tracing error, or no End record. */
+int rep_abnormal_end(const vt_proc *p)
+{
+    return !p->complete || p->end_reason != VT_END_NORMAL;
+}
+
 const char *rep_end_text(const vt_proc *p, char *buf, size_t len)
 {
+    char sb[32];
     if (!p->complete)
         snprintf(buf, len, "no End record (killed, or the file was cut)");
     else if (p->end_reason == VT_END_SIGNAL)
-        snprintf(buf, len, "killed by signal %d", p->end_signal);
+        snprintf(buf, len, "killed by signal %s", rep_signal_text(p->end_signal, sb, sizeof(sb)));
     else if (p->end_reason == VT_END_NORMAL)
         snprintf(buf, len, "normal exit");
     else

@@ -60,6 +60,12 @@ void rep_text_verdict(vt_analysis *a, vt_proc *p, FILE *o, const char *lead, con
         if (v.cached > 0)
             fprintf(o, "; the pools keep %s reserved beyond what is allocated (freed blocks cached, not a leak)",
                     rep_bytes(b1, (double)v.cached));
+        /* "no leak" of a process that did not end normally says so: what
+         * it did after its last flush is not in the trace */
+        if (rep_abnormal_end(p)) {
+            char eb[96];
+            fprintf(o, "; but the process did not end normally: %s", rep_end_text(p, eb, sizeof(eb)));
+        }
         fputc('\n', o);
     }
 }
@@ -296,10 +302,14 @@ static void text_summary(vt_analysis *a, vt_proc *p, FILE *o)
     if (!p->complete)
         fprintf(o, "status: INCOMPLETE (no end record: the process died or the file was cut)");
     else
-        fprintf(o, "status: complete (%s%s)", p->end_reason == VT_END_NORMAL ? "normal exit"
-                                                 : p->end_reason == VT_END_SIGNAL ? "fatal signal"
-                                                                                  : "tracing error",
-                p->end_reason == VT_END_SIGNAL ? ", flushed on the signal" : "");
+    {
+        char sb[32];
+        if (p->end_reason == VT_END_SIGNAL)
+            fprintf(o, "status: complete (fatal signal %s, flushed on the signal)",
+                    rep_signal_text(p->end_signal, sb, sizeof(sb)));
+        else
+            fprintf(o, "status: complete (%s)", p->end_reason == VT_END_NORMAL ? "normal exit" : "tracing error");
+    }
     if (p->unverified_events)
         fprintf(o, "; %" PRIu64 " event%s UNVERIFIED (decoded from frames no checksum checked: the last frame of a "
                    "trace cut short, or a trace read from a pipe)",

@@ -101,17 +101,39 @@ static void esc(const char *s, char *out, size_t len)
     out[w] = 0;
 }
 
-/* Cut a line at `cols` display columns (a UTF-8 character is one). */
+/* Whether the locale's characters are UTF-8 (an ellipsis can be drawn). */
+static int utf8_locale(void)
+{
+    const char *v = getenv("LC_ALL");
+    if (!v || !*v)
+        v = getenv("LC_CTYPE");
+    if (!v || !*v)
+        v = getenv("LANG");
+    return v && (strstr(v, "UTF-8") || strstr(v, "utf8") || strstr(v, "UTF8") || strstr(v, "utf-8"));
+}
+
+/* Cut a line at `cols` display columns (a UTF-8 character is one); a line
+ * that was cut ends in an ellipsis ("..." where the locale is not UTF-8),
+ * so that a cut number never reads as a smaller one ("peak 27"). */
 static void fit(char *s, int cols)
 {
     int c = 0;
+    char *at[4] = {NULL, NULL, NULL, NULL}; /* the starts of the last 3 characters kept */
     for (char *p = s; *p; p++) {
         if (((unsigned char)*p & 0xC0) == 0x80)
             continue;
         if (c++ == cols) {
-            *p = 0;
+            if (utf8_locale() && at[0] && strlen(at[0]) >= 3) /* room for 3 bytes and the NUL */
+                memcpy(at[0], "\xe2\x80\xa6", 4); /* over the last character kept */
+            else if (at[2])
+                memcpy(at[2], "...", 4);
+            else
+                *p = 0;
             return;
         }
+        at[2] = at[1];
+        at[1] = at[0];
+        at[0] = p;
     }
 }
 
@@ -174,8 +196,22 @@ static void render(top_state *t, screen *sc)
     unsigned np = vt_live_nprocs(t->lv);
     sc->n = 0;
     esc(t->what, e1, sizeof(e1));
-    put(sc, "vramtrace top: %u process%s, every %.1f s, sort %s: %s", np, np == 1 ? "" : "es", t->interval,
-        sort_names[t->sort], e1);
+    /* the path's tail where the line is too narrow for all of it: the
+     * trace's or the directory's own name stays in sight */
+    char head[160];
+    int hw = snprintf(head, sizeof(head), "vramtrace top: %u process%s, every %.1f s, sort %s: ", np, np == 1 ? "" : "es",
+                      t->interval, sort_names[t->sort]);
+    size_t plen = 0; /* display columns of the path */
+    for (const char *q = e1; *q; q++)
+        plen += ((unsigned char)*q & 0xC0) != 0x80;
+    const char *tail = e1;
+    if (hw > 0 && sc->cols > hw + 8 && plen > (size_t)(sc->cols - hw)) {
+        size_t drop = plen - (size_t)(sc->cols - hw) + 3; /* + "..." */
+        for (size_t c = 0; *tail && c < drop; tail++)
+            c += ((unsigned char)tail[1] & 0xC0) != 0x80;
+        put(sc, "%s...%s", head, tail);
+    } else
+        put(sc, "%s%s", head, e1);
     if (!np) {
         put(sc, "no trace yet");
         return;
@@ -208,26 +244,26 @@ static void render(top_state *t, screen *sc)
         put(sc, "  read error: %s", e1);
     }
     if (!p.ndevices)
-        put(sc, "  no GPU memory yet");
+        put(sc, p.state == VT_LIVE_READING ? "  no GPU memory yet" : "  no GPU memory");
     for (unsigned d = 0; d < p.ndevices; d++) {
         const vt_live_device *v = &p.dev[d];
         esc(v->name && v->name[0] ? v->name : "?", e1, 128);
         char tot[48] = "";
         if (v->total)
             snprintf(tot, sizeof(tot), " of %s", bytes(b4, (double)v->total));
+        /* the device, then PyTorch's two numbers on a line of their own:
+         * within 80 columns, no number cut */
+        put(sc, "  dev %u %s: live %s, peak %s%s", v->index, e1, bytes(b1, (double)v->live), bytes(b2, (double)v->peak),
+            tot);
         if (v->allocated >= 0)
-            put(sc, "  dev %u %s: allocated %s / reserved %s, live %s, peak %s%s", v->index, e1,
-                bytes(b1, (double)v->allocated), bytes(b2, (double)v->reserved), bytes(b3, (double)v->live),
-                bytes(b4, (double)v->peak), tot);
-        else
-            put(sc, "  dev %u %s: live %s, peak %s%s", v->index, e1, bytes(b1, (double)v->live),
-                bytes(b2, (double)v->peak), tot);
+            put(sc, "    PyTorch allocated %s / reserved %s", bytes(b1, (double)v->allocated),
+                bytes(b2, (double)v->reserved));
     }
     if (p.steps) {
         esc(p.step_source ? p.step_source : "", e1, 128);
         put(sc, "  steps: %llu (%s), %s per step", (unsigned long long)p.steps, e1, secs(b1, p.step_ns));
     } else {
-        put(sc, "  steps: none yet (no repeating NVTX range or kernel sequence)");
+        put(sc, "  steps: none%s (no repeating NVTX range or kernel sequence)", p.state == VT_LIVE_READING ? " yet" : "");
     }
     if (p.failed) {
         char rt[48] = "";
@@ -625,6 +661,18 @@ int cmd_top(int argc, char **argv)
                 printf("%s\n", sc.line[i]);
         } else {
             print_plain(&t, &sc, stdout);
+        }
+        /* a file that could not be read: its error on stderr as well, and
+         * the status report gives (the screen says it too) */
+        for (unsigned i = 0; !status && i < vt_live_nprocs(t.lv); i++) {
+            vt_live_proc q;
+            vt_live_proc_get(t.lv, i, &q);
+            if (q.state == VT_LIVE_FAILED && q.error) {
+                char e1[600];
+                esc(q.error, e1, sizeof(e1));
+                fprintf(stderr, PFX "%s\n", e1);
+                status = 1;
+            }
         }
     } else {
         status = view_loop(&t, isatty(1), stdout, 0, NULL);

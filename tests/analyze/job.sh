@@ -66,7 +66,7 @@ sed -n 4p "$tmp/oom-merged.txt" | grep -q '^  rank 1 (pid 9201 on testhost): OUT
 sed -n 5p "$tmp/oom-merged.txt" | grep -q '^    held then: PyTorch allocated 2.00 GiB (tensors)' || bad "held then: $(sed -n 5p "$tmp/oom-merged.txt")"
 sed -n 6p "$tmp/oom-merged.txt" | grep -q "^    who held CUDA tensors (PyTorch's OOM observer): 1) __main__.model.fc.weight (Linear, 1 tensor, 2.00 GiB)$" ||
     bad "who held it: $(sed -n 6p "$tmp/oom-merged.txt")"
-sed -n 7p "$tmp/oom-merged.txt" | grep -qx '  rank 0 (pid 9200 on testhost): no request ran out of memory; its trace ends at 0.048 s, killed by signal 15' ||
+sed -n 7p "$tmp/oom-merged.txt" | grep -qx '  rank 0 (pid 9200 on testhost): no request ran out of memory; its trace ends at 0.048 s, killed by signal 15 (SIGTERM)' ||
     bad "rank 0's end: $(sed -n 7p "$tmp/oom-merged.txt")"
 "$vt" report --no-symbols --json job_oom 2>/dev/null | python3 -c '
 import json, sys
