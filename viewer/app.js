@@ -376,6 +376,14 @@
   }
 
   function redrawTimelines(s) {
+    /* which part of the run the charts show, when not all of it */
+    var zv = $("tl-zoom");
+    if (zv) {
+      var whole = st.view[0] <= 0 && st.view[1] >= s.buckets;
+      zv.textContent = whole ? "" : "showing " + L.fmtTime(st.view[0] * s.bucket_s) + " to " +
+        L.fmtTime(Math.min(st.view[1], s.buckets) * s.bucket_s) + " of " + L.fmtTime(s.duration_s || s.buckets * s.bucket_s) +
+        " \u00b7 double-click: the whole run";
+    }
     var cs = document.querySelectorAll(".tl-canvas");
     for (var i = 0; i < cs.length; i++) {
       var dev = +cs[i].getAttribute("data-device");
@@ -550,8 +558,10 @@
   function sparkFor(s, key) {
     var site = s && s.sites.filter(function (x) { return x.key === key; })[0];
     if (!site) return "";
-    var all = L.liveSeries(site, s.buckets), pts = [];
-    for (var k = 0; k < 60; k++) pts.push(all[Math.min(s.buckets - 1, Math.floor((k + 0.5) * s.buckets / 60))]);
+    /* over the part of the run the charts open on (the steps), so that it
+     * draws the staircase the chart above draws */
+    var all = L.liveSeries(site, s.buckets), pts = [], v0 = st.view[0], v1 = Math.min(st.view[1], s.buckets);
+    for (var k = 0; k < 60; k++) pts.push(all[Math.min(s.buckets - 1, Math.floor(v0 + (k + 0.5) * (v1 - v0) / 60))]);
     return { svg: '<svg class="spark" width="90" height="18"><path d="' + L.sparkPath(pts, 90, 18) + '"/></svg>' };
   }
 
@@ -590,27 +600,46 @@
     var leaks = ((p.leaks && p.leaks.sites) || []).slice().sort(function (a, b) {
       return gof(b) - gof(a) || b.bytes - a.bytes;
     });
+    /* what each row is to the leak total (the text's parts): so that the
+     * rows that count add up to the summary's "leaked" */
+    var counted = function (x) {
+      if (x.after_view_bytes && x.after_view_bytes >= x.bytes) return "allocated after the view";
+      if (gof(x) > 0) return x.never_freed_bytes >= x.bytes ? "leak: grew" : "leak: grew (freed at teardown)";
+      if (x.held_since_start) return "held since the start";
+      if (!x.never_freed_bytes) return "freed at teardown: not counted";
+      return x.never_freed_bytes >= x.bytes ? "never freed" : "part never freed";
+    };
+    var lt = "Live at the view (growing call sites first): " + L.fmtBytes(p.leaks ? p.leaks.bytes : 0) + " leaked" +
+      (p.leaks && p.leaks.teardown_bytes ? ", " + L.fmtBytes(p.leaks.teardown_bytes) + " freed at teardown (not counted)" : "");
     if (p.holders) /* who holds each site (the walk at exit) */
-      table(box, "leaks-table", "Live at the view (growing call sites first)", ["bytes", "blocks", "call site", "held by",
-        "kind", "api", "grown"],
-        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), heldBy(x), x.kind, x.api, gof(x)]; }),
-        [true, false, false, false, false, false, true], function (r) { findInFlame(r[2]); });
+      table(box, "leaks-table", lt, ["bytes", "blocks", "call site", "held by", "kind", "api", "grown", "counted"],
+        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), heldBy(x), x.kind, x.api, gof(x), counted(x)]; }),
+        [true, false, false, false, false, false, true, false], function (r) { findInFlame(r[2]); });
     else
-      table(box, "leaks-table", "Live at the view (growing call sites first)", ["bytes", "blocks", "call site", "kind",
-        "api", "grown"],
-        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind, x.api, gof(x)]; }),
-        [true, false, false, false, false, true], function (r) { findInFlame(r[2]); });
+      table(box, "leaks-table", lt, ["bytes", "blocks", "call site", "kind", "api", "grown", "counted"],
+        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind, x.api, gof(x), counted(x)]; }),
+        [true, false, false, false, false, true, false], function (r) { findInFlame(r[2]); });
     var gr = (p.growth && p.growth.sites) || [];
     table(box, "growth-table", "Growing call sites", ["grown", "per step", "per second", "confidence", "call site", "live bytes"],
       gr.map(function (x) {
         return [x.grown_bytes, Math.round(x.rate_bytes_per_step || 0), Math.round(x.rate_bytes_per_s || 0),
-          x.confidence, userFrame(x), sparkFor(s, x.site && x.site.key)];
+          (x.confidence || 0).toFixed(2), userFrame(x), sparkFor(s, x.site && x.site.key)];
       }), [true, true, true, false, false, false], function (r) { findInFlame(r[4]); });
+    /* the peaks as the text lists them: the sites shown of all, and the
+     * pool's cache as a row of its own */
+    var more = function (sh, all) { return all > sh ? ", the largest " + sh + " of " + all + " call sites" : ""; };
     (p.peak || []).forEach(function (pk) {
+      var rows = pk.sites.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind]; });
+      if (pk.cached_bytes) rows.push([pk.cached_bytes, "", "(cached in PyTorch's pool: reserved, no tensor in it)", ""]);
       table(box, "peak-table-" + pk.device, "Live at GPU " + pk.device + "'s peak (" + L.fmtBytes(pk.bytes) + " at " +
-        L.fmtTime(pk.time_s) + ")", ["bytes", "blocks", "call site", "kind"],
-        pk.sites.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind]; }), [true, false, false, false],
-        function (r) { findInFlame(r[2]); });
+        L.fmtTime(pk.time_s) + more(pk.sites.length, pk.sites_total) + ")", ["bytes", "blocks", "call site", "kind"],
+        rows, [true, false, false, false], function (r) { findInFlame(r[2]); });
+      if (pk.allocated)
+        table(box, "apeak-table-" + pk.device, "Live at GPU " + pk.device + "'s PyTorch allocated peak (" +
+          L.fmtBytes(pk.allocated.bytes) + " at " + L.fmtTime(pk.allocated.time_s) +
+          more(pk.allocated.sites.length, pk.allocated.sites_total) + ")", ["bytes", "blocks", "call site", "kind"],
+          pk.allocated.sites.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind]; }), [true, false, false, false],
+          function (r) { findInFlame(r[2]); });
     });
     var ev = (p.oom && p.oom.events) || [];
     table(box, "oom-table", "Failed allocations", ["time", "requested", "error", "at", "top holder"],
@@ -807,14 +836,14 @@
     var d = VT_DIFF, box = $("tables");
     var grown = (d.b.leaked_bytes || 0) - (d.a.leaked_bytes || 0);
     $("summary").appendChild(el("div", { id: "verdict", "class": "verdict " + (grown > 0 ? "bad" : "ok") },
-      "B against A: " + (grown >= 0 ? "+" : "") + L.fmtBytes(grown) + " live at the view (A " + L.fmtBytes(d.a.leaked_bytes || 0) +
+      "B against A: " + (grown >= 0 ? "+" : "") + L.fmtBytes(grown) + " leaked at the view (A " + L.fmtBytes(d.a.leaked_bytes || 0) +
       " in " + d.a.processes + " process" + (d.a.processes === 1 ? "" : "es") + ", B " + L.fmtBytes(d.b.leaked_bytes || 0) +
       "); peak " + L.fmtBytes(d.a.peak_bytes || 0) + " \u2192 " + L.fmtBytes(d.b.peak_bytes || 0)));
     var sites = L.diffSites(d);
     function drawDiff() {
       var f = $("flame");
       f.textContent = "";
-      var tree = L.diffTree(sites, st.native), W = Math.max(300, f.clientWidth || 900), rects = L.layout(tree, W, 1), maxd = 0;
+      var tree = L.diffTree(sites, st.native, st.libs), W = Math.max(300, f.clientWidth || 900), rects = L.layout(tree, W, 1), maxd = 0;
       rects.forEach(function (r) {
         var div = el("div", { "class": "fr" + (r.depth === 0 ? " root" : "") });
         div.style.left = r.x + "px";
@@ -833,8 +862,12 @@
       $("flame-at").textContent = "leaked bytes, grown (red) and shrunk (green) from A to B";
     }
     $("native").addEventListener("change", function (ev) { st.native = ev.target.checked; drawDiff(); });
+    $("libs").addEventListener("change", function (ev) { st.libs = ev.target.checked; drawDiff(); });
     drawDiff();
-    table(box, "diff-table", "Call sites, A against B", ["status", "leaked A", "leaked B", "B - A", "call site"],
+    var nd = L.diffRows(d).length;
+    table(box, "diff-table", "Call sites whose leaked bytes changed, A against B" + (d.sites_total > nd ?
+      " (of " + d.sites_total + " call sites that changed in any way: `vramtrace diff` lists them all)" : ""),
+      ["status", "leaked A", "leaked B", "B - A", "call site"],
       L.diffRows(d).map(function (x) {
         var lb = x.leaked_bytes || [0, 0], a = lb[0] || 0, b = lb[1] || 0;
         return [x.status, a, b, b - a, typeof x.user_frame === "string" ? x.user_frame : userFrame(x)];

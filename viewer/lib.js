@@ -264,12 +264,14 @@ var VTLIB = (function () {
   /* The differential tree of a diff (JSON `sites` with `stack`): each
    * site's weight is the larger of its leaked bytes before and after, its
    * delta after - before. */
-  function diffTree(sites, native) {
+  function diffTree(sites, native, libs) {
     var conv = sites.map(function (s) {
       var st = (s.stack || []).map(function (f) {
         if (typeof f === "string") { /* the diff's frames: "function (file:line)" or "module+0x... (status)" */
-          var py = /\.py:\d+\)$/.test(f), nat = !py && /\.so|\+0x/.test(f);
-          return [f.replace(/ \((not symbolized|no module|no symbol)[^)]*\)$/, ""), "", 0, py ? 1 : 0, nat ? 1 : 0];
+          var pm = /^(.*) \((.+\.py):(\d+)\)$/.exec(f);
+          if (pm) return [pm[1], pm[2], +pm[3], 1, 0]; /* a Python frame: its file, for the package fold */
+          var nat = /\.so|\+0x/.test(f);
+          return [f.replace(/ \((not symbolized|no module|no symbol)[^)]*\)$/, ""), "", 0, 0, nat ? 1 : 0];
         }
         return [f["function"] || (f.module ? base(f.module) + "+" + f.offset : "?"), f.file || f.module || "",
           f.line || 0, f.kind === "python" ? 1 : 0, f.internal ? 1 : 0];
@@ -277,7 +279,7 @@ var VTLIB = (function () {
       var lb = s.leaked_bytes || [0, 0]; /* [A, B] */
       return { frames: st, a: lb[0] || 0, b: lb[1] || 0 };
     });
-    var root = buildTree(conv, function (s) { return Math.max(s.a, s.b); }, native, true);
+    var root = buildTree(conv, function (s) { return Math.max(s.a, s.b); }, native, libs);
     (function delta(n) {
       n.delta = 0;
       n.sites.forEach(function (i) { n.delta += conv[i].b - conv[i].a; });

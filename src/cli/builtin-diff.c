@@ -3,6 +3,7 @@
  * (the comparison of what was readable is printed first), 2 usage.
  * Touches: the named traces (read), stdout, stderr. */
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 
 #include "builtin.h"
@@ -113,6 +114,7 @@ int cmd_diff(int argc, char **argv)
     if (html) {
         vt_outfile of; /* written beside and renamed: a link at FILE is not followed */
         FILE *f = vt_outfile_open(&of, html, 1) ? NULL : of.f;
+        int open_errno = f ? 0 : errno;
         int hrc = f ? vt_diff_html(an[0], an[1], f) : VT_ERR_IO;
         if (f) {
             if (hrc)
@@ -121,13 +123,18 @@ int cmd_diff(int argc, char **argv)
                 hrc = VT_ERR_IO;
         }
         if (hrc) {
-            fprintf(stderr, "vramtrace diff: %s: cannot write the page: %s\n", html, vt_strerror(hrc));
+            fprintf(stderr, "vramtrace diff: %s: cannot write the page: %s\n", html,
+                    open_errno ? strerror(open_errno) : vt_strerror(hrc));
             rc = 1;
             goto cleanup;
         }
-        fprintf(stderr, "vramtrace diff: wrote %s\n", html);
+        if (!json) /* one line, as report --html: not the whole text after it */
+            printf("vramtrace diff: the page is %s (open it in a browser; no --html for the text)\n", html);
+        else
+            fprintf(stderr, "vramtrace diff: wrote %s\n", html);
     }
-    if ((json ? vt_diff_json(an[0], an[1], stdout) : vt_diff_text(an[0], an[1], stdout)) || fflush(stdout)) {
+    if (!(html && !json) &&
+        ((json ? vt_diff_json(an[0], an[1], stdout) : vt_diff_text(an[0], an[1], stdout)) || fflush(stdout))) {
         fprintf(stderr, "vramtrace diff: cannot write the output\n");
         rc = 1;
         goto cleanup;

@@ -6,6 +6,7 @@
  * stderr. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -72,7 +73,7 @@ int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
     if (!strcmp(o, "--max-memory")) { /* the analysis's one memory budget */
         uint64_t b;
         if (!v || vt_parse_bytes(v, &b) || b < (1u << 20)) {
-            fprintf(stderr, "vramtrace: --max-memory needs a byte count of at least 1M (e.g. 4G)\n");
+            fprintf(stderr, "vramtrace %s: --max-memory needs a byte count of at least 1M (e.g. 4G)\n", argv[0]);
             return -1;
         }
         cfg->max_memory = b;
@@ -82,7 +83,7 @@ int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
     if (!strcmp(o, "--at") || !strcmp(o, "--top") || !strcmp(o, "--frames") || !strcmp(o, "--sysroot") ||
         !strcmp(o, "--steps")) {
         if (!v) {
-            fprintf(stderr, "vramtrace: %s needs a value\n", o);
+            fprintf(stderr, "vramtrace %s: %s needs a value\n", argv[0], o);
             return -1;
         }
         (*i)++;
@@ -107,7 +108,7 @@ int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
             char *end;
             long n = strtol(v, &end, 10);
             if (*end || n <= 0 || n > 100000) {
-                fprintf(stderr, "vramtrace: %s: not a positive number: %s\n", o, v);
+                fprintf(stderr, "vramtrace %s: %s: not a positive number: %s\n", argv[0], o, v);
                 return -1;
             }
             if (!strcmp(o, "--top"))
@@ -236,6 +237,7 @@ int cmd_report(int argc, char **argv)
         vt_outfile of;
         int to_file = strcmp(html, "-") != 0;
         FILE *f = !to_file ? stdout : vt_outfile_open(&of, html, 1) ? NULL : of.f;
+        int open_errno = f ? 0 : errno; /* why the file could not be made: "No such file or directory" */
         int hrc = f ? vt_report_html(a, inputs, ninputs, f) : VT_ERR_IO;
         if (f && to_file) {
             if (hrc)
@@ -250,7 +252,8 @@ int cmd_report(int argc, char **argv)
                         "memory budget (--max-memory raises it)\n",
                         html);
             else
-                fprintf(stderr, "vramtrace report: %s: cannot write the page: %s\n", html, vt_strerror(hrc));
+                fprintf(stderr, "vramtrace report: %s: cannot write the page: %s\n", html,
+                        open_errno ? strerror(open_errno) : vt_strerror(hrc));
             rc = 1;
             goto cleanup;
         }

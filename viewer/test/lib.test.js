@@ -88,6 +88,19 @@ test("a differential tree: grown and shrunk call sites", () => {
   assert.strictEqual(t.children["b (t.py:1)"].delta, -30);
 });
 
+test("a differential tree of the diff's frame strings folds installed packages unless asked", () => {
+  const sp = "/v/lib/python3.12/site-packages/torch/nn/modules/";
+  const stack = ["libtorch_cuda.so+0x10 (not symbolized)", "Linear.forward (" + sp + "linear.py:134)",
+    "Module._call_impl (" + sp + "module.py:1790)", "step (/home/u/train.py:12)"];
+  const folded = L.diffTree([{ stack: stack, leaked_bytes: [0, 64] }], false, false);
+  const names = (n) => Object.keys(n.children).concat(...Object.values(n.children).map(names));
+  assert.ok(!names(folded).some((x) => x.includes("Linear.forward")), "torch's frames shown: " + names(folded));
+  assert.ok(names(folded).includes("step (train.py:12)"), "the user's frame: " + names(folded));
+  const shown = L.diffTree([{ stack: stack, leaked_bytes: [0, 64] }], false, true);
+  assert.ok(names(shown).includes("Linear.forward (linear.py:134)"), "with the box: " + names(shown));
+  assert.strictEqual(folded.delta, 64);
+});
+
 test("a diff's rows: no 0 B row, the sites past --top as one", () => {
   const st = (fn) => [{ kind: "python", function: fn, file: "t.py", line: 1, internal: false }];
   const d = {
