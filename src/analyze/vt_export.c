@@ -57,16 +57,10 @@ uint32_t vt_xjob_frames(vt_xjob *j, const vt_proc *p, uint32_t stack, vt_xframe 
     return stack ? vt_site_frames(j->model, p, stack, out, max, &user) : 0;
 }
 
-void vt_xjob_site_name(vt_xjob *j, const vt_proc *p, uint32_t stack, char *buf, size_t len)
+/* as the text report heads the site (rep_site_headline) */
+void vt_xjob_site_name(vt_xjob *j, const vt_proc *p, uint32_t stack, uint32_t thread, char *buf, size_t len)
 {
-    vt_xframe fr[VT_MAX_STACK];
-    int user = -1;
-    uint32_t n = stack ? vt_site_frames(j->model, p, stack, fr, VT_MAX_STACK, &user) : 0;
-    if (!n) {
-        snprintf(buf, len, "(no call stack)");
-        return;
-    }
-    vt_xframe_format(&fr[user >= 0 && (uint32_t)user < n ? (uint32_t)user : 0], buf, len);
+    rep_site_headline(j->model, p, stack, thread, 0, buf, len);
 }
 
 /* ------------------------------------------------------------ the timeline */
@@ -456,7 +450,7 @@ static void xt_block_slice(xt *x, unsigned i, const vt_replay_block *b, uint64_t
     char name[520];
     if (!u->site) {
         char s[400];
-        vt_xjob_site_name(x->j, m, b->stack, s, sizeof(s));
+        vt_xjob_site_name(x->j, m, b->stack, b->unit < m->nunits ? m->units[b->unit].thread : 0, s, sizeof(s));
         if (vt_budget_take(x->j->model->budget, strlen(s) + 1 + 16)) {
             x->err = VT_ERR_LIMIT;
             return;
@@ -529,7 +523,7 @@ static void xt_failed(xt *x, unsigned i, const vt_proc *m, const vt_ev_alloc_fai
         for (uint32_t h = 0; h < o->ntop && h < VT_OOM_TOP; h++) {
             char site[400], b[32];
             const vt_unit *u = &m->units[o->top_unit[h]];
-            vt_xjob_site_name(x->j, m, u->stack, site, sizeof(site));
+            vt_xjob_site_name(x->j, m, u->stack, u->thread, site, sizeof(site));
             rep_bytes(b, (double)o->top_bytes[h]);
             snprintf(holders[h], sizeof(holders[h]), "%s in %" PRId64 " blocks at %s", b, o->top_count[h], site);
             static const char *keys[VT_OOM_TOP] = {"holder_1", "holder_2", "holder_3", "holder_4", "holder_5"};
@@ -720,7 +714,7 @@ static int xt_flame(xt *x, unsigned i, uint64_t track, uint64_t t, uint32_t unit
     vt_xframe fr[VT_MAX_STACK];
     uint32_t n = vt_xjob_frames(x->j, m, m->units[unit].stack, fr, VT_MAX_STACK);
     char site[400], name[520];
-    vt_xjob_site_name(x->j, m, m->units[unit].stack, site, sizeof(site));
+    vt_xjob_site_name(x->j, m, m->units[unit].stack, m->units[unit].thread, site, sizeof(site));
     snprintf(name, sizeof(name), "%s: %s", what, site);
     return x->s->flame(x->s->ctx, track, vt_xjob_time(m, t), fr, n, (uint64_t)bytes, name);
 }

@@ -105,7 +105,7 @@ void vt_xjob_label(const vt_proc *p, char *buf, size_t len);
 uint32_t vt_xjob_frames(vt_xjob *j, const vt_proc *p, uint32_t stack, vt_xframe *out, uint32_t max);
 
 /* A call site's name: its user frame ("keep_history (train.py:16)"). */
-void vt_xjob_site_name(vt_xjob *j, const vt_proc *p, uint32_t stack, char *buf, size_t len);
+void vt_xjob_site_name(vt_xjob *j, const vt_proc *p, uint32_t stack, uint32_t thread, char *buf, size_t len);
 
 int vt_export_memviz(vt_xjob *j, char *err, size_t errlen);
 

@@ -12,6 +12,7 @@
 #include "vt_grow.h"
 #include "vt_live.h"
 #include "vt_reader.h"
+#include "vt_report_int.h"
 #include "vt_tracedir.h"
 
 typedef struct {
@@ -226,21 +227,15 @@ unsigned vt_live_nprocs(const vt_live *lv)
     return (unsigned)lv->nsrc;
 }
 
-/* "function (file:line)" of the user's frame of a stack ("" if none) */
-static void site_text(vt_live *lv, const vt_proc *p, uint32_t stack, char *buf, size_t len)
+/* "function (file:line)" of the user's frame of a stack, as the report
+ * heads the site (a framework's thread named), the file's base name ("" if
+ * no stack) */
+static void site_text(vt_live *lv, const vt_proc *p, uint32_t stack, uint32_t thread, char *buf, size_t len)
 {
-    static vt_xframe fr[VT_MAX_STACK]; /* not thread-safe, as the rest */
-    int user = -1;
     buf[0] = 0;
     if (!stack)
         return;
-    uint32_t n = vt_site_frames(lv->a, p, stack, fr, VT_MAX_STACK, &user);
-    if (!n)
-        return;
-    vt_xframe f = fr[user >= 0 ? (uint32_t)user : 0];
-    if (f.file && strrchr(f.file, '/')) /* the line fits a screen: the file's name */
-        f.file = strrchr(f.file, '/') + 1;
-    vt_xframe_format(&f, buf, len);
+    rep_site_headline(lv->a, p, stack, thread, 1, buf, len);
 }
 
 int vt_live_proc_get(vt_live *lv, unsigned i, vt_live_proc *o)
@@ -291,7 +286,7 @@ int vt_live_proc_get(vt_live *lv, unsigned i, vt_live_proc *o)
         o->fail_at = s->fail_t > p->t0 ? (double)(s->fail_t - p->t0) / 1e9 : 0;
         o->fail_device = s->fail_device;
         o->fail_error = s->fail_error[0] ? s->fail_error : NULL;
-        site_text(lv, p, s->fail_stack, o->fail_site, sizeof(o->fail_site));
+        site_text(lv, p, s->fail_stack, 0, o->fail_site, sizeof(o->fail_site));
     }
     return 0;
 }
@@ -352,7 +347,7 @@ unsigned vt_live_sites(vt_live *lv, unsigned i, int sort, vt_live_site *out, uns
         const vt_unit *u = &p->units[lv->order[k]];
         vt_live_site *s = &out[w++];
         memset(s, 0, sizeof(*s));
-        site_text(lv, p, u->stack, s->site, sizeof(s->site));
+        site_text(lv, p, u->stack, u->thread, s->site, sizeof(s->site));
         s->device = u->device;
         s->kind = vt_memkind_name((vt_memkind)u->kind);
         s->live_bytes = u->live_bytes;

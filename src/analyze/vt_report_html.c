@@ -388,7 +388,7 @@ static void json_proc(hs *h, unsigned i, FILE *o)
         if (s < q->nsites) {
             const vt_unit *u = &m->units[q->site_unit[s]];
             char name[400];
-            vt_xjob_site_name(h->j, m, u->stack, name, sizeof(name));
+            vt_xjob_site_name(h->j, m, u->stack, u->thread, name, sizeof(name));
             fputs("\"name\":", o);
             vt_json_str(o, name);
             fputs(",\"key\":", o);

@@ -42,6 +42,8 @@ const char *rep_view_mode_name(int m);
 void rep_view_text(const vt_analysis *a, const vt_proc *p, char *buf, size_t len);
 int rep_resident(unsigned k);
 const char *rep_thread_name(const vt_proc *p, uint32_t thread, uint32_t *tid);
+void rep_site_headline(vt_analysis *a, const vt_proc *p, uint32_t stack, uint32_t thread, int short_file, char *buf,
+                       size_t len);
 int rep_counted(const vt_proc *p, const vt_unit *u);
 int64_t rep_peak_cached(const vt_proc *p, uint32_t dev);
 size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out);

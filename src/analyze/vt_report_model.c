@@ -136,6 +136,44 @@ const char *rep_thread_name(const vt_proc *p, uint32_t thread, uint32_t *tid)
     return NULL;
 }
 
+/* A call site's one-line name, as the text report heads it: the user's
+ * frame; for a stack with none (a framework's own thread: PyTorch's
+ * autograd engine, NCCL, cuBLAS) "(no frame of yours) in thread NAME (tid
+ * N)", with what the thread is when known; "(no call stack recorded)"
+ * for none.  Unescaped (each output escapes as it must).  short_file: the
+ * file's base name (a screen's width). */
+void rep_site_headline(vt_analysis *a, const vt_proc *p, uint32_t stack, uint32_t thread, int short_file, char *buf,
+                       size_t len)
+{
+    vt_xframe fr[VT_MAX_STACK];
+    int user = -1;
+    uint32_t n = stack ? vt_site_frames(a, p, stack, fr, VT_MAX_STACK, &user) : 0;
+    uint32_t tid = 0;
+    const char *tname = thread ? rep_thread_name(p, thread, &tid) : NULL;
+    if (tname && !*tname)
+        tname = NULL;
+    if (!n) {
+        if (tname)
+            snprintf(buf, len, "(no call stack recorded) in thread %s (tid %u)", tname, tid);
+        else
+            snprintf(buf, len, "(no call stack recorded)");
+        return;
+    }
+    if ((user < 0 || fr[user].internal) && tname) {
+        int ag = !strncmp(tname, "pt_autograd", 11);
+        if (short_file) /* a screen's column */
+            snprintf(buf, len, "(thread %s%s)", tname, ag ? ", backward" : "");
+        else
+            snprintf(buf, len, "(no frame of yours) in thread %s (tid %u)%s", tname, tid,
+                     ag ? ": PyTorch's autograd engine, during backward" : "");
+        return;
+    }
+    vt_xframe f = fr[user >= 0 ? (uint32_t)user : 0];
+    if (short_file && f.file && strrchr(f.file, '/'))
+        f.file = strrchr(f.file, '/') + 1;
+    vt_xframe_format(&f, buf, len);
+}
+
 int rep_resident(unsigned k)
 {
     return k == VT_MEM_DEVICE || k == VT_MEM_DEVICE_STATIC || k == VT_MEM_ARRAY;
