@@ -165,8 +165,8 @@
     });
     /* the leak total, as the text's leak section and --fail-on-leak count it */
     var td = p.leaks && p.leaks.freed_at_teardown_counted_bytes;
-    row("leaked", L.fmtBytes(p.leaks ? p.leaks.bytes : 0) + " live at the view and never freed" +
-      (td ? " or freed only at teardown by a site that grew or a test left live (" + L.fmtBytes(td) + ")" : "") +
+    row("leaked", L.fmtBytes(p.leaks ? p.leaks.bytes : 0) + (td ? " (" + L.fmtBytes(td) +
+      " of it freed only at teardown, from sites that grew or a test left live)" : " never freed") +
       "; the view: " + (p.view ? p.view.description : ""), "view");
     row("growth", L.fmtBytes(p.growth ? p.growth.grown_bytes : 0), "growth");
     var pr = p.oom && p.oom.probes ? p.oom.probes.count : 0; /* a library probing: not failures */
@@ -744,7 +744,9 @@
       leaking.forEach(function (i) {
         var p = ps[i], li = el("li", { "data-name": nameOf(i) }), dir = (p.file || "").replace(/\/+[^\/]*$/, "").split("/").pop();
         var a = openProc(i);
-        a.textContent = nameOf(i) + " (pid " + p.pid + (p.host ? " on " + p.host : "") + ")" + (dir ? " in " + dir : "");
+        /* the name, the pid and host where the name is not them already, its directory */
+        var nm = nameOf(i), ph = "pid " + p.pid + (p.host ? " on " + p.host : "");
+        a.textContent = (nm.indexOf("pid " + p.pid) === 0 ? ph : nm + " (" + ph + ")") + (dir ? " in " + dir : "");
         li.appendChild(a);
         li.appendChild(document.createTextNode(": " + verdict(p).text));
         ul.appendChild(li);
@@ -756,7 +758,9 @@
     $("timelines").textContent = "";
     $("timelines").appendChild(el("p", {}, "Timelines are per process: choose one in the list above, or a leaking process."));
     /* the icicle of the merged sites: what is live at the view, over all processes */
-    var sites = (m.leaks || []).map(function (x) { return { frames: L.jsonFrames(x.site && x.site.stack), bytes: x.bytes }; });
+    var sites = (m.leaks || []).map(function (x) {
+      return { frames: L.jsonFrames(x.site && x.site.stack), bytes: x.bytes, name: userFrame(x) };
+    });
     var tree = L.buildTree(sites, function (x) { return x.bytes; }, st.native, st.libs);
     var f = $("flame"), W = Math.max(300, f.clientWidth || 900), maxd = 0;
     f.textContent = "";

@@ -194,7 +194,16 @@ var VTLIB = (function () {
       var name = pkgOf(f[1]) || base(f[1]).replace(/\.so.*$/, "") || "runtime";
       if (run.indexOf(name) < 0) run.push(name);
     }
-    if (!out.length && fr.length) out.push(fr[0]);
+    /* no frame of the user's at all (a framework's own thread: autograd,
+     * NCCL, cuBLAS): the site's headline, as the text names it, then its
+     * libraries folded (a raw innermost frame said nothing) */
+    if (!out.length && fr.length) {
+      if (native) out.push(fr[0]);
+      else {
+        out.push([site.name || "(no frame of yours)", "", 0, 0, 0]);
+        if (run.length) out.push(["[" + run.join(", ") + "]", "", 0, 0, 1, 1]);
+      }
+    }
     return out;
   }
 

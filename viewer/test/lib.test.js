@@ -158,3 +158,13 @@ test("installed packages' Python frames fold into one frame naming them", () => 
   assert.deepEqual(f, ["<module>", "[lightning, torch]", "forward"]);
   assert.equal(L.shownFrames(site, false, true).length, 6);
 });
+
+test("a site with no frame of the user's is named as the text names it, its libraries folded", () => {
+  const site = { name: "(no frame of yours) in thread pt_autograd_0 (tid 7)", frames: [ /* innermost first */
+    ["std::_Function_handler<void (c10::Cached)>", "/v/libc10_cuda.so", 0, 0, 1],
+    ["at::mm", "/v/libtorch_cuda.so", 0, 0, 1],
+    ["start_thread", "/lib/libc.so.6", 0, 0, 1]] };
+  assert.deepEqual(L.shownFrames(site, false, false).map((x) => x[0]),
+    ["(no frame of yours) in thread pt_autograd_0 (tid 7)", "[libc, libtorch_cuda, libc10_cuda]"]);
+  assert.equal(L.shownFrames(site, true, false)[0][0], "start_thread"); /* native frames asked for: all of them */
+});
