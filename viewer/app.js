@@ -47,15 +47,19 @@
   }
 
   /* "PATH (TYPE, N tensors, BYTES; + G of autograd graph: B+G in all)": what holds a site (who-holds walk) */
-  function holderText(h) {
+  function holderText(h, site) {
+    /* tensors much smaller than the allocator's blocks: as the text says it */
+    var tsz = h.tensors ? Math.floor(h.bytes / h.tensors) : 0, bsz = site && site.kind === "tensor" && site.allocs ?
+      Math.floor(site.alloc_bytes / site.allocs) : 0;
     return h.path + " (" + h.type + ", " + h.tensors + " tensor" + (h.tensors === 1 ? "" : "s") + ", " +
-      L.fmtBytes(h.bytes) + (h.graph_bytes ? "; + " + L.fmtBytes(h.graph_bytes) + " of autograd graph: " + L.fmtBytes(h.bytes + h.graph_bytes) + " in all" : "") + ")";
+      L.fmtBytes(h.bytes) + (h.graph_bytes ? "; + " + L.fmtBytes(h.graph_bytes) + " of autograd graph: " + L.fmtBytes(h.bytes + h.graph_bytes) + " in all" : "") +
+      (tsz && tsz < 512 && bsz === 512 && !h.graph_bytes ? ": " + L.fmtBytes(tsz) + " each, in " + L.fmtBytes(bsz) + " allocator blocks" : "") + ")";
   }
 
   function heldBy(x) {
     var h = x && (x.held_by !== undefined ? x.held_by : x.site && x.site.held_by);
     if (h === undefined) return "";
-    return h ? holderText(h) : "no Python object";
+    return h ? holderText(h, x.site || x) : "no Python object";
   }
 
   /* a leak's growth as the text says it: the named site's, then every
@@ -82,9 +86,9 @@
     var v = p.verdict;
     if (v && v.kind === "leak" && v.test) return { cls: "bad", kind: "leak", text: "Leak in test " + v.test.name + ": left " +
       L.fmtBytes(v.test.leaked_bytes) + " live in " + v.test.leaked_blocks + " block" + (v.test.leaked_blocks === 1 ? "" : "s") +
-      (v.site && v.site.held_by ? ", held by " + holderText(v.site.held_by) : "") + ", allocated at " + userFrame(v.site) };
+      (v.site && v.site.held_by ? ", held by " + holderText(v.site.held_by, v.site) : "") + ", allocated at " + userFrame(v.site) };
     if (v && v.kind === "leak" && v.site && v.site.held_by) return { cls: "bad", kind: "leak", text: "Leak: held by " +
-      holderText(v.site.held_by) + ", allocated at " + userFrame(v.site) + ": " + leakGrowth(v) };
+      holderText(v.site.held_by, v.site) + ", allocated at " + userFrame(v.site) + ": " + leakGrowth(v) };
     if (v && v.kind === "leak") return { cls: "bad", kind: "leak", text: "Leak at " + userFrame(v.site) + ": " + leakGrowth(v) };
     if (v && v.kind === "cannot_tell" && v.pool) return { cls: "warn", kind: "cannot_tell", text: "Cannot tell: " + v.reason +
       (v.segments_grown_bytes ? " (its chunks grew by " + L.fmtBytes(v.segments_grown_bytes) + ")" : "") +

@@ -474,6 +474,18 @@ static const char *holder_text(const vt_proc *p, const vt_unit *u, char *buf, si
         n += (size_t)snprintf(buf + n, len - n, "; + %s of autograd graph: %s in all", rep_bytes(b2, (double)h->graph_bytes),
                               rep_bytes(b3, (double)h->bytes + (double)h->graph_bytes));
     }
+    /* tensors much smaller than the allocator's blocks (a scalar in a
+     * 512 B block, the caching allocator's least): say so, or "40 tensors, 160 B" reads against the
+     * site's "+20.00 KiB" as a contradiction */
+    if (u->kind == VT_MEM_TENSOR && h->tensors && !h->graph_bytes && u->allocs && n < len) {
+        /* PyTorch's caching allocator rounds a request up to 512 B */
+        uint64_t tsz = h->bytes / h->tensors, bsz = u->alloc_bytes / u->allocs;
+        if (tsz && tsz < 512 && bsz == 512) {
+            char b3[32], b4[32];
+            n += (size_t)snprintf(buf + n, len - n, ": %s each, in %s allocator blocks",
+                                  rep_bytes(b3, (double)tsz), rep_bytes(b4, (double)bsz));
+        }
+    }
     if (n < len)
         snprintf(buf + n, len - n, ")");
     return buf;
