@@ -212,7 +212,9 @@
       series: main });
     var gi = growSite(p, s);
     if (gi >= 0 && s.sites[gi].device === d.device) {
-      var live = L.liveSeries(s.sites[gi], s.buckets), name = "the growing call site: " + userFrame(p.verdict && p.verdict.site ?
+      /* a test's leak has not grown: its lane says what it is */
+      var what = p.verdict && p.verdict.test ? "what test " + p.verdict.test.name + " left live: " : "the growing call site: ";
+      var live = L.liveSeries(s.sites[gi], s.buckets), name = what + userFrame(p.verdict && p.verdict.site ?
         p.verdict : p.growth.sites[0]);
       lanes.push({ id: "site", h: 130, title: name, series: [{ key: "site", name: name, min: live, max: live }] });
     }
@@ -424,7 +426,8 @@
     box.textContent = "";
     if (!s) return;
     var tree = L.buildTree(s.sites, currentWeights(s), st.native, st.libs);
-    var gi = growSite(VT_REPORT.processes[st.proc], s);
+    var gi = growSite(VT_REPORT.processes[st.proc], s), pv = VT_REPORT.processes[st.proc].verdict;
+    var leakTest = pv && pv.test;
     (function markGrow(n) { /* the nodes down to the growing site */
       n.grow = n.sites.indexOf(gi) >= 0;
       for (var k in n.children) if (markGrow(n.children[k])) n.grow = true;
@@ -444,7 +447,8 @@
       var pct = tree.value ? (100 * r.node.value / tree.value).toFixed(1) : "0";
       div.title = r.node.name + "\n" + L.fmtBytes(r.node.value) + " (" + r.node.value + " bytes, " + pct + " %)";
       var leaf = r.node.grow && r.node.sites.indexOf(gi) >= 0;
-      if (r.w > 40) div.textContent = (leaf ? "\u25b2 growing: " : "") + r.node.name + " \u2014 " + L.fmtBytes(r.node.value);
+      if (r.w > 40) div.textContent = (leaf ? (leakTest ? "\u25b2 left live by a test: " : "\u25b2 growing: ") : "") + r.node.name +
+        " \u2014 " + L.fmtBytes(r.node.value);
       var py = r.node.frame && r.node.frame[3], fold = r.node.frame && r.node.frame[5];
       div.className += fold ? " fold" : py ? " py" : r.depth ? " native" : "";
       if (r.node.grow && r.depth) div.className += " grow";
@@ -609,6 +613,7 @@
     var counted = function (x) {
       if (x.after_view_bytes && x.after_view_bytes >= x.bytes) return "allocated after the view";
       if (gof(x) > 0) return x.never_freed_bytes >= x.bytes ? "leak: grew" : "leak: grew (freed at teardown)";
+      if (x.counted_bytes >= x.bytes && x.never_freed_bytes < x.bytes) return "leak: a test left it live";
       if (x.held_since_start) return "held since the start";
       if (!x.never_freed_bytes) return "freed at teardown: not counted";
       return x.never_freed_bytes >= x.bytes ? "never freed" : "part never freed";

@@ -157,8 +157,9 @@ static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, 
     fprintf(o, "{\"bytes\":%" PRId64 ",\"blocks\":%" PRId64 ",\"device\":%u,\"kind\":\"%s\",\"api\":\"%s\"", bytes,
             count, u->device, vt_memkind_name((vt_memkind)u->kind), vt_allocapi_name((vt_allocapi)u->api));
     fprintf(o, ",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64, u->allocs, u->alloc_bytes, u->frees);
-    fprintf(o, ",\"never_freed_bytes\":%" PRId64 ",\"never_freed_blocks\":%" PRId64 ",\"held_since_start\":%s",
-            u->never_bytes, u->never_count, u->since_start ? "true" : "false");
+    fprintf(o, ",\"never_freed_bytes\":%" PRId64 ",\"never_freed_blocks\":%" PRId64 ",\"counted_bytes\":%" PRId64
+               ",\"held_since_start\":%s",
+            u->never_bytes, u->never_count, u->kept_bytes, u->since_start ? "true" : "false");
     fprintf(o, ",\"after_view_bytes\":%" PRId64 ",\"after_view_blocks\":%" PRId64, u->late_bytes, u->late_count);
     fprintf(o, ",\"mean_lifetime_s\":%.6f", u->frees ? (double)u->lifetime_sum / (double)u->frees / 1e9 : 0.0);
     uint32_t tid;
