@@ -27,15 +27,19 @@
 
   /* The site's user frame; without one, as the text report says it: the
    * thread (and PyTorch's autograd engine, the operator) */
-  function userFrame(s) {
+  /* A site's user frame as the text heads it; withOp: its operator after
+   * it too (", in aten::relu"), as the text's rows say it, so that rows of
+   * one line tell apart */
+  function userFrame(s, withOp) {
     var x = s && s.site ? s.site : s, f = s && (s.user_frame || (s.site && s.site.user_frame));
-    if (f && f.kind === "python") return f["function"] + " (" + f.file.split("/").pop() + ":" + f.line + ")";
-    if (f) return f["function"] || ((f.module || "?").split("/").pop() + "+" + f.offset);
+    var op = x && (x.autograd_node || x.operator) ? ", in " + (x.autograd_node && x.operator ? x.autograd_node +
+      " (" + x.operator + ")" : x.autograd_node || x.operator) : "";
+    if (f && f.kind === "python") return f["function"] + " (" + f.file.split("/").pop() + ":" + f.line + ")" + (withOp ? op : "");
+    if (f) return (f["function"] ? f["function"] + (f.file ? " (" + f.file.split("/").pop() + ":" + f.line + ")" : "") :
+      (f.module || "?").split("/").pop() + "+" + f.offset) + (withOp ? op : "");
     var th = x && x.thread, stack = x && x.stack;
     var t = th && th.name ? " in thread " + th.name + " (tid " + th.tid + ")" +
       (th.name.indexOf("pt_autograd") === 0 ? ": PyTorch's autograd engine, during backward" : "") : "";
-    var op = x && (x.autograd_node || x.operator) ? ", in " + (x.autograd_node && x.operator ? x.autograd_node +
-      " (" + x.operator + ")" : x.autograd_node || x.operator) : "";
     if (stack && stack.length) return "(no frame of yours)" + t + op;
     return "(no call stack recorded)" + t + op;
   }
@@ -622,23 +626,23 @@
       (p.leaks && p.leaks.teardown_bytes ? ", " + L.fmtBytes(p.leaks.teardown_bytes) + " freed at teardown (not counted)" : "");
     if (p.holders) /* who holds each site (the walk at exit) */
       table(box, "leaks-table", lt, ["bytes", "blocks", "call site", "held by", "kind", "api", "grown", "counted"],
-        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), heldBy(x), x.kind, x.api, gof(x), counted(x)]; }),
+        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x, true), heldBy(x), x.kind, x.api, gof(x), counted(x)]; }),
         [true, false, false, false, false, false, true, false], function (r) { findInFlame(r[2]); });
     else
       table(box, "leaks-table", lt, ["bytes", "blocks", "call site", "kind", "api", "grown", "counted"],
-        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind, x.api, gof(x), counted(x)]; }),
+        leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x, true), x.kind, x.api, gof(x), counted(x)]; }),
         [true, false, false, false, false, true, false], function (r) { findInFlame(r[2]); });
     var gr = (p.growth && p.growth.sites) || [];
     table(box, "growth-table", "Growing call sites", ["grown", "per step", "per second", "confidence", "call site", "live bytes"],
       gr.map(function (x) {
         return [x.grown_bytes, Math.round(x.rate_bytes_per_step || 0), Math.round(x.rate_bytes_per_s || 0),
-          (x.confidence || 0).toFixed(2), userFrame(x), sparkFor(s, x.site && x.site.key)];
+          (x.confidence || 0).toFixed(2), userFrame(x, true), sparkFor(s, x.site && x.site.key)];
       }), [true, true, true, false, false, false], function (r) { findInFlame(r[4]); });
     /* the peaks as the text lists them: the sites shown of all, and the
      * pool's cache as a row of its own */
     var more = function (sh, all) { return all > sh ? ", the largest " + sh + " of " + all + " call sites" : ""; };
     (p.peak || []).forEach(function (pk) {
-      var rows = pk.sites.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind]; });
+      var rows = pk.sites.map(function (x) { return [x.bytes, x.blocks, userFrame(x, true), x.kind]; });
       if (pk.cached_bytes) rows.push([pk.cached_bytes, "", "(cached in PyTorch's pool: reserved, no tensor in it)", ""]);
       table(box, "peak-table-" + pk.device, "Live at GPU " + pk.device + "'s peak (" + L.fmtBytes(pk.bytes) + " at " +
         L.fmtTime(pk.time_s) + more(pk.sites.length, pk.sites_total) + ")", ["bytes", "blocks", "call site", "kind"],
@@ -647,7 +651,7 @@
         table(box, "apeak-table-" + pk.device, "Live at GPU " + pk.device + "'s PyTorch allocated peak (" +
           L.fmtBytes(pk.allocated.bytes) + " at " + L.fmtTime(pk.allocated.time_s) +
           more(pk.allocated.sites.length, pk.allocated.sites_total) + ")", ["bytes", "blocks", "call site", "kind"],
-          pk.allocated.sites.map(function (x) { return [x.bytes, x.blocks, userFrame(x), x.kind]; }), [true, false, false, false],
+          pk.allocated.sites.map(function (x) { return [x.bytes, x.blocks, userFrame(x, true), x.kind]; }), [true, false, false, false],
           function (r) { findInFlame(r[2]); });
     });
     var ev = (p.oom && p.oom.events) || [];

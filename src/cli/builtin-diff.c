@@ -133,6 +133,10 @@ int cmd_diff(int argc, char **argv)
         else
             fprintf(stderr, "vramtrace diff: wrote %s\n", html);
     }
+    if (!json && !html) { /* which is which, before the numbers */
+        char e0[1200], e1[1200];
+        printf("A: %s\nB: %s\n", vt_esc_text_buf(in[0], e0, sizeof(e0)), vt_esc_text_buf(in[1], e1, sizeof(e1)));
+    }
     if (!(html && !json) &&
         ((json ? vt_diff_json(an[0], an[1], stdout) : vt_diff_text(an[0], an[1], stdout)) || fflush(stdout))) {
         fprintf(stderr, "vramtrace diff: cannot write the output\n");
