@@ -792,7 +792,8 @@
       if (r.depth > maxd) maxd = r.depth;
     });
     f.style.height = (maxd + 1) * 18 + 4 + "px";
-    $("flame-at").textContent = "live at the view, all processes: " + L.fmtBytes(tree.value);
+    $("flame-at").textContent = "live at the view, all processes, by call site (the pools' cache and module globals " +
+      "apart, freed at teardown included): " + L.fmtBytes(tree.value);
     $("flame-at").setAttribute("data-bytes", String(tree.value));
     $("range").textContent = "";
     var tb = $("tables");

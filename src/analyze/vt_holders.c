@@ -234,8 +234,18 @@ int vt_proc_join_holders(vt_proc *p, const char *trace_path, double wait_s, char
     }
     snprintf(path, sizeof(path), "%.*s/holders.%u.txt", dl, slash ? trace_path : ".", p->pid);
     struct stat st;
-    if (stat(path, &st) || !S_ISREG(st.st_mode))
+    if (stat(path, &st) || !S_ISREG(st.st_mode)) {
+        /* a trace linked into a job's directory: its holders are beside
+         * the file the link names */
+        struct stat ls;
+        char *real;
+        if (!lstat(trace_path, &ls) && S_ISLNK(ls.st_mode) && (real = realpath(trace_path, NULL))) {
+            int rc = strcmp(real, trace_path) ? vt_proc_join_holders(p, real, wait_s, msg, len) : 0;
+            free(real);
+            return rc;
+        }
         return 0; /* none: the program was not walked (no torch, --no-holders) */
+    }
     if ((uint64_t)st.st_size > HOLDERS_MAX_FILE) {
         snprintf(msg, len, "%s: %lld bytes: more than a holders file holds, not read", path, (long long)st.st_size);
         return VT_ERR_TOO_LARGE;

@@ -119,8 +119,10 @@ int cmd_diff(int argc, char **argv)
         if (f) {
             if (hrc)
                 vt_outfile_abort(&of);
-            else if (vt_outfile_commit(&of, 1))
+            else if (vt_outfile_commit(&of, 1)) {
                 hrc = VT_ERR_IO;
+                open_errno = errno; /* "Is a directory" */
+            }
         }
         if (hrc) {
             fprintf(stderr, "vramtrace diff: %s: cannot write the page: %s\n", html,

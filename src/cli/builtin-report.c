@@ -243,8 +243,10 @@ int cmd_report(int argc, char **argv)
         if (f && to_file) {
             if (hrc)
                 vt_outfile_abort(&of);
-            else if (vt_outfile_commit(&of, 1))
+            else if (vt_outfile_commit(&of, 1)) {
                 hrc = VT_ERR_IO;
+                open_errno = errno; /* "Is a directory" */
+            }
         }
         if (hrc) {
             if (hrc == VT_ERR_LIMIT) /* the page replays the traces a second time */

@@ -29,6 +29,12 @@ PY
 "$vt" report --no-symbols "$tmp/t/caching_tensors.zst" >"$tmp/r.txt" 2>&1
 grep -q '^verdict: LEAK held by __main__.trainer.loss_buffer (list, 16 tensors, 8.00 MiB; + 1.00 MiB of autograd graph: 9.00 MiB in all), allocated at keep_outputs (/home/user/project/train.py:50)' "$tmp/r.txt" ||
     bad "verdict: $(grep '^verdict' "$tmp/r.txt")"
+# a trace linked into a job's directory: its holders are found beside the
+# file the link names
+mkdir "$tmp/job"
+ln -s "$tmp/t/caching_tensors.zst" "$tmp/job/rank0.zst"
+"$vt" report --no-symbols "$tmp/job" 2>&1 | grep -q '^verdict: LEAK held by __main__.trainer.loss_buffer' ||
+    bad "a linked trace: its holders not found beside the link's target"
 [ "$(grep -c '    held by __main__.trainer.loss_buffer' "$tmp/r.txt")" -ge 2 ] || bad "the leak and growth sites do not say their holder"
 grep -q 'held by no Python object reachable from module globals' "$tmp/r.txt" || bad "the weights' site does not say that nothing holds it"
 "$vt" report --no-symbols --json "$tmp/t/caching_tensors.zst" 2>/dev/null | python3 -c '
