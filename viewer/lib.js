@@ -14,9 +14,11 @@ var VTLIB = (function () {
     return (neg ? "-" : "") + s + " " + u[k];
   }
 
+  /* A time since the trace's start as the text report writes it (seconds,
+   * 3 decimals), so that one page does not mix ms and s; below a
+   * millisecond in µs */
   function fmtTime(s) {
-    if (s >= 1) return s.toFixed(3) + " s";
-    if (s >= 1e-3) return (s * 1e3).toFixed(2) + " ms";
+    if (s >= 1e-3 || s === 0) return s.toFixed(3) + " s";
     return (s * 1e6).toFixed(1) + " \u00b5s";
   }
 
@@ -140,7 +142,7 @@ var VTLIB = (function () {
       }
     }
     var span = t1 - t0, step = niceStep(span || 1e-6, n), unit = 1, name = "s";
-    if (span < 1e-3) { unit = 1e-6; name = "\u00b5s"; } else if (span < 1) { unit = 1e-3; name = "ms"; }
+    if (span < 1e-3) { unit = 1e-6; name = "\u00b5s"; } /* else seconds, as every other time on the page */
     for (var t = Math.ceil(t0 / step - 1e-9) * step; t <= t1 + 1e-12; t += step)
       out.push({ t: t, label: fmtNum(t / unit, step / unit) + " " + name });
     return out;

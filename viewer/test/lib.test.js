@@ -14,6 +14,13 @@ test("bytes with their unit", () => {
   assert.strictEqual(L.fmtBytes(-2048), "-2.00 KiB");
 });
 
+test("times as the text writes them: seconds, 3 decimals", () => {
+  assert.strictEqual(L.fmtTime(0.85529), "0.855 s");
+  assert.strictEqual(L.fmtTime(6.4881), "6.488 s");
+  assert.strictEqual(L.fmtTime(0), "0.000 s");
+  assert.strictEqual(L.fmtTime(0.0000421), "42.1 \u00b5s");
+});
+
 test("live bytes at a bucket, and what a range left live", () => {
   // [alloc bucket, free bucket, bytes]; free bucket 10 = never freed (10 buckets)
   const s = site([[0, 3, 100], [2, 10, 50], [5, 6, 7], [5, 10, 1]]);
@@ -142,7 +149,7 @@ test("time ticks: by step number when the steps are known, else rounded times", 
   assert.ok(u[u.length - 1].label.endsWith(" s") && u[u.length - 1].t > 6);
   const t = L.timeTicks(0, 8.02, 10, []);
   assert.deepEqual(t.map((x) => x.label), ["0 s", "1 s", "2 s", "3 s", "4 s", "5 s", "6 s", "7 s", "8 s"]);
-  assert.equal(L.timeTicks(0, 0.0042, 4, null)[1].label, "2 ms");
+  assert.equal(L.timeTicks(0, 0.0042, 4, null)[1].label, "0.002 s");
 });
 
 test("installed packages' Python frames fold into one frame naming them", () => {
