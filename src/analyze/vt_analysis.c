@@ -86,6 +86,7 @@ void vt_analysis_free(vt_analysis *a)
     for (size_t i = 0; i < a->nprocs; i++)
         vt_proc_free(a->procs[i]);
     free(a->procs);
+    free(a->files);
     if (a->sym) {
         /* what this report resolved, for the next one (a cache that cannot
          * be written costs only the next report's time: not said here) */
@@ -177,6 +178,16 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
 {
     char msg[512];
     vt_reader *r = NULL;
+    struct stat fst;
+    int have_id = stat(path, &fst) == 0 && S_ISREG(fst.st_mode);
+    for (size_t i = 0; have_id && i < a->nfiles; i++)
+        if (a->files[i].dev == (uint64_t)fst.st_dev && a->files[i].ino == (uint64_t)fst.st_ino &&
+            a->files[i].proc < a->nprocs) {
+            char note[700];
+            snprintf(note, sizeof(note), "%s: the same file as this one, given again: read once", path);
+            vt_proc_add_note(a->procs[a->files[i].proc], VT_SEV_WARNING, note);
+            return 0;
+        }
     /* A file that cannot be opened is an error, not an empty process. */
     int rc = vt_reader_open(&r, path, msg, sizeof(msg));
     if (rc) {
@@ -192,6 +203,11 @@ int vt_analysis_add_file(vt_analysis *a, const char *path)
     if (rc) {
         vt_reader_free(r);
         return rc;
+    }
+    if (have_id && !VT_GROW(a->files, a->nfiles, a->capfiles, 16)) {
+        a->files[a->nfiles].dev = (uint64_t)fst.st_dev;
+        a->files[a->nfiles].ino = (uint64_t)fst.st_ino;
+        a->files[a->nfiles++].proc = a->nprocs - 1;
     }
     if (a->sym) { /* the symbols that travelled with it (vramtrace symbolize) */
         char sp[4200], sm[600];

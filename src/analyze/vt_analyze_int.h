@@ -624,6 +624,10 @@ struct vt_analysis {
     char *steps_name;   /* cfg.steps_name's copy, normalized as NVTX messages are */
     vt_proc **procs;
     size_t nprocs, capprocs;
+    /* the files read, by device and inode: a file given twice (directly,
+     * through a directory or a link) is read once, and its process says so */
+    struct { uint64_t dev, ino; size_t proc; } *files;
+    size_t nfiles, capfiles;
     vt_proc *cur;
     vt_symbolizer *sym;
     int finished;

@@ -35,6 +35,14 @@ expect 2 "usage" "$vt" report
 expect 2 "needs a value" "$vt" report "$dir/leak.zst" --at
 expect 2 "not a positive number" "$vt" report --top 0 "$dir/leak.zst"
 expect 1 "$tmp/missing.zst" "$vt" report "$tmp/missing.zst"
+# the same file twice (and through a link): one process, which says so
+ln -s "$dir/leak.zst" "$tmp/again.zst"
+"$vt" report "$dir/leak.zst" "$tmp/again.zst" "$dir/leak.zst" >"$tmp/twice" 2>&1
+if head -1 "$tmp/twice" | grep -qx 'vramtrace report: 1 process' && grep -q 'given again: read once' "$tmp/twice"; then
+    echo "ok: a file given twice is read once"
+else
+    echo "FAIL: a file given twice:"; head -5 "$tmp/twice"; fails=$((fails + 1))
+fi
 # nothing readable: the error alone, no empty report on stdout
 if [ -s "$tmp/out" ]; then
     echo "FAIL: report of a missing file printed a report:"; cat "$tmp/out"; fails=$((fails + 1))
