@@ -783,7 +783,7 @@ static int xt_finish_proc(xt *x, unsigned i)
         if (m->dev[d].peak <= 0)
             continue;
         vt_row *rows = NULL;
-        size_t n = rep_peak_rows(m, d, &rows);
+        size_t n = rep_peak_rows(m, d, 0, &rows);
         uint64_t tr = xt_new_track(x);
         char name[96];
         snprintf(name, sizeof(name), "GPU %u live at its peak (by call site)", d);

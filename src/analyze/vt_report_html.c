@@ -359,13 +359,13 @@ static void json_proc(hs *h, unsigned i, FILE *o)
     int64_t other_pk[VT_HTML_DEVS] = {0}, other_apk[VT_HTML_DEVS] = {0}, other_view = 0;
     for (uint32_t d = 0; pk && d < m->ndev_seen && d < VT_HTML_DEVS; d++) {
         vt_row *rows = NULL;
-        size_t n = m->dev[d].peak > 0 ? rep_peak_rows(m, d, &rows) : 0;
+        size_t n = m->dev[d].peak > 0 ? rep_peak_rows(m, d, 0, &rows) : 0;
         for (size_t k = 0; k < n; k++)
             if (rows[k].unit < m->nunits)
                 pk[rows[k].unit] = rows[k].bytes;
         free(rows);
         rows = NULL;
-        n = m->tensor_units && m->dev[d].peak_kind[VT_MEM_TENSOR] > 0 ? rep_tpeak_rows(m, d, &rows) : 0;
+        n = m->tensor_units && m->dev[d].peak_kind[VT_MEM_TENSOR] > 0 ? rep_peak_rows(m, d, 1, &rows) : 0;
         for (size_t k = 0; k < n; k++)
             if (rows[k].unit < m->nunits)
                 apk[rows[k].unit] = rows[k].bytes;

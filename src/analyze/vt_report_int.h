@@ -46,8 +46,7 @@ void rep_site_headline(vt_analysis *a, const vt_proc *p, uint32_t stack, uint32_
                        size_t len);
 int rep_counted(const vt_proc *p, const vt_unit *u);
 int64_t rep_peak_cached(const vt_proc *p, uint32_t dev);
-size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out);
-size_t rep_tpeak_rows(const vt_proc *p, uint32_t dev, vt_row **out);
+size_t rep_peak_rows(const vt_proc *p, uint32_t dev, int allocated, vt_row **out);
 const char *rep_allocator_mode(const vt_proc *p, int *tensor_level);
 size_t rep_merged_rows(vt_analysis *a, int which, vt_mrow **out);
 

@@ -151,6 +151,18 @@ static void json_oom_headline(vt_analysis *a, vt_proc *p, FILE *o)
     fprintf(o, ",\"more_out_of_memory\":%" PRIu64 "}", h.more);
 }
 
+/* "[Site, ...]" of the first --top rows */
+static void json_site_rows(vt_analysis *a, vt_proc *p, const vt_row *r, size_t n, FILE *o)
+{
+    fputc('[', o);
+    for (size_t i = 0; i < n && i < a->cfg.top; i++) {
+        if (i)
+            fputc(',', o);
+        json_site(a, p, r[i].unit, r[i].bytes, r[i].count, o);
+    }
+    fputc(']', o);
+}
+
 static void json_site(vt_analysis *a, vt_proc *p, uint32_t unit, int64_t bytes, int64_t count, FILE *o)
 {
     const vt_unit *u = &p->units[unit];
@@ -395,31 +407,22 @@ static void json_proc(vt_analysis *a, vt_proc *p, FILE *o)
         if (!s->peak)
             continue;
         vt_row *r;
-        size_t n = rep_peak_rows(p, d, &r);
+        size_t n = rep_peak_rows(p, d, 0, &r);
         fprintf(o, "%s{\"device\":%u,\"bytes\":%" PRId64 ",\"time_s\":%.6f,", first ? "" : ",", d, s->peak,
                 rep_rel_s(p, s->peak_t));
         if (p->tensor_units)
             fprintf(o, "\"cached_bytes\":%" PRId64 ",", rep_peak_cached(p, d));
-        fprintf(o, "\"sites_total\":%zu,\"sites\":[", n);
+        fprintf(o, "\"sites_total\":%zu,\"sites\":", n);
         first = 0;
-        for (size_t i = 0; i < n && i < a->cfg.top; i++) {
-            if (i)
-                fputc(',', o);
-            json_site(a, p, r[i].unit, r[i].bytes, r[i].count, o);
-        }
-        fputc(']', o);
+        json_site_rows(a, p, r, n, o);
         free(r);
         /* with tensor events: the tensors at PyTorch's allocated peak */
         if (p->tensor_units && s->peak_kind[VT_MEM_TENSOR] > 0) {
-            n = rep_tpeak_rows(p, d, &r);
-            fprintf(o, ",\"allocated\":{\"bytes\":%" PRId64 ",\"time_s\":%.6f,\"sites_total\":%zu,\"sites\":[",
+            n = rep_peak_rows(p, d, 1, &r);
+            fprintf(o, ",\"allocated\":{\"bytes\":%" PRId64 ",\"time_s\":%.6f,\"sites_total\":%zu,\"sites\":",
                     s->peak_kind[VT_MEM_TENSOR], rep_rel_s(p, s->peak_kind_t[VT_MEM_TENSOR]), n);
-            for (size_t i = 0; i < n && i < a->cfg.top; i++) {
-                if (i)
-                    fputc(',', o);
-                json_site(a, p, r[i].unit, r[i].bytes, r[i].count, o);
-            }
-            fputs("]}", o);
+            json_site_rows(a, p, r, n, o);
+            fputc('}', o);
             free(r);
         }
         fputc('}', o);

@@ -217,7 +217,10 @@ static int row_cmp(const void *x, const void *y)
     return a->unit < b->unit ? -1 : a->unit > b->unit;
 }
 
-size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out)
+/* The call sites live at device dev's peak, largest first: allocated 0,
+ * the device's peak (the units it counts); 1, with tensor events, the
+ * tensors at PyTorch's allocated peak (memory_allocated at its highest). */
+size_t rep_peak_rows(const vt_proc *p, uint32_t dev, int allocated, vt_row **out)
 {
     vt_row *r = malloc((p->nunits + 1) * sizeof(*r));
     size_t n = 0;
@@ -227,27 +230,11 @@ size_t rep_peak_rows(const vt_proc *p, uint32_t dev, vt_row **out)
     }
     for (size_t k = 0; k < p->nunits; k++) {
         const vt_unit *u = &p->units[k];
-        if (u->device == dev && rep_counted(p, u) && u->pk_bytes > 0)
+        if (u->device != dev)
+            continue;
+        if (!allocated && rep_counted(p, u) && u->pk_bytes > 0)
             r[n++] = (vt_row){(uint32_t)k, u->pk_bytes, u->pk_count};
-    }
-    qsort(r, n, sizeof(*r), row_cmp);
-    *out = r;
-    return n;
-}
-
-/* With tensor events: the tensors live at the device's allocated peak
- * (PyTorch's memory_allocated at its highest), per call site. */
-size_t rep_tpeak_rows(const vt_proc *p, uint32_t dev, vt_row **out)
-{
-    vt_row *r = malloc((p->nunits + 1) * sizeof(*r));
-    size_t n = 0;
-    if (!r) {
-        *out = NULL;
-        return 0;
-    }
-    for (size_t k = 0; k < p->nunits; k++) {
-        const vt_unit *u = &p->units[k];
-        if (u->device == dev && u->kind == VT_MEM_TENSOR && u->tk_bytes > 0)
+        else if (allocated && u->kind == VT_MEM_TENSOR && u->tk_bytes > 0)
             r[n++] = (vt_row){(uint32_t)k, u->tk_bytes, u->tk_count};
     }
     qsort(r, n, sizeof(*r), row_cmp);

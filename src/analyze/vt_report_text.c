@@ -670,6 +670,20 @@ static void text_growth(vt_analysis *a, vt_proc *p, FILE *o)
     }
 }
 
+/* A peak's first --top call sites, each with its share of `total` */
+static void text_peak_rows(vt_analysis *a, vt_proc *p, const vt_row *r, size_t n, int64_t total, FILE *o)
+{
+    for (size_t i = 0; i < n && i < a->cfg.top; i++) {
+        const vt_unit *u = &p->units[r[i].unit];
+        fprintf(o, "#%zu ", i + 1);
+        unit_line(p, u, r[i].bytes, r[i].count, o);
+        fprintf(o, " (%.1f%%)\n", 100.0 * (double)r[i].bytes / (double)total);
+        text_unit_stack_once(a, p, u, o, "    ");
+    }
+    if (n > a->cfg.top)
+        fprintf(o, "... %zu more call site%s\n", n - a->cfg.top, n - a->cfg.top == 1 ? "" : "s");
+}
+
 static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
 {
     char b1[32];
@@ -681,18 +695,10 @@ static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
             continue;
         any = 1;
         vt_row *r;
-        size_t n = rep_peak_rows(p, d, &r);
+        size_t n = rep_peak_rows(p, d, 0, &r);
         fprintf(o, "device %u: %s at %.3f s in %zu call site%s\n", d, rep_bytes(b1, (double)s->peak), rep_rel_s(p, s->peak_t), n,
                 n == 1 ? "" : "s");
-        for (size_t i = 0; i < n && i < a->cfg.top; i++) {
-            const vt_unit *u = &p->units[r[i].unit];
-            fprintf(o, "#%zu ", i + 1);
-            unit_line(p, u, r[i].bytes, r[i].count, o);
-            fprintf(o, " (%.1f%%)\n", 100.0 * (double)r[i].bytes / (double)s->peak);
-            text_unit_stack_once(a, p, u, o, "    ");
-        }
-        if (n > a->cfg.top)
-            fprintf(o, "... %zu more call site%s\n", n - a->cfg.top, n - a->cfg.top == 1 ? "" : "s");
+        text_peak_rows(a, p, r, n, s->peak, o);
         int64_t cached = rep_peak_cached(p, d);
         if (cached)
             fprintf(o, "and %s cached in PyTorch's pool (reserved, no tensor in it) (%.1f%%)\n", rep_bytes(b1, (double)cached),
@@ -704,18 +710,10 @@ static void text_peak(vt_analysis *a, vt_proc *p, FILE *o)
         int64_t tp = s->peak_kind[VT_MEM_TENSOR];
         if (!p->tensor_units || tp <= 0)
             continue;
-        n = rep_tpeak_rows(p, d, &r);
+        n = rep_peak_rows(p, d, 1, &r);
         fprintf(o, "device %u, PyTorch allocated: %s at %.3f s in %zu call site%s (tensors, without the pool's cache)\n", d,
                 rep_bytes(b1, (double)tp), rep_rel_s(p, s->peak_kind_t[VT_MEM_TENSOR]), n, n == 1 ? "" : "s");
-        for (size_t i = 0; i < n && i < a->cfg.top; i++) {
-            const vt_unit *u = &p->units[r[i].unit];
-            fprintf(o, "#%zu ", i + 1);
-            unit_line(p, u, r[i].bytes, r[i].count, o);
-            fprintf(o, " (%.1f%%)\n", 100.0 * (double)r[i].bytes / (double)tp);
-            text_unit_stack_once(a, p, u, o, "    ");
-        }
-        if (n > a->cfg.top)
-            fprintf(o, "... %zu more call site%s\n", n - a->cfg.top, n - a->cfg.top == 1 ? "" : "s");
+        text_peak_rows(a, p, r, n, tp, o);
         free(r);
     }
     if (!any)
