@@ -274,21 +274,6 @@ static inline void occ_add(vt_occ *o, uint64_t t, int alloc_ok)
     }
     o->t[o->n++] = t;
 }
-static inline void pk_sync(vt_proc *p, vt_unit *u)
-{
-    (void)p;
-    uint64_t e = u->dev->peak_epoch;
-    if (u->pk_epoch != e) {
-        u->pk_bytes = u->live_bytes;
-        u->pk_count = vt_unit_live_count(u);
-        u->pk_epoch = e;
-    }
-    if (u->kind == VT_MEM_TENSOR && u->tk_epoch != u->dev->tpeak_epoch) {
-        u->tk_bytes = u->live_bytes;
-        u->tk_count = vt_unit_live_count(u);
-        u->tk_epoch = u->dev->tpeak_epoch;
-    }
-}
 /* A tensor unit's snapshot at the allocated peak, before its live bytes
  * change (the tensor kind only: no other unit pays for it). */
 static inline __attribute__((always_inline)) void tk_sync(vt_unit *u, const vt_devstate *d)
@@ -298,6 +283,17 @@ static inline __attribute__((always_inline)) void tk_sync(vt_unit *u, const vt_d
         u->tk_count = vt_unit_live_count(u);
         u->tk_epoch = d->tpeak_epoch;
     }
+}
+static inline void pk_sync(vt_proc *p, vt_unit *u)
+{
+    (void)p;
+    uint64_t e = u->dev->peak_epoch;
+    if (u->pk_epoch != e) {
+        u->pk_bytes = u->live_bytes;
+        u->pk_count = vt_unit_live_count(u);
+        u->pk_epoch = e;
+    }
+    tk_sync(u, u->dev);
 }
 /* An allocation of `size` at t in unit u (on device d), after its growth
  * bucket is current (growth_touch). */
