@@ -507,14 +507,15 @@ static double secs_between(const struct timespec *a, const struct timespec *b)
     return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
-/* --timings: every step after the command, one line (bench/whole.py,
+/* --timings: what `record` took before the command (finding torch, its
+ * shim) and every step after it, one line (bench/whole.py,
  * bench/symcache.sh read it) */
-static void print_timings(double program, double holders, unsigned nwalks, unsigned running, double summary,
+static void print_timings(double before, double program, double holders, unsigned nwalks, unsigned running, double summary,
                           int symbolized, double symbolize, const vt_symbols_stats *st)
 {
-    fprintf(stderr, PFX "timings: program %.3f s (holder walks %.3f s, %u done, %u still running); after it: "
-            "summary %.3f s",
-            program, holders, nwalks, running, summary);
+    fprintf(stderr, PFX "timings: before it %.3f s; program %.3f s (holder walks %.3f s, %u done, %u still running); "
+            "after it: summary %.3f s",
+            before, program, holders, nwalks, running, summary);
     if (symbolized)
         fprintf(stderr,
                 ", symbolize %.3f s (%u module%s, %u read, %.1f MiB; %llu address%s, %llu from the cache; "
@@ -593,6 +594,8 @@ int cmd_record(int argc, char **argv)
     size_t nbefore = 0;
     vt_record_plan plan;
     memset(&plan, 0, sizeof(plan));
+    struct timespec t_start;
+    clock_gettime(CLOCK_MONOTONIC, &t_start);
 
     if (vt_record_parse_args(&o, argc, argv, err, sizeof(err))) {
         fprintf(stderr, PFX "%s\n", err);
@@ -660,7 +663,8 @@ int cmd_record(int argc, char **argv)
     if (o.tensor_events && !o.tensors && !getenv(VT_ENV_TORCH_SHIM)) {
         char py[PATH_MAX], shim[PATH_MAX], why[PATH_MAX + 128];
         vt_torch_python_of(cmd[0], py, sizeof(py));
-        int sr = vt_record_torch_shim(py, o.quiet, shim, sizeof(shim), why, sizeof(why));
+        pid_t builder = 0;
+        int sr = vt_record_torch_shim(py, o.quiet, 1, &builder, shim, sizeof(shim), why, sizeof(why));
         if (sr < 0) {
             fprintf(stderr, PFX "warning: PyTorch tensor events off: %s\n", why);
             char bang[PATH_MAX + 130];
@@ -668,6 +672,8 @@ int cmd_record(int argc, char **argv)
             setenv(VT_ENV_TORCH_SHIM, bang, 1);
         } else if (sr > 0) {
             setenv(VT_ENV_TORCH_SHIM, shim, 1);
+            if (sr == 2) /* being built beside the program: the library waits for it */
+                setenv(VT_ENV_TORCH_SHIM_WAIT, "300", 1);
         }
     }
     /* Python programs: who holds the memory, walked at exit (src/python,
@@ -696,6 +702,8 @@ int cmd_record(int argc, char **argv)
             }
         }
     }
+    if (o.timings)
+        setenv("VRAMTRACE_TIMINGS", "1", 1); /* the library's own line, at the program's exit */
     if (!o.quiet)
         fprintf(stderr, PFX "tracing %s into %s/\n", cmd[0], shown);
 
@@ -822,7 +830,7 @@ int cmd_record(int argc, char **argv)
     if (o.timings || (tenv && *tenv && strcmp(tenv, "0"))) {
         unsigned nwalks, running;
         double hs = holder_walk_seconds(absdir, started - 1, &nwalks, &running);
-        print_timings(secs, hs, nwalks, running, secs_between(&t1, &t2), o.symbolize, secs_between(&t2, &t3),
+        print_timings(secs_between(&t_start, &t0), secs, hs, nwalks, running, secs_between(&t1, &t2), o.symbolize, secs_between(&t2, &t3),
                       &sst);
     }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -332,8 +333,11 @@ int vt_record_python_dir(char *out, size_t outlen, char *why, size_t whylen)
     return 0;
 }
 
-int vt_record_torch_shim(const char *python, int quiet, char *out, size_t outlen, char *why, size_t whylen)
+int vt_record_torch_shim(const char *python, int quiet, int background, pid_t *builder, char *out, size_t outlen,
+                         char *why, size_t whylen)
 {
+    if (builder)
+        *builder = 0;
     why[0] = 0;
     /* where torch is, without importing it (an import costs seconds) */
     char *const find[] = {(char *)python, "-c",
@@ -392,16 +396,39 @@ int vt_record_torch_shim(const char *python, int quiet, char *out, size_t outlen
     pathf(tmp, sizeof(tmp), "%s/libvt_torch.so.%d", dir, (int)getpid());
     char abih[PATH_MAX + 200];
     pathf(abih, sizeof(abih), "%s/src/vt_torch_abi.h", dir);
-    if (mkdirs(tdir) || write_file(src, vt_torch_shim_cpp, vt_torch_shim_cpp_len) ||
+    /* One build at a time: SHIM.lock, held by the builder until it ends
+     * (the library sees a build that died without a word by it); a
+     * record that finds it held waits for that build's result instead. */
+    char lockp[PATH_MAX + 220];
+    pathf(lockp, sizeof(lockp), "%s.lock", so);
+    int lk = mkdirs(tdir) ? -1 : open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lk < 0) {
+        pathf(why, whylen, "cannot write into %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (flock(lk, background ? LOCK_EX | LOCK_NB : LOCK_EX)) {
+        close(lk);
+        if (!background || errno != EWOULDBLOCK) {
+            pathf(why, whylen, "cannot lock %s: %s", lockp, strerror(errno));
+            return -1;
+        }
+        pathf(out, outlen, "%s", so); /* another record builds it */
+        return 2;
+    }
+    if (exists(so)) { /* built while we waited */
+        close(lk);
+        pathf(out, outlen, "%s", so);
+        return 1;
+    }
+    if (write_file(src, vt_torch_shim_cpp, vt_torch_shim_cpp_len) ||
         write_file(abih, vt_torch_abi_h, vt_torch_abi_h_len)) {
         pathf(why, whylen, "cannot write the shim's sources into %s: %s", dir, strerror(errno));
+        close(lk);
         return -1;
     }
     const char *cxx = getenv("CXX");
     if (!cxx || !*cxx)
         cxx = "c++";
-    if (!quiet)
-        fprintf(stderr, PFX "building the PyTorch allocator shim for torch %s (once; cached in %s)\n", version, dir);
     int logfd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     char d_abi[40], i1[PATH_MAX + 80], i2[PATH_MAX + 80], l1[PATH_MAX + 80], r1[PATH_MAX + 96];
     pathf(d_abi, sizeof(d_abi), "-D_GLIBCXX_USE_CXX11_ABI=%d", abi);
@@ -416,17 +443,59 @@ int vt_record_torch_shim(const char *python, int quiet, char *out, size_t outlen
             dprintf(logfd, "%s%s", i ? " " : "", cc[i]);
         dprintf(logfd, "\n");
     }
-    int rc = run_capture(cc, NULL, 0, logfd);
-    if (logfd >= 0)
-        close(logfd);
-    if (rc != 0 || rename(tmp, so)) {
-        unlink(tmp);
-        if (rc == 127)
-            pathf(why, whylen, "no C++ compiler (%s) to build the shim; set CXX", cxx);
-        else
-            pathf(why, whylen, "the shim did not build against torch %s (log: %s)", version, logp);
+    /* The compiler runs beside the program (the library waits for its
+     * result at the allocator's first segment, after `import torch`), in
+     * a child that outlives nothing but this process: it renames the shim
+     * into place, or leaves SHIM.failed with the reason. */
+    char failed[PATH_MAX + 220];
+    pathf(failed, sizeof(failed), "%s.failed", so);
+    unlink(failed);
+    if (!quiet)
+        fprintf(stderr, PFX "building the PyTorch allocator shim for torch %s beside the program (once; cached in %s)\n",
+                version, dir);
+    fflush(NULL);
+    pid_t pid = background ? fork() : 0;
+    if (pid < 0) {
+        pathf(why, whylen, "fork: %s", strerror(errno));
+        if (logfd >= 0)
+            close(logfd);
+        close(lk);
         return -1;
     }
+    if (pid == 0) {
+        int rc = run_capture(cc, NULL, 0, logfd);
+        char reason[PATH_MAX + 300];
+        reason[0] = 0;
+        if (rc != 0 || rename(tmp, so)) {
+            unlink(tmp);
+            if (rc == 127)
+                pathf(reason, sizeof(reason), "no C++ compiler (%s) to build the shim; set CXX", cxx);
+            else
+                pathf(reason, sizeof(reason), "the shim did not build against torch %s (log: %s)", version, logp);
+        }
+        if (logfd >= 0)
+            close(logfd);
+        if (reason[0]) {
+            char ftmp[PATH_MAX + 240];
+            pathf(ftmp, sizeof(ftmp), "%s.%d", failed, (int)getpid());
+            if (write_file(ftmp, reason, strlen(reason)) == 0)
+                rename(ftmp, failed);
+        }
+        close(lk); /* the lock goes with the last descriptor: the builder's */
+        if (background)
+            _exit(reason[0] ? 1 : 0);
+        if (reason[0]) {
+            pathf(why, whylen, "%s", reason);
+            return -1;
+        }
+        pathf(out, outlen, "%s", so);
+        return 1;
+    }
+    if (logfd >= 0)
+        close(logfd);
+    close(lk); /* the builder holds the lock now */
+    if (builder)
+        *builder = pid;
     pathf(out, outlen, "%s", so);
-    return 1;
+    return 2;
 }

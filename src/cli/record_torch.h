@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The version in the text of torch/version.py (`__version__ = '2.11.0+cu130'`)
  * into out; 0, or -1 when there is none. */
@@ -26,10 +27,14 @@ void vt_torch_cache_name(const char *version, int abi, uint32_t src_hash, char *
 uint32_t vt_torch_src_hash(void);
 
 /* For `record`: the shim for the torch of `python` (the traced program's
- * interpreter).  Returns 1 with its path in out; 0 when there is no torch
- * (nothing to do); -1 when it cannot be built, with the reason in why
- * (one line; the build log's path in it). */
-int vt_record_torch_shim(const char *python, int quiet, char *out, size_t outlen, char *why, size_t whylen);
+ * interpreter).  Returns 1 with its path in out (cached, or built now when
+ * background is 0); 2 when background is 1 and it is being built by the
+ * child *builder: out is where it will be, and PATH.failed appears there
+ * instead, holding the reason, if it does not build; 0 when there is no
+ * torch (nothing to do); -1 when it cannot be built, with the reason in
+ * why (one line; the build log's path in it). */
+int vt_record_torch_shim(const char *python, int quiet, int background, pid_t *builder, char *out, size_t outlen,
+                         char *why, size_t whylen);
 
 /* The interpreter of a command: cmd0 itself when it is python*, else the
  * interpreter of its #! line when that is python*, else "python3". */

@@ -22,6 +22,7 @@
 #define VT_ENV_STACK_REFS "VRAMTRACE_STACK_REFS"
 #define VT_ENV_CLOCK "VRAMTRACE_CLOCK"
 #define VT_ENV_TORCH_SHIM "VRAMTRACE_TORCH_SHIM"
+#define VT_ENV_TORCH_SHIM_WAIT "VRAMTRACE_TORCH_SHIM_WAIT"
 
 #define VT_SET_STACK_DEPTH_DEFAULT 32
 #define VT_SET_STACK_DEPTH_MIN 1
@@ -32,6 +33,9 @@
 #define VT_SET_SAMPLE_MS_DEFAULT 200 /* 0 = off, else MIN..MAX */
 #define VT_SET_SAMPLE_MS_MIN 10
 #define VT_SET_SAMPLE_MS_MAX 60000
+/* seconds the library waits at the allocator's first segment for a shim
+ * that `record` is still building (0: not at all) */
+#define VT_SET_SHIM_WAIT_MAX 600
 
 /* VRAMTRACE_CLOCK: auto (= tsc): the calibrated invariant TSC, else
  * CLOCK_MONOTONIC; monotonic; cupti: CUPTI's own clock. */

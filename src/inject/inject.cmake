@@ -82,4 +82,8 @@ if(VT_HAVE_CUPTI)
   add_custom_command(TARGET vramtrace_loader POST_BUILD
     COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE:vramtrace_loader> $<TARGET_FILE:vramtrace_inject> ${CMAKE_BINARY_DIR}/
     COMMENT "copy libvramtrace.so and libvramtrace_cupti.so to the build root")
+  # the library proper relinks alone when only its sources change
+  add_custom_command(TARGET vramtrace_inject POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE:vramtrace_inject> ${CMAKE_BINARY_DIR}/
+    COMMENT "copy libvramtrace_cupti.so to the build root")
 endif()

@@ -105,6 +105,7 @@ void vt_config_parse(vt_inject_config *cfg, vt_getenv_fn lookup, void *arg)
     get_uint(cfg, lookup, arg, VT_ENV_STACK_DEPTH, VT_SET_STACK_DEPTH_MIN, VT_SET_STACK_DEPTH_MAX, 0, &depth);
     cfg->stack_depth = (int)depth;
     get_uint(cfg, lookup, arg, VT_ENV_FLUSH_MS, VT_SET_FLUSH_MS_MIN, VT_SET_FLUSH_MS_MAX, 0, &cfg->flush_ms);
+    get_uint(cfg, lookup, arg, VT_ENV_TORCH_SHIM_WAIT, 0, VT_SET_SHIM_WAIT_MAX, 0, &cfg->torch_shim_wait_s);
     get_uint(cfg, lookup, arg, VT_ENV_SAMPLE_MS, VT_SET_SAMPLE_MS_MIN, VT_SET_SAMPLE_MS_MAX, 1, &cfg->sample_ms);
     const char *ck = env_lookup(lookup, arg, VT_ENV_CLOCK);
     if (ck && *ck) {

@@ -57,6 +57,7 @@ typedef struct {
     int selftime; /* VRAMTRACE_SELFTIME: time each callback's phases, print the self time at exit */
     int stack_refs; /* VRAMTRACE_STACK_REFS */
     char torch_shim[1024]; /* VRAMTRACE_TORCH_SHIM, "" = none */
+    unsigned torch_shim_wait_s; /* VRAMTRACE_TORCH_SHIM_WAIT: for a shim still being built */
     char warning[256]; /* "" or the first problem found, e.g. "VRAMTRACE_STACK_DEPTH=abc ignored" */
 } vt_inject_config;
 

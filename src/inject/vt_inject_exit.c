@@ -65,10 +65,31 @@ static void report_self_time(void)
     say("vramtrace: %s", g.clock_note);
 }
 
+/* VRAMTRACE_TIMINGS (`record --timings` sets it): what the library took
+ * at the start and at the exit, one line on stderr, quiet or not
+ * (bench/run_cost.py reads it) */
+static void say_timings(uint64_t t0, uint64_t t_flush, uint64_t t_drain, uint64_t t_close)
+{
+    const char *e = getenv("VRAMTRACE_TIMINGS");
+    if (!e || !*e || !strcmp(e, "0"))
+        return;
+    char line[300];
+    int n = snprintf(line, sizeof(line),
+                     "vramtrace: library timings: start %.3f s; at exit %.3f s (activity flush %.3f s, "
+                     "its thread %.3f s, trace close %.3f s)\n",
+                     (double)g.init_ns / 1e9, (double)(t_close - t0) / 1e9, (double)(t_flush - t0) / 1e9,
+                     (double)(t_drain - t_flush) / 1e9, (double)(t_close - t_drain) / 1e9);
+    if (n > 0) {
+        ssize_t w = write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+        (void)w;
+    }
+}
+
 static void finish(void)
 {
     if (atomic_exchange(&g.finished, 1))
         return;
+    const uint64_t t_fin = mono_ns();
 #ifdef VT_BENCH
     vt_gate_stop(); /* before anything it could switch is torn down */
     if (g.gate) {
@@ -90,6 +111,7 @@ static void finish(void)
         t_in.internal = saved;
         share_activity_notes();
     }
+    const uint64_t t_flush = mono_ns();
     if (act.started) {
         drain_wait_idle();
         pthread_mutex_lock(&act.mu);
@@ -100,11 +122,13 @@ static void finish(void)
         act.started = 0;
     }
     atomic_store(&g.active, 0);
+    const uint64_t t_drain = mono_ns();
     report_unwind_stats();
     report_self_time();
     vt_writer_stats st;
     vt_writer_get_stats(g.w, &st);
     int rc = vt_writer_close(g.w, VT_END_NORMAL, 0);
+    say_timings(t_fin, t_flush, t_drain, mono_ns());
     /* A process that loaded CUDA but never created a context (a launcher
      * such as torchrun asking for the device count, a tool probing the
      * driver) leaves no trace behind: it holds no GPU memory to explain. */

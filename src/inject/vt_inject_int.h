@@ -90,6 +90,7 @@ typedef struct {
     int selftime, stack_depth, stack_refs; /* cfg's */
     int tsc_events; /* the clock is vt_clock_now() on the TSC: an allocation's time from the callback's TSC read */
     _Atomic int torch_state; /* VT_TORCH_*: PyTorch's trace tracker (vt_inject_torch.c) */
+    uint64_t init_ns; /* InitializeInjection's own time (VRAMTRACE_TIMINGS) */
 
     vt_inject_config cfg;
     CUpti_SubscriberHandle sub;

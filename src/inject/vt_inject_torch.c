@@ -57,6 +57,26 @@ static int stack_in_c10(void)
     return 0;
 }
 
+/* A shim that `vramtrace record` is building beside the program
+ * (VRAMTRACE_TORCH_SHIM_WAIT > 0): wait for it here, at the allocator's
+ * first segment (vt_torch_shim_wait).  This thread holds the allocator's
+ * mutex: the program waits as it would have waited for the build before
+ * it started, only less, since `import torch` ran meanwhile. */
+static int shim_wait(char *why, size_t n)
+{
+    double waited = 0;
+    if (vt_torch_shim_wait(g.cfg.torch_shim, g.cfg.torch_shim_wait_s, &waited, why, n))
+        return -1;
+    if (waited > 0) {
+        char text[160];
+        snprintf(text, sizeof(text), "PyTorch shim: waited %.2f s at the allocator's first segment for its build "
+                 "(the first run with this torch)", waited);
+        note(VT_SEV_INFO, text);
+        say("vramtrace: %s", text);
+    }
+    return 0;
+}
+
 void torch_try_attach(inject_tls *T)
 {
     if (!stack_in_c10())
@@ -66,11 +86,16 @@ void torch_try_attach(inject_tls *T)
         return; /* another thread is at it */
     int saved = T->internal;
     T->internal = 1; /* the shim's loading makes no CUDA call; if it did, ours to ignore */
+    char why[400];
+    if (shim_wait(why, sizeof(why))) {
+        T->internal = saved;
+        torch_disable(why);
+        return;
+    }
     void *h = dlopen(g.cfg.torch_shim, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
         T->internal = saved;
-        char why[400];
         snprintf(why, sizeof(why), "cannot load the shim (%.300s)", e ? e : "?"); /* dlerror names the file */
         torch_disable(why);
         return;

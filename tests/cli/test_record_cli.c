@@ -520,7 +520,8 @@ static void test_timings(void **state)
              "exec %s trace 2", outdir, outdir, g_child);
     const char *argv[] = {g_vramtrace, "record", "--timings", "-o", outdir, "--", "sh", "-c", script, NULL};
     assert_int_equal(exit_code(run(g_tmp, lib_env(), argv)), 0);
-    check_contains(g_err, "vramtrace record: timings: program ");
+    check_contains(g_err, "vramtrace record: timings: before it ");
+    check_contains(g_err, " s; program ");
     check_contains(g_err, "(holder walks 0.250 s, 1 done, 0 still running); after it: summary ");
     check_contains(g_err, ", symbolize ");
     check_contains(g_err, "; total after it ");

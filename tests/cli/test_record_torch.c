@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "record_torch.h"
@@ -152,7 +153,7 @@ static void test_build_and_cache(void **state)
     put("bin/cxx-ok", s, 1);
     snprintf(s, sizeof(s), "%s/bin/cxx-ok", g_dir);
     setenv("CXX", s, 1);
-    assert_int_equal(vt_record_torch_shim(py, 1, out, sizeof(out), why, sizeof(why)), 1);
+    assert_int_equal(vt_record_torch_shim(py, 1, 0, NULL, out, sizeof(out), why, sizeof(why)), 1);
     assert_non_null(strstr(out, "/cache/torch-9.9.0+test-abi1-"));
     assert_int_equal(access(out, R_OK), 0);
     assert_int_equal(compiles(), 1);
@@ -165,8 +166,57 @@ static void test_build_and_cache(void **state)
     assert_non_null(strstr(line, "/torch/include"));
     assert_non_null(strstr(line, "-lc10_cuda"));
     /* the second time: from the cache, no compiler */
-    assert_int_equal(vt_record_torch_shim(py, 1, out, sizeof(out), why, sizeof(why)), 1);
+    assert_int_equal(vt_record_torch_shim(py, 1, 0, NULL, out, sizeof(out), why, sizeof(why)), 1);
     assert_int_equal(compiles(), 1);
+}
+
+/* The build beside the program: 2 and the future path at once; the child
+ * renames the shim into place, or leaves PATH.failed with the reason. */
+static void test_build_background(void **state)
+{
+    (void)state;
+    char py[PATH_MAX + 32], out[PATH_MAX], why[PATH_MAX + 128], s[PATH_MAX * 2];
+    snprintf(s, sizeof(s), "rm -rf '%s/cache'", g_dir);
+    assert_int_equal(system(s), 0);
+    fake_torch(1);
+    snprintf(py, sizeof(py), "%s/bin/python3", g_dir);
+    /* a slow compiler: the call returns before it is done */
+    snprintf(s, sizeof(s),
+             "#!/bin/sh\nsleep 0.3\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && echo so >\"$2\"; shift; done\n");
+    put("bin/cxx-slow", s, 1);
+    snprintf(s, sizeof(s), "%s/bin/cxx-slow", g_dir);
+    setenv("CXX", s, 1);
+    pid_t b = 0;
+    assert_int_equal(vt_record_torch_shim(py, 1, 1, &b, out, sizeof(out), why, sizeof(why)), 2);
+    assert_true(b > 0);
+    assert_int_not_equal(access(out, F_OK), 0); /* not yet */
+    int ws = 0;
+    assert_int_equal(waitpid(b, &ws, 0), b);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    assert_int_equal(access(out, R_OK), 0);
+    char failed[PATH_MAX + 16];
+    snprintf(failed, sizeof(failed), "%s.failed", out);
+    assert_int_not_equal(access(failed, F_OK), 0);
+    /* cached now: 1, no builder */
+    assert_int_equal(vt_record_torch_shim(py, 1, 1, &b, out, sizeof(out), why, sizeof(why)), 1);
+    assert_int_equal(b, 0);
+    /* a failing build: the reason in PATH.failed */
+    snprintf(s, sizeof(s), "rm -rf '%s/cache'", g_dir);
+    assert_int_equal(system(s), 0);
+    put("bin/cxx-bad", "#!/bin/sh\nexit 1\n", 1);
+    snprintf(s, sizeof(s), "%s/bin/cxx-bad", g_dir);
+    setenv("CXX", s, 1);
+    assert_int_equal(vt_record_torch_shim(py, 1, 1, &b, out, sizeof(out), why, sizeof(why)), 2);
+    assert_int_equal(waitpid(b, &ws, 0), b);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 1);
+    assert_int_not_equal(access(out, F_OK), 0);
+    snprintf(failed, sizeof(failed), "%s.failed", out);
+    FILE *f = fopen(failed, "r");
+    assert_non_null(f);
+    char line[PATH_MAX + 300] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    assert_non_null(strstr(line, "did not build against torch 9.9.0+test"));
 }
 
 static void test_build_failures(void **state)
@@ -180,22 +230,22 @@ static void test_build_failures(void **state)
     put("bin/cxx-bad", "#!/bin/sh\necho 'error: no such header' >&2\nexit 1\n", 1);
     snprintf(s, sizeof(s), "%s/bin/cxx-bad", g_dir);
     setenv("CXX", s, 1);
-    assert_int_equal(vt_record_torch_shim(py, 1, out, sizeof(out), why, sizeof(why)), -1);
+    assert_int_equal(vt_record_torch_shim(py, 1, 0, NULL, out, sizeof(out), why, sizeof(why)), -1);
     assert_non_null(strstr(why, "did not build against torch 9.9.0+test"));
     assert_non_null(strstr(why, "build.log"));
     setenv("CXX", "/nonexistent/c++", 1);
-    assert_int_equal(vt_record_torch_shim(py, 1, out, sizeof(out), why, sizeof(why)), -1);
+    assert_int_equal(vt_record_torch_shim(py, 1, 0, NULL, out, sizeof(out), why, sizeof(why)), -1);
     assert_non_null(strstr(why, "no C++ compiler"));
     fake_torch(0);
-    assert_int_equal(vt_record_torch_shim(py, 1, out, sizeof(out), why, sizeof(why)), -1);
+    assert_int_equal(vt_record_torch_shim(py, 1, 0, NULL, out, sizeof(out), why, sizeof(why)), -1);
     assert_non_null(strstr(why, "no C++ headers"));
     /* no torch at all: nothing to do, no reason */
     put("bin/python-notorch", "#!/bin/sh\necho\n", 1);
     snprintf(py, sizeof(py), "%s/bin/python-notorch", g_dir);
     why[0] = 'x';
-    assert_int_equal(vt_record_torch_shim(py, 1, out, sizeof(out), why, sizeof(why)), 0);
+    assert_int_equal(vt_record_torch_shim(py, 1, 0, NULL, out, sizeof(out), why, sizeof(why)), 0);
     assert_int_equal(why[0], 0);
-    assert_int_equal(vt_record_torch_shim("/nonexistent/python3", 1, out, sizeof(out), why, sizeof(why)), 0);
+    assert_int_equal(vt_record_torch_shim("/nonexistent/python3", 1, 0, NULL, out, sizeof(out), why, sizeof(why)), 0);
 }
 
 static void test_python_dir(void **state)
@@ -226,7 +276,7 @@ int main(void)
     mkdir(g_dir, 0700);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version),       cmocka_unit_test(test_abi_and_cache_name),
-        cmocka_unit_test(test_python_of),     cmocka_unit_test(test_build_and_cache),
+        cmocka_unit_test(test_python_of),     cmocka_unit_test(test_build_and_cache), cmocka_unit_test(test_build_background),
         cmocka_unit_test(test_build_failures), cmocka_unit_test(test_python_dir),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

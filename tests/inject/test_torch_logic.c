@@ -7,6 +7,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
 #include "vt_torch_logic.h"
 
 static void test_layout(void **state)
@@ -42,8 +47,82 @@ static void test_c10_cuda(void **state)
     assert_false(vt_torch_is_c10_cuda(NULL));
 }
 
+/* the shim that `record` builds beside the program: the wait's ends */
+static char g_shim[256];
+
+static void put(const char *suffix, const char *text)
+{
+    char p[300];
+    snprintf(p, sizeof(p), "%s%s", g_shim, suffix);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void drop(const char *suffix)
+{
+    char p[300];
+    snprintf(p, sizeof(p), "%s%s", g_shim, suffix);
+    unlink(p);
+}
+
+static void *later(void *arg)
+{
+    struct timespec ts = {0, 150 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    put((const char *)arg, "the shim did not build against torch 9.9 (log: x/build.log)\n");
+    return NULL;
+}
+
+static void test_shim_wait(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/vt_shimwait.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    snprintf(g_shim, sizeof(g_shim), "%s/libvt_torch.so", dir);
+    char why[400] = "";
+    double waited = -1;
+    /* no wait asked: whatever is there */
+    assert_int_equal(vt_torch_shim_wait(g_shim, 0, &waited, why, sizeof(why)), 0);
+    assert_true(waited == 0);
+    /* the builder holds the lock; the shim appears while we wait */
+    char lockp[300];
+    snprintf(lockp, sizeof(lockp), "%s.lock", g_shim);
+    int lk = open(lockp, O_RDWR | O_CREAT, 0600);
+    assert_true(lk >= 0);
+    assert_int_equal(flock(lk, LOCK_EX), 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, later, ""), 0);
+    assert_int_equal(vt_torch_shim_wait(g_shim, 30, &waited, why, sizeof(why)), 0);
+    pthread_join(t, NULL);
+    assert_true(waited >= 0.1 && waited < 10);
+    /* there already: no wait */
+    assert_int_equal(vt_torch_shim_wait(g_shim, 30, &waited, why, sizeof(why)), 0);
+    assert_true(waited == 0);
+    /* the build fails: SHIM.failed's line is the reason */
+    drop("");
+    assert_int_equal(pthread_create(&t, NULL, later, ".failed"), 0);
+    assert_int_equal(vt_torch_shim_wait(g_shim, 30, &waited, why, sizeof(why)), -1);
+    pthread_join(t, NULL);
+    assert_string_equal(why, "the shim did not build against torch 9.9 (log: x/build.log)");
+    drop(".failed");
+    /* a build that never ends: the limit */
+    assert_int_equal(vt_torch_shim_wait(g_shim, 1, &waited, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "did not finish within 1 s"));
+    /* the builder died without a word: the lock is free */
+    close(lk);
+    double t0 = vt_torch_now_s();
+    assert_int_equal(vt_torch_shim_wait(g_shim, 30, &waited, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "ended without a result"));
+    assert_true(vt_torch_now_s() - t0 < 5);
+    drop(".lock");
+    rmdir(dir);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_layout), cmocka_unit_test(test_c10_cuda)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_layout), cmocka_unit_test(test_c10_cuda),
+                                       cmocka_unit_test(test_shim_wait)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,7 +41,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/python.cmake)
 # the PyTorch tracker's layout check and module test (vt_torch_logic.h)
 add_executable(test_inject_torch_logic ${CMAKE_CURRENT_LIST_DIR}/test_torch_logic.c)
 target_include_directories(test_inject_torch_logic PRIVATE ${CMAKE_SOURCE_DIR}/src/inject)
-target_link_libraries(test_inject_torch_logic PRIVATE vt_cmocka)
+target_link_libraries(test_inject_torch_logic PRIVATE vt_cmocka Threads::Threads)
 add_test(NAME inject.torch_logic COMMAND test_inject_torch_logic)
 
 # GOT slots of other objects set to a replacement (vt_got.h): a callee and
