@@ -1,6 +1,7 @@
 """cost_prog.py WORKLOAD - one process of bench/run_cost.py: a training
 loop as users write it, timed per step after a warm-up; prints one JSON line
-{"workload", "steps", "median_ms", "p10_ms", "setup_s"}.
+{"workload", "steps", "median_ms", "p10_ms", "setup_s", "w_start", "w_loop",
+"w_end"} (the wall clock at the first line, at the loop's start and end).
   launch       launch-bound: a 4-layer MLP of width 256, batch 32 (many
                small kernels, the CPU sets the pace)
   transformer  GPU-bound: 6-layer transformer encoder, d 512, batch 16x256,
@@ -16,6 +17,7 @@ import sys
 import time
 
 t_start = time.perf_counter()
+w_start = time.time()  # wall clock: bench/run_cost.py splits the process's time with it
 import torch  # noqa: E402
 
 work = sys.argv[1]
@@ -57,6 +59,7 @@ def step():
 
 setup = time.perf_counter() - t_start
 times = []
+w_loop = time.time()
 for i in range(warm + steps):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -64,6 +67,8 @@ for i in range(warm + steps):
     torch.cuda.synchronize()
     if i >= warm:
         times.append(time.perf_counter() - t0)
+w_end = time.time()
 times.sort()
 print(json.dumps({"workload": work, "steps": steps, "median_ms": statistics.median(times) * 1e3,
-                  "p10_ms": times[len(times) // 10] * 1e3, "setup_s": setup}), flush=True)
+                  "p10_ms": times[len(times) // 10] * 1e3, "setup_s": setup,
+                  "w_start": w_start, "w_loop": w_loop, "w_end": w_end}), flush=True)

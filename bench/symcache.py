@@ -34,7 +34,7 @@ import time
 
 STATS = re.compile(r"^(\d+) modules?, (\d+) read \(([\d.]+) MiB\); (\d+) address(?:es)?, (\d+) from the cache; "
                    r"([\d.]+) s resolving on (\d+) threads?", re.M)
-TIMINGS = re.compile(r"timings: program ([\d.]+) s .*summary ([\d.]+) s, symbolize ([\d.]+) s \((.*?)\); "
+TIMINGS = re.compile(r"timings: .*?program ([\d.]+) s .*summary ([\d.]+) s, symbolize ([\d.]+) s \((.*?)\); "
                      r"total after it ([\d.]+) s")
 
 
