@@ -556,6 +556,7 @@ typedef struct {
     uint32_t nnv_thr;
     /* steps (finish) */
     uint64_t steps;
+    uint64_t steps_view;     /* of them, those begun at or before the view (all, when the view is after them) */
     double step_period_ns;
     const vt_occ *step_occ;  /* occurrences of the chosen step marker, or NULL */
     uint64_t kernel_steps;   /* what the kernel-period detector counts (0: no period) */

@@ -495,6 +495,16 @@ static void detect_steps(const vt_analysis *a, vt_proc *p)
     }
     if (p->grow_t1 > p->view_t)
         p->grow_t1 = p->view_t;
+    /* the steps the growth window holds: a view (--at) before the last
+     * steps sees only the steps begun before it */
+    p->steps_view = p->steps;
+    if (p->steps && p->grow_t0 >= p->view_t)
+        p->steps_view = 0;
+    else if (p->steps && p->step_occ) {
+        double n = occ_count(p->step_occ, p->view_t);
+        if (n < (double)p->steps)
+            p->steps_view = (uint64_t)n;
+    }
 }
 
 /* A block still live at the end of the trace.  Allocated at or before the

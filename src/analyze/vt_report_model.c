@@ -356,7 +356,7 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
 {
     memset(v, 0, sizeof(*v));
     v->mode = rep_allocator_mode(p, &v->tensor_level);
-    v->steps = p->steps;
+    v->steps = p->steps_view; /* the steps the verdict looked at */
     v->grown = p->grown_total;
     v->cached = -1;
     for (size_t k = 0; k < p->npools; k++) {
@@ -451,6 +451,18 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
             v->confidence = 1;
             return;
         }
+    }
+    if (p->steps >= 3 && p->steps_view < 3) {
+        /* a view (--at) before the loop's third step: no growth over the
+         * steps before it says nothing of the steps after it */
+        v->kind = REP_CANNOT_TELL;
+        v->early = 1;
+        snprintf(v->reason, sizeof(v->reason),
+                 "the view at %.3f s comes before the third of the %" PRIu64 " steps (%" PRIu64
+                 " begun before it): growth over the steps after it is not looked at; report without --at, or "
+                 "--at a time after the steps",
+                 rep_rel_s(p, p->view_t), p->steps, p->steps_view);
+        return;
     }
     if (!p->complete && !p->nev[VT_EV_ALLOC] && !p->nev[VT_EV_VMM_CREATE]) {
         /* cut short with nothing allocated: what it did not see is no answer */

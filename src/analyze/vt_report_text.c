@@ -42,6 +42,8 @@ void rep_text_verdict(vt_analysis *a, vt_proc *p, FILE *o, const char *lead, con
         fputc('\n', o);
     } else if (v.kind == REP_CANNOT_TELL && v.blind) { /* cut before any allocation */
         fprintf(o, "verdict: CANNOT TELL: %s\n", v.reason);
+    } else if (v.kind == REP_CANNOT_TELL && v.early) { /* a view before the steps */
+        fprintf(o, "%sCANNOT TELL: %s\n", lead, v.reason);
     } else if (v.kind == REP_CANNOT_TELL && v.pool) { /* a pool the trace cannot see into (vt_pools.c) */
         fprintf(o, "%sCANNOT TELL: %s", lead, v.reason);
         if (v.segments_grown)
