@@ -148,8 +148,12 @@
     var v = verdict(p);
     var vd = el("div", { id: "verdict", "class": "verdict " + v.cls, "data-kind": v.kind }, v.text);
     box.appendChild(vd);
-    if ((p.read_errors && p.read_errors.length) || (VT_REPORT.errors && VT_REPORT.errors.length)) {
-      var errs = (p.read_errors || []).concat(VT_REPORT.errors || []);
+    /* this process's read errors, then the report's that no process holds
+     * (a file that gave no process): each once */
+    var held = {};
+    VT_REPORT.processes.forEach(function (q) { (q.read_errors || []).forEach(function (e) { held[e] = 1; }); });
+    var errs = (p.read_errors || []).concat((VT_REPORT.errors || []).filter(function (e) { return !held[e]; }));
+    if (errs.length) {
       box.appendChild(el("div", { id: "damaged", "class": "damaged" },
         "The trace is damaged: " + errs.join("; ") + ". What follows is what could be read."));
     }
