@@ -377,9 +377,25 @@ int vt_parse_duration(const char *s, uint64_t *ns)
     char *end;
     if (!s || !*s)
         return VT_ERR_INVALID;
+    /* decimal only: digits, a point, an exponent (no sign, hex, inf or nan) */
+    size_t k = 0, digits = 0;
+    while (s[k] >= '0' && s[k] <= '9')
+        k++, digits++;
+    if (s[k] == '.')
+        for (k++; s[k] >= '0' && s[k] <= '9'; k++)
+            digits++;
+    if (!digits)
+        return s[0] == '-' || s[0] == '+' ? VT_ERR_RANGE : VT_ERR_INVALID;
+    if (s[k] == 'e' || s[k] == 'E') {
+        size_t e = k + 1 + (s[k + 1] == '+' || s[k + 1] == '-');
+        if (s[e] >= '0' && s[e] <= '9') {
+            for (k = e; s[k] >= '0' && s[k] <= '9'; k++)
+                ;
+        }
+    }
     double v = strtod(s, &end);
-    if (end == s || v < 0)
-        return VT_ERR_INVALID;
+    if (end != s + k || !(v >= 0))
+        return VT_ERR_RANGE;
     double mul = 1e9;
     if (!*end || !strcmp(end, "s"))
         mul = 1e9;
@@ -390,8 +406,11 @@ int vt_parse_duration(const char *s, uint64_t *ns)
     else if (!strcmp(end, "ns"))
         mul = 1;
     else
-        return VT_ERR_INVALID;
-    *ns = (uint64_t)(v * mul + 0.5);
+        return VT_ERR_RANGE; /* a number with a unit it does not know */
+    double x = v * mul + 0.5;
+    if (!(x < 18446744073709551615.0)) /* past 2^64 ns (584 years), or not a number */
+        return VT_ERR_RANGE;
+    *ns = (uint64_t)x;
     return 0;
 }
 
@@ -432,26 +451,32 @@ int vt_analysis_view_missing(const vt_analysis *a, char *msg, size_t len)
         if (a->cfg.at_mode == VT_AT_MARKER && p->marker_found)
             return 0;
         uint64_t d = p->t_last > p->t0 ? p->t_last - p->t0 : 0;
-        if (a->cfg.at_mode == VT_AT_TIME && a->cfg.at_ns <= d)
+        if (a->cfg.at_mode == VT_AT_TIME && a->cfg.at_ns <= d + 500) /* the duration as printed (us) */
             return 0;
         if (d > longest)
             longest = d;
     }
     if (a->cfg.at_mode == VT_AT_TIME) {
-        snprintf(msg, len, "--at %.3f s is past the end of every trace (the longest lasts %.3f s)",
+        snprintf(msg, len, "--at %.6f s is past the end of every trace (the longest lasts %.6f s)",
                  (double)a->cfg.at_ns / 1e9, (double)longest / 1e9);
         return 1;
     }
     size_t n = (size_t)snprintf(msg, len, "--at '%s' matches no NVTX mark or range in the traces; they have:",
                                 a->cfg.at_marker ? a->cfg.at_marker : "");
     unsigned shown = 0, total = 0;
+    const size_t list = n < len ? n : len; /* the names from here, each once */
     for (size_t i = 0; i < a->nprocs; i++) {
         const vt_proc *p = a->procs[i];
-        for (size_t k = 0; k < p->nnvtx; k++, total++)
-            if (shown < 12 && n + 4 < len && p->nvtx[k].msg && !strstr(msg, p->nvtx[k].msg)) {
-                n += (size_t)snprintf(msg + n, len - n, "%s '%s'", shown ? "," : "", p->nvtx[k].msg);
-                shown++;
-            }
+        for (size_t k = 0; k < p->nnvtx; k++, total++) {
+            char q[300];
+            if (shown >= 12 || n + 4 >= len || !p->nvtx[k].msg)
+                continue;
+            snprintf(q, sizeof(q), "'%s'", p->nvtx[k].msg);
+            if (strstr(msg + list, q))
+                continue;
+            n += (size_t)snprintf(msg + n, len - n, "%s %s", shown ? "," : "", q);
+            shown++;
+        }
     }
     if (!total && n < len)
         snprintf(msg + n, len - n, " none (no NVTX was recorded); use a time (--at 1.5s) or --at end");

@@ -203,7 +203,10 @@ unsigned vt_analysis_nprocs(const vt_analysis *a);
 unsigned vt_analysis_nerrors(const vt_analysis *a);
 const char *vt_analysis_error(const vt_analysis *a, unsigned i);
 
-/* Parse "1.5s", "250ms", "10us", "42ns", "3" (seconds) -> ns.  0 or VT_ERR_INVALID. */
+/* Parse "1.5s", "250ms", "10us", "42ns", "3" (seconds), "1e3ms" -> ns.  0;
+ * VT_ERR_INVALID when s is not a number (it may be a name: --at MARK);
+ * VT_ERR_RANGE when it is one but no time: negative, another unit, past
+ * 2^64 ns. */
 int vt_parse_duration(const char *s, uint64_t *ns);
 /* Parse "1G", "512MiB", "100k", "12345" -> bytes (K/M/G/T = 1024^n).  0 or VT_ERR_INVALID. */
 int vt_parse_bytes(const char *s, uint64_t *bytes);

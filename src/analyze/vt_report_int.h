@@ -70,7 +70,7 @@ typedef struct {
     int tensor_level;
     int pool;               /* REP_CANNOT_TELL: VT_POOL_* the trace cannot see into, 0 none */
     int blind;              /* REP_CANNOT_TELL: the trace was cut before any allocation */
-    int early;              /* REP_CANNOT_TELL: the view is before the third step */
+    int early;              /* REP_CANNOT_TELL: fewer steps in the window than the growth test needs */
     const vt_test *test;    /* REP_LEAK without growth: the test that left the most live (the pytest plugin) */
     char reason[400];
     char command[600];

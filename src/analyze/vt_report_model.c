@@ -452,16 +452,21 @@ void rep_verdict_of(vt_analysis *a, const vt_proc *p, rep_verdict *v)
             return;
         }
     }
-    if (p->steps >= 3 && p->steps_view < 3) {
-        /* a view (--at) before the loop's third step: no growth over the
-         * steps before it says nothing of the steps after it */
+    if (p->steps && p->steps_view < VT_GROWTH_MIN_STEPS) {
+        /* fewer steps in the window than the growth test needs (a view,
+         * --at, early in the loop; or a short run): no growth found says
+         * nothing */
         v->kind = REP_CANNOT_TELL;
         v->early = 1;
-        snprintf(v->reason, sizeof(v->reason),
-                 "the view at %.3f s comes before the third of the %" PRIu64 " steps (%" PRIu64
-                 " begun before it): growth over the steps after it is not looked at; report without --at, or "
-                 "--at a time after the steps",
-                 rep_rel_s(p, p->view_t), p->steps, p->steps_view);
+        if (p->steps_view < p->steps)
+            snprintf(v->reason, sizeof(v->reason),
+                     "the view at %.3f s sees %" PRIu64 " of the %" PRIu64 " steps, and growth over steps needs %d: "
+                     "the steps after it are not looked at; report without --at, or --at a time after the steps",
+                     rep_rel_s(p, p->view_t), p->steps_view, p->steps, VT_GROWTH_MIN_STEPS);
+        else
+            snprintf(v->reason, sizeof(v->reason),
+                     "the trace has %" PRIu64 " steps, and growth over steps needs %d: run more steps",
+                     p->steps, VT_GROWTH_MIN_STEPS);
         return;
     }
     if (!p->complete && !p->nev[VT_EV_ALLOC] && !p->nev[VT_EV_VMM_CREATE]) {

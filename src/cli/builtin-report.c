@@ -26,7 +26,8 @@ static void report_usage(FILE *f)
             "                       the text (stdout says where it went; - = the page on stdout)\n"
             "  --at TIME|MARKER     leak view at TIME after the start (1.5s, 200ms) or at the last\n"
             "                       NVTX mark/range MARKER; `--at end` = end of trace.\n"
-            "                       Default: the end of the last kernel.\n"
+            "                       Default: the end of the last kernel.  A view that sees\n"
+            "                       fewer than 5 steps cannot tell a leak (it says so).\n"
             "  --steps NAME         the NVTX range that counts the steps (trailing digits\n"
             "                       stripped: `step` for step0, step1, ...); default: found\n"
             "  --fail-on-leak BYTES   exit 3 when more than BYTES (e.g. 64M) leaked: never freed\n"
@@ -90,13 +91,21 @@ int vt_cli_common_option(int argc, char **argv, int *i, vt_analysis_config *cfg)
         (*i)++;
         if (!strcmp(o, "--at")) {
             uint64_t ns;
+            int prc = vt_parse_duration(v, &ns);
             if (!strcmp(v, "end")) {
                 cfg->at_mode = VT_AT_END;
             } else if (!strcmp(v, "last-kernel")) {
                 cfg->at_mode = VT_AT_AUTO;
-            } else if (vt_parse_duration(v, &ns) == 0) {
+            } else if (prc == 0) {
                 cfg->at_mode = VT_AT_TIME;
                 cfg->at_ns = ns;
+            } else if (prc == VT_ERR_RANGE) {
+                fprintf(stderr,
+                        "vramtrace %s: --at %s: not a time: a number of seconds from the trace's start, at most "
+                        "18446744073 s, with s, ms, us or ns (--at 6.5s, --at 300ms), or end, last-kernel, or an NVTX "
+                        "mark's name\n",
+                        argv[0], v);
+                return -1;
             } else {
                 cfg->at_mode = VT_AT_MARKER;
                 cfg->at_marker = v;

@@ -19,6 +19,7 @@ const char *vt_strerror(int err)
     case VT_ERR_NOSPACE: return "no space left on device";
     case VT_ERR_LIMIT: return "memory budget of the definition tables reached";
     case VT_ERR_AGAIN: return "no more data yet (the trace is still being written)";
+    case VT_ERR_RANGE: return "a number out of range";
     default: return "unknown error";
     }
 }

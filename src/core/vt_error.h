@@ -19,7 +19,8 @@ typedef enum {
     VT_ERR_NOSPACE = -12,   /* disk full */
     VT_ERR_LIMIT = -13,     /* a memory budget of the reader was reached (final) */
     VT_ERR_AGAIN = -14,     /* a followed trace has no more data yet: call again later */
-    VT_ERR__MIN = -14
+    VT_ERR_RANGE = -15,     /* a number out of its range, or in a form not accepted (a negative time) */
+    VT_ERR__MIN = -15
 } vt_err;
 
 /* Static English description of a code; never NULL. */

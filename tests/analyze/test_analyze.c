@@ -181,6 +181,25 @@ static void test_parse(void **state)
     assert_int_equal(vt_parse_duration("3", &v), 0);
     assert_int_equal(v, 3000000000ull);
     assert_int_equal(vt_parse_duration("step", &v), VT_ERR_INVALID);
+    /* names, not numbers: --at takes them for marks */
+    assert_int_equal(vt_parse_duration("inf", &v), VT_ERR_INVALID);
+    assert_int_equal(vt_parse_duration("nan", &v), VT_ERR_INVALID);
+    assert_int_equal(vt_parse_duration("", &v), VT_ERR_INVALID);
+    /* numbers that are no time: said so, never a time of 0 */
+    v = 7;
+    assert_int_equal(vt_parse_duration("1e19", &v), VT_ERR_RANGE); /* past 2^64 ns: it wrapped to 0 */
+    assert_int_equal(vt_parse_duration("1e300s", &v), VT_ERR_RANGE);
+    assert_int_equal(vt_parse_duration("-1s", &v), VT_ERR_RANGE);
+    assert_int_equal(vt_parse_duration("0x10", &v), VT_ERR_RANGE); /* hex was 16 s */
+    assert_int_equal(vt_parse_duration("1h", &v), VT_ERR_RANGE);
+    assert_int_equal(vt_parse_duration("6.5 s", &v), VT_ERR_RANGE);
+    assert_int_equal(v, 7);
+    assert_int_equal(vt_parse_duration("1e9s", &v), 0); /* 31 years: in range */
+    assert_int_equal(v, 1000000000000000000ull);
+    assert_int_equal(vt_parse_duration("1e3ms", &v), 0);
+    assert_int_equal(v, 1000000000ull);
+    assert_int_equal(vt_parse_duration(".5", &v), 0);
+    assert_int_equal(v, 500000000ull);
 }
 
 static void test_map_random(void **state)

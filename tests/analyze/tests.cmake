@@ -190,6 +190,11 @@ include(${CMAKE_CURRENT_LIST_DIR}/export/tests.cmake)
 add_test(NAME analyze.seeds
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/gpu/check_seeds.py $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}/seeds)
 set_tests_properties(analyze.seeds PROPERTIES LABELS "analyze")
+# the same traces with the view early in the loop: never "no leak" to a
+# leak (tests/analyze/seeds_at.py)
+add_test(NAME analyze.seeds_at
+         COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/seeds_at.py $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}/seeds)
+set_tests_properties(analyze.seeds_at PROPERTIES LABELS "analyze")
 foreach(s logger-default graph_list-expandable deque-async native)
   add_test(NAME analyze.golden.seeds-${s}.txt
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/golden.sh $<TARGET_FILE:vramtrace> ${VT_TEST_DATA}/seeds/${s}
