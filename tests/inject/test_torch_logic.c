@@ -50,14 +50,18 @@ static void test_c10_cuda(void **state)
 /* the shim that `record` builds beside the program: the wait's ends */
 static char g_shim[256];
 
+/* written beside and renamed, as record_torch.c's builder does: a waiter
+ * never sees it half written */
 static void put(const char *suffix, const char *text)
 {
-    char p[300];
+    char p[300], t[310];
     snprintf(p, sizeof(p), "%s%s", g_shim, suffix);
-    FILE *f = fopen(p, "w");
+    snprintf(t, sizeof(t), "%s.tmp", p);
+    FILE *f = fopen(t, "w");
     assert_non_null(f);
     fputs(text, f);
     fclose(f);
+    assert_int_equal(rename(t, p), 0);
 }
 
 static void drop(const char *suffix)
