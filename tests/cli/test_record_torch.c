@@ -127,6 +127,16 @@ static void fake_torch(int headers)
     setenv("VRAMTRACE_CACHE_DIR", s, 1);
 }
 
+/* the stand-in torch with an empty cache; its interpreter's path in py */
+static void fresh_torch(char *py, size_t n)
+{
+    char s[PATH_MAX * 2];
+    snprintf(s, sizeof(s), "rm -rf '%s/cache'", g_dir);
+    assert_int_equal(system(s), 0);
+    fake_torch(1);
+    snprintf(py, n, "%s/bin/python3", g_dir);
+}
+
 static int compiles(void)
 {
     char p[PATH_MAX + 32];
@@ -176,10 +186,7 @@ static void test_build_background(void **state)
 {
     (void)state;
     char py[PATH_MAX + 32], out[PATH_MAX], why[PATH_MAX + 128], s[PATH_MAX * 2];
-    snprintf(s, sizeof(s), "rm -rf '%s/cache'", g_dir);
-    assert_int_equal(system(s), 0);
-    fake_torch(1);
-    snprintf(py, sizeof(py), "%s/bin/python3", g_dir);
+    fresh_torch(py, sizeof(py));
     /* a slow compiler: the call returns before it is done */
     snprintf(s, sizeof(s),
              "#!/bin/sh\nsleep 0.3\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && echo so >\"$2\"; shift; done\n");
@@ -223,10 +230,7 @@ static void test_build_failures(void **state)
 {
     (void)state;
     char py[PATH_MAX + 32], out[PATH_MAX], why[PATH_MAX + 128], s[PATH_MAX * 2];
-    snprintf(s, sizeof(s), "rm -rf '%s/cache'", g_dir);
-    assert_int_equal(system(s), 0);
-    fake_torch(1);
-    snprintf(py, sizeof(py), "%s/bin/python3", g_dir);
+    fresh_torch(py, sizeof(py));
     put("bin/cxx-bad", "#!/bin/sh\necho 'error: no such header' >&2\nexit 1\n", 1);
     snprintf(s, sizeof(s), "%s/bin/cxx-bad", g_dir);
     setenv("CXX", s, 1);
