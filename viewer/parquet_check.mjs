@@ -10,7 +10,7 @@
 // (one row per block: the alloc and vmm_create records), the bytes live at
 // the end by kind, kernels, samples, failed calls and probes, the peak,
 // leaked and grown bytes; every file read again with hyparquet must give
-// DuckDB's row count and byte sums.  --examples also runs the SQL examples
+// DuckDB's row count and the count and sum of every number column.  --examples also runs the SQL examples
 // of docs/EXPORT.md (read from it) and checks each against the report.
 // --no-report: a job too large for one report (the 1,000-trace bench):
 // only DuckDB's answers and their row counts against the processes table.
@@ -128,23 +128,40 @@ function filesOf (dir) {
   }
   return r
 }
-const sumCol = { allocations: 'size', failures: 'size', kernels: 'duration_ns', processes: 'peak_bytes', sites: 'alloc_bytes', samples: 'used_bytes', steps: 'step' }
+// every number column of every table, summed by both readers: each
+// encoding the writer chooses (PLAIN, DELTA_BINARY_PACKED, a one-value
+// dictionary) read by two decoders that share nothing; a timestamp as its
+// milliseconds (hyparquet reads it as a Date)
 let nfiles = 0
 for (const t of TABLES) {
+  const cols = (await rows(`DESCRIBE SELECT * FROM read_parquet('${out}/${t}/*/*/*.parquet', hive_partitioning = false)`))
+    .filter(r => /^(BIGINT|INTEGER|TIMESTAMP_NS)$/.test(r.column_type))
+    .map(r => ({ name: r.column_name, ts: r.column_type === 'TIMESTAMP_NS' }))
+  const sums = cols.map((c, k) => `sum(${c.ts ? `epoch_ms(${c.name})` : c.name})::VARCHAR AS s${k}, count(${c.name}) AS n${k}`)
   const duck = new Map()
-  for (const r of await rows(`SELECT filename, count(*) AS n, sum(${sumCol[t]}) AS s FROM read_parquet('${out}/${t}/*/*/*.parquet', filename = true) GROUP BY ALL`)) duck.set(r.filename, r)
+  for (const r of await rows(`SELECT filename, count(*) AS n${sums.length ? ', ' + sums.join(', ') : ''}
+      FROM read_parquet('${out}/${t}/*/*/*.parquet', filename = true, hive_partitioning = false) GROUP BY ALL`)) duck.set(r.filename, r)
   for (const f of filesOf(join(out, t))) {
     const b = readFileSync(f)
     const file = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)
     const md = parquetMetadata(file)
     const objs = await parquetReadObjects({ file, compressors })
     nfiles++
-    const d = duck.get(f) || { n: 0, s: null }
+    const d = duck.get(f) || { n: 0 }
     eq(`hyparquet ${f}: rows`, objs.length, d.n)
     eq(`hyparquet ${f}: footer rows`, md.num_rows, d.n)
-    let sum = 0n
-    for (const o of objs) sum += BigInt(o[sumCol[t]] ?? 0)
-    eq(`hyparquet ${f}: sum(${sumCol[t]})`, objs.length ? sum : null, d.s)
+    cols.forEach((c, k) => {
+      let sum = 0n
+      let n = 0
+      for (const o of objs) {
+        const v = o[c.name]
+        if (v === null || v === undefined) continue
+        n++
+        sum += c.ts ? BigInt(v instanceof Date ? v.getTime() : Number(BigInt(v) / 1000000n)) : BigInt(v)
+      }
+      eq(`hyparquet ${f}: count(${c.name})`, n, d[`n${k}`] ?? 0)
+      eq(`hyparquet ${f}: sum(${c.name})`, n ? sum : null, d[`s${k}`] ?? null)
+    })
   }
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "vt_error.h"
 #include "vt_export_int.h"
@@ -588,6 +589,11 @@ static void part_value(const char *s, char *buf, size_t len)
 
 static int mkdirs(char *path)
 {
+    /* the whole path first: after the first trace of a host it is there */
+    if (mkdir(path, 0777) == 0 || errno == EEXIST)
+        return 0;
+    if (errno != ENOENT)
+        return VT_ERR_IO;
     for (char *s = path + 1; *s; s++) {
         if (*s != '/')
             continue;
@@ -627,7 +633,7 @@ static void px_free(px *x, int keep)
 }
 
 static int export_trace(const vt_export_config *cfg, const char *trace, const char *name, const char *dir,
-                        char *err, size_t errlen, int *damaged)
+                        ZSTD_CCtx *zc, char *err, size_t errlen, int *damaged)
 {
     px x = {.cfg = cfg};
     vt_analysis *live = NULL;
@@ -672,6 +678,8 @@ static int export_trace(const vt_export_config *cfg, const char *trace, const ch
             snprintf(err, errlen, "%.300s: cannot write: %s", x.tmp[k], strerror(errno));
             free(x.tmp[k]);
             x.tmp[k] = NULL;
+        } else {
+            vt_pq_share_zstd(x.t[k], zc);
         }
         free(d);
     }
@@ -705,6 +713,9 @@ static int export_trace(const vt_export_config *cfg, const char *trace, const ch
         else if (rename(x.tmp[k], x.path[k])) {
             snprintf(err, errlen, "%.300s: cannot rename: %s", x.path[k], strerror(errno));
             rc = VT_ERR_IO;
+        } else {
+            free(x.tmp[k]); /* in place: nothing left to remove */
+            x.tmp[k] = NULL;
         }
     }
 out:
@@ -729,6 +740,9 @@ int vt_export_parquet(const vt_export_config *cfg, char *const *inputs, int ninp
         snprintf(err, errlen, "%.300s: cannot make the directory: %s", dir, strerror(errno));
         return rc;
     }
+    ZSTD_CCtx *zc = ZSTD_createCCtx(); /* one for every table of every trace */
+    if (!zc)
+        return VT_ERR_NOMEM;
     int damaged = 0, any = 0;
     for (int i = 0; i < ninputs && !rc; i++) {
         struct stat st;
@@ -747,15 +761,16 @@ int vt_export_parquet(const vt_export_config *cfg, char *const *inputs, int ninp
                 const char *rel = names[k];
                 if (!strncmp(rel, inputs[i], dl) && rel[dl] == '/')
                     rel += dl + 1;
-                rc = export_trace(cfg, names[k], rel, dir, err, errlen, &damaged);
+                rc = export_trace(cfg, names[k], rel, dir, zc, err, errlen, &damaged);
             }
             vt_tracedir_free(names, n);
         } else {
             any++;
             const char *base = strrchr(inputs[i], '/');
-            rc = export_trace(cfg, inputs[i], base ? base + 1 : inputs[i], dir, err, errlen, &damaged);
+            rc = export_trace(cfg, inputs[i], base ? base + 1 : inputs[i], dir, zc, err, errlen, &damaged);
         }
     }
+    ZSTD_freeCCtx(zc);
     if (!rc && !any) {
         snprintf(err, errlen, "no trace could be read");
         return VT_ERR_NOT_FOUND;

@@ -43,6 +43,11 @@ typedef struct vt_pq vt_pq;
  * 0 or a vt_err (*out NULL). */
 int vt_pq_create(vt_pq **out, const char *path, const vt_pq_col *cols, int ncols, uint32_t rows_per_group);
 
+/* Compress with `zctx` (a ZSTD_CCtx *, borrowed: it must outlive the
+ * writer) rather than a context of the writer's own, made at its first
+ * page: writers used one after another share one (an export's tables). */
+void vt_pq_share_zstd(vt_pq *w, void *zctx);
+
 /* Values of the current row, one call per column in any order; a column
  * left out of a row is null (it must be optional).  Values of a wrong
  * type, or a null in a required column, make the writer fail (vt_pq_err). */

@@ -28,6 +28,7 @@ typedef struct {
     int64_t data_off, dict_off, num_values, unc, comp;
     uint64_t nulls;
     int has_dict, have_stats;
+    int delta; /* the values DELTA_BINARY_PACKED */
     uint8_t nmin, nmax;
     uint8_t min[PQ_STAT_MAX], max[PQ_STAT_MAX];
 } pq_chunk;
@@ -76,7 +77,8 @@ struct vt_pq {
     uint64_t strs;     /* bit k: column k holds strings */
     pq_group *groups;
     size_t ngroups, capgroups;
-    ZSTD_CCtx *zc;
+    ZSTD_CCtx *zc; /* NULL until the first page, or shared (vt_pq_share_zstd) */
+    int own_zc;
     uint8_t *page, *zbuf, *utf;
     size_t npage, cappage, capzbuf, caputf;
     vt_tw tw;

@@ -23,8 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
-    (void)st, (void)flag, (void)ftw;
-    remove(p);
+    (void)st, (void)ftw;
+    if (flag == FTW_DP)
+        rmdir(p);
+    else
+        unlink(p);
     return 0;
 }
 

@@ -3,7 +3,9 @@
  * OUTDIR/edge.parquet (10,000 rows in row groups of 777: nulls, negative
  * INT32s, timestamps, a dictionary of 1,000 strings some with invalid
  * UTF-8, strings past the statistics' 64 bytes, lists null, empty and of
- * 1-5 items) and OUTDIR/edge.jsonl, the rows a reader must see (each
+ * 1-5 items; numbers that DELTA_BINARY_PACKED takes: steps that stay for
+ * whole miniblocks, and deltas that wrap past INT64 and INT32 limits) and
+ * OUTDIR/edge.jsonl, the rows a reader must see (each
  * invalid byte read as U+FFFD); check_edge.mjs compares DuckDB's and
  * hyparquet's reading with it.  Also checks the writer's refusals (a null
  * in a required column, a value of the wrong type).  Exit 0 or 1. */
@@ -41,10 +43,12 @@ int main(int argc, char **argv)
     static const vt_pq_col cols[] = {
         {"id", VT_PQ_INT64, 0},    {"small", VT_PQ_INT32, 1}, {"t", VT_PQ_TIMESTAMP, 1},
         {"name", VT_PQ_STRING, 0}, {"long", VT_PQ_STRING, 1}, {"items", VT_PQ_STRING_LIST, 1},
-        {"same", VT_PQ_INT64, 0},
+        {"same", VT_PQ_INT64, 0},  {"step", VT_PQ_INT64, 0},  {"wrap", VT_PQ_INT64, 1},
+        {"wrap32", VT_PQ_INT32, 0},
     };
+    enum { NCOLS = sizeof(cols) / sizeof(cols[0]) };
     vt_pq *w;
-    int rc = vt_pq_create(&w, path, cols, 7, 777);
+    int rc = vt_pq_create(&w, path, cols, NCOLS, 777);
     FILE *j = fopen(jpath, "w");
     if (rc || !j) {
         fprintf(stderr, "test_parquet: cannot write %s\n", path);
@@ -116,7 +120,21 @@ int main(int argc, char **argv)
             vt_pq_list(w, 5, it, (uint32_t)n);
         }
         vt_pq_int(w, 6, 42);
-        fputs(",\"same\":42}\n", j);
+        fputs(",\"same\":42", j);
+        /* small deltas around jumps from one end of the range to the other:
+         * the wrapping a delta must survive, in a chunk still delta-coded */
+        vt_pq_int(w, 7, r / 100);
+        fprintf(j, ",\"step\":%d", r / 100);
+        int64_t wr = r % 1000 == 500 ? INT64_MIN : r % 1000 == 501 ? INT64_MAX : r % 1000 == 502 ? -1 : (int64_t)r * 3;
+        if (r % 11) {
+            vt_pq_int(w, 8, wr);
+            fprintf(j, ",\"wrap\":\"%lld\"", (long long)wr);
+        } else {
+            fputs(",\"wrap\":null", j);
+        }
+        int32_t w32 = r % 1000 == 250 ? INT32_MIN : r % 1000 == 251 ? INT32_MAX : r;
+        vt_pq_int(w, 9, w32);
+        fprintf(j, ",\"wrap32\":%d}\n", w32);
         if (vt_pq_row(w)) {
             fprintf(stderr, "test_parquet: row %d: %s\n", r, vt_strerror(vt_pq_err(w)));
             return 1;
@@ -131,7 +149,7 @@ int main(int argc, char **argv)
     }
     /* refusals: a required column left null; a string into a number */
     snprintf(path, sizeof(path), "%s/refused.parquet", argv[1]);
-    if (vt_pq_create(&w, path, cols, 7, 0))
+    if (vt_pq_create(&w, path, cols, NCOLS, 0))
         return 1;
     vt_pq_int(w, 0, 1);
     if (vt_pq_row(w) != VT_ERR_INVALID) { /* name is required */
@@ -139,7 +157,7 @@ int main(int argc, char **argv)
         return 1;
     }
     vt_pq_free(w);
-    if (vt_pq_create(&w, path, cols, 7, 0))
+    if (vt_pq_create(&w, path, cols, NCOLS, 0))
         return 1;
     vt_pq_str(w, 0, "x");
     if (vt_pq_err(w) != VT_ERR_INVALID) {
