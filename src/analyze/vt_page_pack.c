@@ -56,12 +56,25 @@ static int buf_put(pack_buf *b, const void *s, size_t n)
     return 0;
 }
 
+/* Eight bytes a step (the strings are short: a loop per byte costs more
+ * than its multiply, and in the fuzz build a comparison hook per byte) */
 static uint64_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
+    uint64_t h = 1469598103934665603ull ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+    }
+    if (i < n) {
+        uint64_t w = 0;
+        memcpy(&w, s + i, n - i);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+    }
+    return h ^ (h >> 32);
 }
 
 static int map_grow(pack_map *m)
@@ -104,13 +117,18 @@ static pack_ent *map_get(pack_map *m, const char *s, size_t n)
  * past its closing quote, or n when it does not close. */
 static size_t string_end(const char *s, size_t i, size_t n)
 {
-    for (i++; i < n; i++) {
-        if (s[i] == '\\')
-            i++;
-        else if (s[i] == '"')
-            return i + 1;
+    size_t from = i + 1;
+    for (;;) {
+        const char *q = from < n ? memchr(s + from, '"', n - from) : NULL;
+        if (!q)
+            return n;
+        size_t at = (size_t)(q - s), b = at;
+        while (b > i + 1 && s[b - 1] == '\\') /* an odd run of backslashes escapes it */
+            b--;
+        if ((at - b) % 2 == 0)
+            return at + 1;
+        from = at + 1;
     }
-    return n;
 }
 
 /* Whether the string ending at e is an object key: a ':' follows. */
@@ -131,8 +149,10 @@ static int starts_with_mark(const char *s, size_t n)
 static int count_strings(pack_map *m, const char *js, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (js[i] != '"')
-            continue;
+        const char *q = memchr(js + i, '"', n - i);
+        if (!q)
+            break;
+        i = (size_t)(q - js);
         size_t e = string_end(js, i, n);
         if (!is_key(js, e, n) && (e - i >= PACK_MIN_LEN + 2 || starts_with_mark(js + i, e - i))) {
             pack_ent *x = map_get(m, js + i, e - i);
@@ -152,8 +172,10 @@ static int rewrite(pack_map *m, const char *js, size_t n, pack_buf *tab, pack_bu
     int rc = buf_put(tab, "[", 1);
     size_t from = 0;
     for (size_t i = 0; i < n && !rc; i++) {
-        if (js[i] != '"')
-            continue;
+        const char *q = memchr(js + i, '"', n - i);
+        if (!q)
+            break;
+        i = (size_t)(q - js);
         size_t e = string_end(js, i, n);
         if (!is_key(js, e, n) && (e - i >= PACK_MIN_LEN + 2 || starts_with_mark(js + i, e - i))) {
             pack_ent *x = map_get(m, js + i, e - i);
@@ -195,7 +217,14 @@ static int gzip_into(const pack_buf *a, const pack_buf *b, pack_buf *z)
 {
     z_stream s;
     memset(&s, 0, sizeof(s));
-    if (deflateInit2(&s, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    /* a window no larger than the data (the same output for less memory:
+     * a small page's deflate took 256 KiB and its page faults for a few
+     * KiB of JSON), and hash chains scaled with it */
+    int wbits = 9;
+    while (wbits < 15 && ((size_t)1 << wbits) < a->n + b->n)
+        wbits++;
+    int mem = wbits - 7 < 1 ? 1 : wbits - 7;
+    if (deflateInit2(&s, Z_DEFAULT_COMPRESSION, Z_DEFLATED, wbits + 16, mem, Z_DEFAULT_STRATEGY) != Z_OK)
         return VT_ERR_NOMEM;
     size_t bound = deflateBound(&s, (uLong)(a->n + b->n)) + 64;
     z->p = malloc(bound);
