@@ -7,8 +7,10 @@
  *     strings (the three-level LIST of the spec); any column optional;
  *   - row groups of at most `rows_per_group` rows, written when full:
  *     memory is one row group of values (and its dictionaries);
- *   - one data page (v1) per column chunk: numbers PLAIN, strings
- *     RLE_DICTIONARY with a dictionary page per chunk; definition and
+ *   - one data page (v1) per column chunk: numbers DELTA_BINARY_PACKED
+ *     when that takes at most half of PLAIN's bytes, else PLAIN, a chunk
+ *     of one value a one-entry dictionary; strings RLE_DICTIONARY with a
+ *     dictionary page per chunk; definition and
  *     repetition levels in the RLE/bit-packed hybrid; pages compressed with
  *     zstd; statistics (min, max, null count) per chunk with the
  *     type-defined column order;

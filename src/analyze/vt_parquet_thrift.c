@@ -231,13 +231,18 @@ int vt_pq_footer_write(vt_pq *w)
             vt_tw_i64(t, 2, ch->has_dict ? ch->dict_off : ch->data_off);
             vt_tw_begin(t, 3); /* ColumnMetaData */
             vt_tw_i32(t, 1, c->c.type == VT_PQ_INT32 ? 1 : is_str(c) ? 6 : 2);
-            vt_tw_list(t, 2, VT_TT_I32, ch->has_dict || ch->delta ? 3 : 2);
-            vt_tw_val_i32(t, 0); /* PLAIN */
-            vt_tw_val_i32(t, 3); /* RLE */
-            if (ch->has_dict)
+            /* the encodings its pages use: the values' (a dictionary page
+             * is PLAIN), RLE when it has levels */
+            int levels = c->max_def || c->max_rep;
+            vt_tw_list(t, 2, VT_TT_I32, (uint32_t)(levels + (ch->has_dict ? 2 : 1)));
+            if (ch->has_dict) {
+                vt_tw_val_i32(t, 0); /* PLAIN */
                 vt_tw_val_i32(t, 8); /* RLE_DICTIONARY */
-            else if (ch->delta)
-                vt_tw_val_i32(t, 5); /* DELTA_BINARY_PACKED */
+            } else {
+                vt_tw_val_i32(t, ch->delta ? 5 : 0); /* DELTA_BINARY_PACKED or PLAIN */
+            }
+            if (levels)
+                vt_tw_val_i32(t, 3); /* RLE */
             int list = c->c.type == VT_PQ_STRING_LIST;
             vt_tw_list(t, 3, VT_TT_BINARY, list ? 3 : 1);
             vt_tw_val_bin(t, c->c.name, strlen(c->c.name));
