@@ -462,15 +462,18 @@ static const char *holder_text(const vt_proc *p, const vt_unit *u, char *buf, si
     buf[0] = 0;
     if (!p->holders_file)
         return buf;
+    /* the holder walk runs at exit: a view at a time or a mark before it
+     * (--at) shows what held the blocks then, said as such */
+    const char *when = p->view_mode == VT_AT_TIME || p->view_mode == VT_AT_MARKER ? " at exit" : "";
     if (!u->holder || u->holder > p->nholders) {
         if (u->kind == VT_MEM_TENSOR || (u->api != VT_API_MALLOC && u->kind == VT_MEM_DEVICE && u->api != VT_API_VMM))
-            snprintf(buf, len, "held by no Python object reachable from module globals (a C++ cache, the allocator, "
-                               "NCCL or cuBLAS, or unreachable)");
+            snprintf(buf, len, "held%s by no Python object reachable from module globals (a C++ cache, the allocator, "
+                               "NCCL or cuBLAS, or unreachable)", when);
         return buf;
     }
     const vt_holder *h = &p->holders[u->holder - 1];
-    size_t n = (size_t)snprintf(buf, len, "held by %s (%s, %" PRIu64 " tensor%s, %s", rep_t(h->path), rep_t(h->type), h->tensors,
-                                h->tensors == 1 ? "" : "s", rep_bytes(b1, (double)h->bytes));
+    size_t n = (size_t)snprintf(buf, len, "held%s by %s (%s, %" PRIu64 " tensor%s, %s", when, rep_t(h->path), rep_t(h->type),
+                                h->tensors, h->tensors == 1 ? "" : "s", rep_bytes(b1, (double)h->bytes));
     if (h->graph_bytes && n < len) {
         char b3[32];
         n += (size_t)snprintf(buf + n, len - n, "; + %s of autograd graph: %s in all", rep_bytes(b2, (double)h->graph_bytes),
