@@ -86,12 +86,18 @@
     return p.end_reason === "normal" ? "normal exit" : "tracing error";
   }
 
+  /* the holder walk runs at exit: a view at a time or a mark (--at) is before it */
+  function heldWord(p) {
+    return p.view && (p.view.mode === "time" || p.view.mode === "marker") ? "held at exit by" : "held by";
+  }
+
   function verdict(p) {
     var v = p.verdict;
+    var held = heldWord(p) + " ";
     if (v && v.kind === "leak" && v.test) return { cls: "bad", kind: "leak", text: "Leak in test " + v.test.name + ": left " +
       L.fmtBytes(v.test.leaked_bytes) + " live in " + v.test.leaked_blocks + " block" + (v.test.leaked_blocks === 1 ? "" : "s") +
-      (v.site && v.site.held_by ? ", held by " + holderText(v.site.held_by, v.site) : "") + ", allocated at " + userFrame(v.site) };
-    if (v && v.kind === "leak" && v.site && v.site.held_by) return { cls: "bad", kind: "leak", text: "Leak: held by " +
+      (v.site && v.site.held_by ? ", " + held + holderText(v.site.held_by, v.site) : "") + ", allocated at " + userFrame(v.site) };
+    if (v && v.kind === "leak" && v.site && v.site.held_by) return { cls: "bad", kind: "leak", text: "Leak: " + held +
       holderText(v.site.held_by, v.site) + ", allocated at " + userFrame(v.site) + ": " + leakGrowth(v) };
     if (v && v.kind === "leak") return { cls: "bad", kind: "leak", text: "Leak at " + userFrame(v.site) + ": " + leakGrowth(v) };
     if (v && v.kind === "cannot_tell" && v.pool) return { cls: "warn", kind: "cannot_tell", text: "Cannot tell: " + v.reason +
@@ -629,7 +635,7 @@
     var lt = "Live at the view (growing call sites first): " + L.fmtBytes(p.leaks ? p.leaks.bytes : 0) + " leaked" +
       (p.leaks && p.leaks.teardown_bytes ? ", " + L.fmtBytes(p.leaks.teardown_bytes) + " freed at teardown (not counted)" : "");
     if (p.holders) /* who holds each site (the walk at exit) */
-      table(box, "leaks-table", lt, ["bytes", "blocks", "call site", "held by", "kind", "api", "grown", "counted"],
+      table(box, "leaks-table", lt, ["bytes", "blocks", "call site", heldWord(p), "kind", "api", "grown", "counted"],
         leaks.map(function (x) { return [x.bytes, x.blocks, userFrame(x, true), heldBy(x), x.kind, x.api, gof(x), counted(x)]; }),
         [true, false, false, false, false, false, true, false], function (r) { findInFlame(r[2]); });
     else
