@@ -40,11 +40,34 @@ static void put_hex(vt_put_fn put, void *ctx, unsigned char b)
     put(ctx, x, 4);
 }
 
+/* nonzero when a byte of v is zero */
+static inline uint64_t has_zero(uint64_t v)
+{
+    return (v - 0x0101010101010101ull) & ~v & 0x8080808080808080ull;
+}
+
+/* nonzero when one of the 8 bytes at p is not printable ASCII (a control,
+ * DEL, a byte >= 0x80), or, quoting, a quote or a backslash */
+static inline uint64_t word_special(const unsigned char *p, int quote)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    uint64_t bad = has_zero(w & 0xe0e0e0e0e0e0e0e0ull) | (w & 0x8080808080808080ull) | has_zero(w ^ 0x7f7f7f7f7f7f7f7full);
+    if (quote)
+        bad |= has_zero(w ^ 0x2222222222222222ull) | has_zero(w ^ 0x5c5c5c5c5c5c5c5cull);
+    return bad;
+}
+
 void vt_esc_text(const char *s, size_t n, int flags, vt_put_fn put, void *ctx)
 {
     int quote = flags & VT_ESC_QUOTE, keep_nl = flags & VT_ESC_KEEP_NL;
     const unsigned char *p = (const unsigned char *)(s ? s : ""), *e = p + (s ? n : 0), *run = p;
     while (p < e) {
+        /* printable ASCII eight bytes a step: a report is mostly that */
+        while (e - p >= 8 && !word_special(p, quote))
+            p += 8;
+        if (p >= e)
+            break;
         unsigned char ch = *p;
         if ((ch >= 0x20 && ch < 0x7f && !(quote && (ch == '"' || ch == '\\'))) || (ch == '\n' && keep_nl)) {
             p++;
