@@ -86,7 +86,8 @@ static int64_t largest_free(const vt_proc *p, uint32_t device)
         return -1;
     }
     qsort(seg, ns, sizeof(*seg), range_cmp);
-    qsort(ten, nt, sizeof(*ten), range_cmp);
+    if (nt) /* none live: ten is NULL, which qsort may not be given */
+        qsort(ten, nt, sizeof(*ten), range_cmp);
     uint64_t best = 0;
     size_t j = 0;
     for (size_t i = 0; i < ns; i++) {
