@@ -19,6 +19,7 @@
 #include <zlib.h>
 
 #include "vt_error.h"
+#include "vt_hash.h"
 
 #define PACK_MIN_LEN 6 /* shorter strings cost less than a reference */
 
@@ -56,27 +57,6 @@ static int buf_put(pack_buf *b, const void *s, size_t n)
     return 0;
 }
 
-/* Eight bytes a step (the strings are short: a loop per byte costs more
- * than its multiply, and in the fuzz build a comparison hook per byte) */
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull ^ n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
-        h ^= h >> 29;
-    }
-    if (i < n) {
-        uint64_t w = 0;
-        memcpy(&w, s + i, n - i);
-        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
-        h ^= h >> 29;
-    }
-    return h ^ (h >> 32);
-}
-
 static int map_grow(pack_map *m)
 {
     size_t cap = m->cap ? m->cap * 2 : 1024;
@@ -86,7 +66,7 @@ static int map_grow(pack_map *m)
     for (size_t i = 0; i < m->cap; i++) {
         if (!m->e[i].s)
             continue;
-        size_t k = hash_bytes(m->e[i].s, m->e[i].n) & (cap - 1);
+        size_t k = vt_hash_bytes(m->e[i].s, m->e[i].n) & (cap - 1);
         while (e[k].s)
             k = (k + 1) & (cap - 1);
         e[k] = m->e[i];
@@ -102,7 +82,7 @@ static pack_ent *map_get(pack_map *m, const char *s, size_t n)
 {
     if ((m->used + 1) * 2 > m->cap && map_grow(m))
         return NULL;
-    size_t k = hash_bytes(s, n) & (m->cap - 1);
+    size_t k = vt_hash_bytes(s, n) & (m->cap - 1);
     while (m->e[k].s) {
         if (m->e[k].n == n && !memcmp(m->e[k].s, s, n))
             return &m->e[k];

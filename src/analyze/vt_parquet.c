@@ -211,22 +211,6 @@ static const char *utf8_clean(vt_pq *w, const char *s, size_t *n)
     return (const char *)o;
 }
 
-static uint64_t str_hash(const char *s, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull ^ n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t v;
-        memcpy(&v, s + i, 8);
-        h = (h ^ v) * 0x100000001b3ull;
-        h ^= h >> 29;
-    }
-    uint64_t v = 0;
-    memcpy(&v, s + i, n - i);
-    h = (h ^ v) * 0x100000001b3ull;
-    return vt_hash64(h);
-}
-
 /* The dictionary entry of s (added when new): its index, or -1. */
 static int64_t dict_add(vt_pq *w, pq_column *c, const char *s, size_t n)
 {
@@ -248,7 +232,7 @@ static int64_t dict_add(vt_pq *w, pq_column *c, const char *s, size_t n)
         c->ht = t;
         c->hcap = nc;
     }
-    uint64_t h = str_hash(s, n);
+    uint64_t h = vt_hash_bytes(s, n);
     size_t j = (size_t)h & (c->hcap - 1);
     while (c->ht[j]) {
         uint32_t e = c->ht[j] - 1;
